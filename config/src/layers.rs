@@ -1,0 +1,197 @@
+//! Layered discovery of `plugins.toml` files and their merge into one effective
+//! configuration.
+//!
+//! Layers, lowest precedence first (as the reference documents it): the file given with
+//! `--config` (a directory means its `plugins.toml`), else
+//! `$XDG_CONFIG_HOME/wattline/plugins.toml` (`~/.config/wattline/plugins.toml` when
+//! `XDG_CONFIG_HOME` is unset); then `/etc/wattline/plugins.toml`; then configuration
+//! passed in code. Tables merge recursively (a later scalar or array replaces an
+//! earlier one), components match by `kind`, and an entry with `enabled = false`
+//! contributes nothing.
+
+use std::path::{Path, PathBuf};
+
+use crate::document::{ComponentKind, PluginsDocument, deserialize_table};
+use crate::error::ConfigError;
+use crate::resource_metrics::ResourceMetricsConfig;
+
+/// The application directory name under the configuration roots.
+pub const APP_DIRECTORY: &str = "wattline";
+/// The file name looked for in each configuration directory.
+pub const FILE_NAME: &str = "plugins.toml";
+
+/// Where to look for configuration files. Built from the environment in production and
+/// from temporary directories in tests.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Discovery {
+    /// A path given on the command line: a file, or a directory holding `plugins.toml`.
+    pub explicit: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`.
+    pub xdg_config_home: Option<PathBuf>,
+    /// `$HOME`, for the `~/.config` fallback.
+    pub home: Option<PathBuf>,
+    /// The system directory, `/etc` in production.
+    pub system_config_dir: Option<PathBuf>,
+}
+
+impl Discovery {
+    /// Reads `XDG_CONFIG_HOME` and `HOME`; the system directory is `/etc`.
+    pub fn from_environment(explicit: Option<PathBuf>) -> Self {
+        let non_empty = |name: &str| {
+            std::env::var_os(name)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from)
+        };
+        Discovery {
+            explicit,
+            xdg_config_home: non_empty("XDG_CONFIG_HOME"),
+            home: non_empty("HOME"),
+            system_config_dir: Some(PathBuf::from("/etc")),
+        }
+    }
+
+    /// The candidate files, lowest precedence first, and whether each must exist.
+    pub fn candidate_files(&self) -> Vec<(PathBuf, bool)> {
+        let mut files = Vec::new();
+        if let Some(explicit) = &self.explicit {
+            let file = if explicit.is_dir() {
+                explicit.join(FILE_NAME)
+            } else {
+                explicit.clone()
+            };
+            files.push((file, true));
+        } else if let Some(xdg) = &self.xdg_config_home {
+            files.push((xdg.join(APP_DIRECTORY).join(FILE_NAME), false));
+        } else if let Some(home) = &self.home {
+            files.push((
+                home.join(".config").join(APP_DIRECTORY).join(FILE_NAME),
+                false,
+            ));
+        }
+        if let Some(system) = &self.system_config_dir {
+            files.push((system.join(APP_DIRECTORY).join(FILE_NAME), false));
+        }
+        files
+    }
+
+    /// Reads and validates every layer that exists, lowest precedence first.
+    pub fn load(&self) -> Result<Vec<PluginsDocument>, ConfigError> {
+        let mut documents = Vec::new();
+        for (path, required) in self.candidate_files() {
+            if let Some(document) = load_file(&path, required)? {
+                documents.push(document);
+            }
+        }
+        Ok(documents)
+    }
+}
+
+/// Reads and validates one file; a missing optional file is `Ok(None)`.
+pub fn load_file(path: &Path, required: bool) -> Result<Option<PluginsDocument>, ConfigError> {
+    let source_name = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8(bytes).map_err(|error| {
+                ConfigError::new(
+                    &source_name,
+                    "",
+                    format!(
+                        "not valid UTF-8 (at byte {})",
+                        error.utf8_error().valid_up_to()
+                    ),
+                )
+            })?;
+            PluginsDocument::parse(&source_name, &text).map(Some)
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound && !required => Ok(None),
+        Err(error) => Err(ConfigError::new(
+            source_name,
+            "",
+            format!("cannot be read: {error}"),
+        )),
+    }
+}
+
+/// The merged configuration with defaults applied: `None` for a component no layer
+/// enabled.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EffectiveConfig {
+    /// The `resource_metrics` component, when enabled.
+    pub resource_metrics: Option<ResourceMetricsConfig>,
+}
+
+impl EffectiveConfig {
+    /// Merges `layers` (lowest precedence first) and applies defaults.
+    pub fn merge(layers: &[PluginsDocument]) -> Result<Self, ConfigError> {
+        let mut merged: std::collections::BTreeMap<ComponentKind, toml::Table> = Default::default();
+        for layer in layers {
+            for entry in layer.components.values().filter(|entry| entry.enabled) {
+                let table = merged.entry(entry.kind).or_default();
+                merge_tables(table, &entry.config);
+            }
+        }
+        let mut effective = EffectiveConfig::default();
+        for (kind, table) in &merged {
+            let at = format!("components[kind = \"{}\"].config", kind.name());
+            let field_error = |error: crate::error::FieldError| {
+                let path = if error.path.is_empty() {
+                    at.clone()
+                } else {
+                    format!("{at}.{}", error.path)
+                };
+                ConfigError::new("merged configuration", path, error.rule)
+            };
+            match kind {
+                ComponentKind::ResourceMetrics => {
+                    let config: ResourceMetricsConfig =
+                        deserialize_table(table).map_err(field_error)?;
+                    config.validate().map_err(field_error)?;
+                    effective.resource_metrics = Some(config);
+                }
+            }
+        }
+        Ok(effective)
+    }
+
+    /// The effective configuration as a `plugins.toml` document, every default written
+    /// out.
+    pub fn to_toml(&self) -> Result<String, ConfigError> {
+        let mut components = Vec::new();
+        if let Some(config) = &self.resource_metrics {
+            components.push(component_table(ComponentKind::ResourceMetrics, config)?);
+        }
+        let mut document = toml::Table::new();
+        document.insert("version".into(), toml::Value::Integer(1));
+        document.insert("components".into(), toml::Value::Array(components));
+        toml::to_string(&document)
+            .map_err(|error| ConfigError::new("effective configuration", "", error.to_string()))
+    }
+}
+
+fn component_table<T: serde::Serialize>(
+    kind: ComponentKind,
+    config: &T,
+) -> Result<toml::Value, ConfigError> {
+    let config = toml::Value::try_from(config).map_err(|error| {
+        ConfigError::new("effective configuration", kind.name(), error.to_string())
+    })?;
+    let mut table = toml::Table::new();
+    table.insert("kind".into(), toml::Value::String(kind.name().into()));
+    table.insert("enabled".into(), toml::Value::Boolean(true));
+    table.insert("config".into(), config);
+    Ok(toml::Value::Table(table))
+}
+
+/// Recursively merges `overlay` into `base`: tables merge, anything else is replaced.
+pub fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(key), value) {
+            (Some(toml::Value::Table(existing)), toml::Value::Table(incoming)) => {
+                merge_tables(existing, incoming);
+            }
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! wattline's configuration: the `plugins.toml` schema with defaults and validation,
+//! layered discovery and merge, and the unit types with their conversions.
+//!
+//! No OS access beyond reading the configuration files, no async.
+
+pub mod document;
+pub mod error;
+pub mod layers;
+pub mod resource_metrics;
+pub mod units;
+
+pub use document::{ComponentEntry, ComponentKind, KNOWN_KINDS, PluginsDocument};
+pub use error::{ConfigError, FieldError};
+pub use layers::{Discovery, EffectiveConfig, load_file, merge_tables};
+pub use resource_metrics::{MeasurementScopeSetting, ResourceMetricsConfig};
