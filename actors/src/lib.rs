@@ -1,1 +1,10 @@
-//! wattline actors.
+//! wattline's moving parts: the snapshot model and the messages that flow, scope
+//! resolution, the OS readers, the samplers and the merger's unit conversion.
+
+pub mod collector;
+pub mod merger;
+pub mod platform;
+pub mod readings;
+pub mod samplers;
+pub mod scope;
+pub mod snapshot;

@@ -38,10 +38,10 @@ fn scale(value: MeasurementValue, numerator: u128, denominator: u128) -> Option<
     match value {
         MeasurementValue::Integer(integer) => {
             let product = u128::from(integer) * numerator;
-            if product % denominator == 0 {
-                if let Ok(exact) = u64::try_from(product / denominator) {
-                    return Some(MeasurementValue::Integer(exact));
-                }
+            if product.is_multiple_of(denominator)
+                && let Ok(exact) = u64::try_from(product / denominator)
+            {
+                return Some(MeasurementValue::Integer(exact));
             }
             finite(product as f64 / denominator as f64)
         }

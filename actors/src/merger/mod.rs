@@ -1,0 +1,4 @@
+//! The merger: turns base-unit readings into the snapshot, converting units in exactly
+//! one place.
+
+pub mod convert;

@@ -1,0 +1,78 @@
+//! `/proc/stat`: the system-wide CPU time counters behind the global consumption rate.
+
+use std::path::Path;
+
+use super::error::ReadError;
+use super::process_stat::parse_number;
+
+/// System-wide CPU time, clock ticks summed over every logical processor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SystemCpuTimes {
+    /// Ticks spent doing work: user, nice, system, irq, softirq and steal.
+    pub busy_ticks: u64,
+    /// Busy plus idle and iowait.
+    pub total_ticks: u64,
+}
+
+/// Reads the aggregate `cpu` line of `/proc/stat`.
+pub fn read_system_cpu_times(root: &Path) -> Result<SystemCpuTimes, ReadError> {
+    let path = root.join("proc/stat");
+    let text = std::fs::read(&path).map_err(|source| ReadError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    parse_system_cpu_times(&text).map_err(|detail| ReadError::parse(&path, detail))
+}
+
+/// Parses the aggregate `cpu` line.
+pub fn parse_system_cpu_times(text: &[u8]) -> Result<SystemCpuTimes, String> {
+    let line = text
+        .split(|&byte| byte == b'\n')
+        .find(|line| line.starts_with(b"cpu "))
+        .ok_or("no aggregate `cpu` line")?;
+    let mut values = [0u64; 8];
+    let mut fields = line
+        .split(|&byte| byte == b' ')
+        .filter(|f| !f.is_empty())
+        .skip(1);
+    for (index, value) in values.iter_mut().enumerate() {
+        // Old kernels stop after fewer columns; the missing ones count as zero.
+        match fields.next() {
+            Some(field) => *value = parse_number(field, "cpu")?,
+            None if index >= 4 => break,
+            None => return Err(format!("`cpu` line has only {index} columns")),
+        }
+    }
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = values;
+    let busy_ticks = user + nice + system + irq + softirq + steal;
+    Ok(SystemCpuTimes {
+        busy_ticks,
+        total_ticks: busy_ticks + idle + iowait,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregate_line_sums_busy_columns() {
+        let text = b"cpu  100 5 50 1000 20 3 2 1 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\nintr 1\n";
+        let times = parse_system_cpu_times(text).unwrap();
+        assert_eq!(times.busy_ticks, 100 + 5 + 50 + 3 + 2 + 1);
+        assert_eq!(times.total_ticks, times.busy_ticks + 1000 + 20);
+    }
+
+    #[test]
+    fn missing_or_garbage_lines_are_errors() {
+        assert!(parse_system_cpu_times(b"cpu0 1 2 3 4\n").is_err());
+        assert!(parse_system_cpu_times(b"cpu  1 2\n").is_err());
+        assert!(parse_system_cpu_times(b"cpu  1 x 3 4\n").is_err());
+    }
+
+    #[test]
+    fn real_proc_stat_parses() {
+        let times = read_system_cpu_times(Path::new("/")).unwrap();
+        assert!(times.total_ticks >= times.busy_ticks && times.total_ticks > 0);
+    }
+}

@@ -1,0 +1,85 @@
+//! Command-line parsing and dispatch.
+
+mod collect;
+mod config_commands;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use wattline::config::{Discovery, EffectiveConfig, MeasurementScopeSetting};
+
+/// Exit code for bad input: configuration, arguments.
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+/// Measure what a program costs the machine it runs on.
+#[derive(Debug, Parser)]
+#[command(name = "wattline", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Take one resource snapshot and print it as JSON.
+    Collect(collect::CollectArgs),
+    /// Check or show configuration.
+    #[command(subcommand)]
+    Config(config_commands::ConfigCommand),
+}
+
+/// A scope chosen on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScopeArgument {
+    /// Every process the OS shows.
+    Global,
+    /// One process (`--pid`), without children.
+    ApplicationProcess,
+    /// A process (`--pid`) and its live descendants.
+    ProcessTree,
+}
+
+impl From<ScopeArgument> for MeasurementScopeSetting {
+    fn from(scope: ScopeArgument) -> Self {
+        match scope {
+            ScopeArgument::Global => MeasurementScopeSetting::Global,
+            ScopeArgument::ApplicationProcess => MeasurementScopeSetting::ApplicationProcess,
+            ScopeArgument::ProcessTree => MeasurementScopeSetting::ProcessTree,
+        }
+    }
+}
+
+/// Parses the arguments and runs the command.
+pub fn run() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Collect(args) => collect::run(args),
+        Command::Config(command) => config_commands::run(command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("wattline: {message}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// Loads the layered configuration, `--config` first.
+pub fn load_effective_config(explicit: Option<PathBuf>) -> Result<EffectiveConfig, String> {
+    let layers = Discovery::from_environment(explicit)
+        .load()
+        .map_err(|e| e.to_string())?;
+    EffectiveConfig::merge(&layers).map_err(|e| e.to_string())
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WATTLINE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,182 @@
+//! The `wattline` binary: `collect`, `config check`, `config show`.
+
+use assert_cmd::Command;
+use wattline::snapshot::{MeasurementScope, Snapshot};
+
+fn wattline(home: &std::path::Path) -> Command {
+    let mut command = Command::cargo_bin("wattline").unwrap();
+    // Keep the user's own configuration out of the tests.
+    command
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("xdg"));
+    command
+}
+
+#[test]
+fn collect_prints_a_snapshot() {
+    let home = tempfile::tempdir().unwrap();
+    let output = wattline(home.path()).arg("collect").output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.lines().count() > 10, "pretty JSON spans lines");
+    let snapshot: Snapshot = serde_json::from_str(&text).unwrap();
+    // The CLI's runtime_default is global.
+    assert_eq!(snapshot.measurement_scope, MeasurementScope::Global);
+    assert!(snapshot.cpu.unwrap().total_time.is_some());
+}
+
+#[test]
+fn collect_compact_is_one_line_and_honours_scope_and_pid() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let output = wattline(home.path())
+        .args([
+            "collect",
+            "--compact",
+            "--scope",
+            "application-process",
+            "--pid",
+        ])
+        .arg(child.id().to_string())
+        .output()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1);
+    let snapshot: Snapshot = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        snapshot.measurement_scope,
+        MeasurementScope::ApplicationProcess
+    );
+    assert_eq!(snapshot.process_sampling.unwrap().visible_processes, 1);
+}
+
+#[test]
+fn collect_uses_units_from_the_config() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        "version = 1\n[[components]]\nkind = \"resource_metrics\"\n[components.config.units.cpu]\ntotal_time = \"microseconds\"\n",
+    )
+    .unwrap();
+    let output = wattline(home.path())
+        .args(["collect", "--compact", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let snapshot: Snapshot = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        snapshot.cpu.unwrap().total_time.unwrap().unit.name(),
+        "microseconds"
+    );
+}
+
+#[test]
+fn a_bad_config_exits_2_with_the_message_on_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        "version = 1\n[[components]]\nkind = \"resource_metrics\"\n[components.config.polling]\ninterval_millis = 0\n",
+    )
+    .unwrap();
+    let output = wattline(home.path())
+        .args(["collect", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "wattline: {}: components[0].config.polling.interval_millis: must be greater than zero (got 0)",
+            config.display()
+        )
+    );
+}
+
+#[test]
+fn config_check_says_ok_or_exits_2() {
+    let home = tempfile::tempdir().unwrap();
+    let good = home.path().join("good.toml");
+    std::fs::write(
+        &good,
+        "version = 1\n[[components]]\nkind = \"resource_metrics\"\n",
+    )
+    .unwrap();
+    let output = wattline(home.path())
+        .args(["config", "check"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "ok\n");
+
+    let bad = home.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "version = 1\n[[components]]\nkind = \"resource_metric\"\n",
+    )
+    .unwrap();
+    let output = wattline(home.path())
+        .args(["config", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("components[0].kind: unknown component kind `resource_metric`"),
+        "{stderr}"
+    );
+
+    let output = wattline(home.path())
+        .args(["config", "check", "/nonexistent.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn config_show_prints_the_merged_configuration_with_defaults() {
+    let home = tempfile::tempdir().unwrap();
+    let user = home.path().join("xdg/wattline/plugins.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        "version = 1\n[[components]]\nkind = \"resource_metrics\"\n[components.config.polling]\nenabled = true\n",
+    )
+    .unwrap();
+    let output = wattline(home.path())
+        .args(["config", "show"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let shown: toml::Table = String::from_utf8(output.stdout).unwrap().parse().unwrap();
+    let component = &shown["components"].as_array().unwrap()[0];
+    assert_eq!(component["kind"].as_str(), Some("resource_metrics"));
+    let polling = &component["config"]["polling"];
+    assert_eq!(polling["enabled"].as_bool(), Some(true));
+    assert_eq!(polling["interval_millis"].as_integer(), Some(5000));
+    assert_eq!(
+        component["config"]["units"]["memory"]["resident"].as_str(),
+        Some("kibibytes")
+    );
+}
