@@ -2,6 +2,8 @@
 //! resolution, the OS readers, the samplers and the merger's unit conversion.
 
 pub mod collector;
+pub mod diagnostics;
+pub mod events;
 pub mod merger;
 pub mod platform;
 pub mod readings;

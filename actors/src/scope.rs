@@ -57,7 +57,7 @@ pub fn identify_process(
     root: &Path,
     pid: u32,
 ) -> Result<ProcessIdentity, crate::platform::linux::ReadError> {
-    let stat = read_process_stat(root, pid)?;
+    let stat = read_process_stat(root, pid, &mut Vec::new())?;
     Ok(ProcessIdentity {
         pid,
         start_ticks: stat.start_ticks,
@@ -142,7 +142,7 @@ pub fn resolve_scope(root: &Path, target: ScopeTarget) -> ResolvedScope {
 }
 
 fn read_root(root: &Path, identity: ProcessIdentity) -> Result<ProcessStat, ScopeStatus> {
-    match read_process_stat(root, identity.pid) {
+    match read_process_stat(root, identity.pid, &mut Vec::with_capacity(512)) {
         Ok(stat) if stat.start_ticks == identity.start_ticks => Ok(stat),
         Ok(_) => Err(ScopeStatus::RootIdentityChanged),
         Err(error) if error.class() == ReadErrorClass::TargetGone => Err(ScopeStatus::RootGone),
@@ -168,8 +168,9 @@ fn resolve_global(root: &Path, target: ScopeTarget) -> ResolvedScope {
         exited_after_listing: 0,
         unreadable_processes: 0,
     };
+    let mut buf = Vec::with_capacity(512);
     for pid in pids {
-        match read_process_stat(root, pid) {
+        match read_process_stat(root, pid, &mut buf) {
             Ok(stat) => scope.processes.push(stat),
             Err(error) if error.class() == ReadErrorClass::TargetGone => {
                 scope.exited_after_listing += 1
@@ -221,9 +222,10 @@ fn resolve_tree_by_children(
         .map(|child| (child, root_stat.pid))
         .collect();
     let mut children = Vec::new();
+    let mut buf = Vec::with_capacity(512);
     while let Some((pid, parent)) = queue.pop_front() {
         scope.visible_processes += 1;
-        match read_process_stat(root, pid) {
+        match read_process_stat(root, pid, &mut buf) {
             Ok(stat) if stat.parent_pid == parent => {
                 children.clear();
                 if read_children(root, pid, &mut children).is_ok() {
@@ -257,13 +259,14 @@ fn resolve_tree_by_parent_scan(
         }
     };
     let mut stats = Vec::with_capacity(pids.len());
+    let mut buf = Vec::with_capacity(512);
     for pid in pids {
         if pid == root_stat.pid {
             continue;
         }
         // A process that vanished or cannot be read here cannot be placed in the tree;
         // the parent scan sees only what it can read.
-        if let Ok(stat) = read_process_stat(root, pid) {
+        if let Ok(stat) = read_process_stat(root, pid, &mut buf) {
             stats.push(stat);
         }
     }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
 
+use crate::diagnostics::DiagnosticsLimits;
 use crate::error::{ConfigError, FieldError};
 use crate::resource_metrics::ResourceMetricsConfig;
 
@@ -11,22 +12,26 @@ use crate::resource_metrics::ResourceMetricsConfig;
 pub const SUPPORTED_VERSION: i64 = 1;
 
 /// Component kinds this build knows, in the order `config show` writes them.
-pub const KNOWN_KINDS: &[&str] = &[ComponentKind::RESOURCE_METRICS];
+pub const KNOWN_KINDS: &[&str] = &[ComponentKind::RESOURCE_METRICS, ComponentKind::DIAGNOSTICS];
 
 /// A component kind known to this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ComponentKind {
     /// `resource_metrics`: CPU, memory, process, disk, network and GPU readings.
     ResourceMetrics,
+    /// `diagnostics`: the pipeline's diagnostics context and its limits. On by default.
+    Diagnostics,
 }
 
 impl ComponentKind {
     const RESOURCE_METRICS: &'static str = "resource_metrics";
+    const DIAGNOSTICS: &'static str = "diagnostics";
 
     /// The kind's name as written in `plugins.toml`.
     pub fn name(self) -> &'static str {
         match self {
             ComponentKind::ResourceMetrics => Self::RESOURCE_METRICS,
+            ComponentKind::Diagnostics => Self::DIAGNOSTICS,
         }
     }
 
@@ -34,6 +39,7 @@ impl ComponentKind {
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             Self::RESOURCE_METRICS => Some(ComponentKind::ResourceMetrics),
+            Self::DIAGNOSTICS => Some(ComponentKind::Diagnostics),
             _ => None,
         }
     }
@@ -44,6 +50,18 @@ impl ComponentKind {
             ComponentKind::ResourceMetrics => {
                 let config: ResourceMetricsConfig = deserialize_table(table)?;
                 config.validate()
+            }
+            ComponentKind::Diagnostics => {
+                let limits: DiagnosticsLimits = deserialize_table(table)?;
+                limits.validate().map_err(|error| {
+                    FieldError::new(
+                        error.field,
+                        format!(
+                            "must be within {}..={} (got {})",
+                            error.min, error.max, error.value
+                        ),
+                    )
+                })
             }
         }
     }

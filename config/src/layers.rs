@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::diagnostics::DiagnosticsLimits;
 use crate::document::{ComponentKind, PluginsDocument, deserialize_table};
 use crate::error::ConfigError;
 use crate::resource_metrics::ResourceMetricsConfig;
@@ -114,23 +115,58 @@ pub fn load_file(path: &Path, required: bool) -> Result<Option<PluginsDocument>,
 
 /// The merged configuration with defaults applied: `None` for a component no layer
 /// enabled.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EffectiveConfig {
     /// The `resource_metrics` component, when enabled.
     pub resource_metrics: Option<ResourceMetricsConfig>,
+    /// The `diagnostics` component: on unless a layer disables it and none enables it.
+    pub diagnostics: Option<DiagnosticsLimits>,
 }
+
+impl Default for EffectiveConfig {
+    fn default() -> Self {
+        EffectiveConfig {
+            resource_metrics: None,
+            diagnostics: Some(DiagnosticsLimits::default()),
+        }
+    }
+}
+
+/// Kinds that are on when no layer mentions them.
+const ON_BY_DEFAULT: &[ComponentKind] = &[ComponentKind::Diagnostics];
 
 impl EffectiveConfig {
     /// Merges `layers` (lowest precedence first) and applies defaults.
     pub fn merge(layers: &[PluginsDocument]) -> Result<Self, ConfigError> {
-        let mut merged: std::collections::BTreeMap<ComponentKind, toml::Table> = Default::default();
+        let mut merged: std::collections::BTreeMap<ComponentKind, toml::Table> = ON_BY_DEFAULT
+            .iter()
+            .map(|kind| (*kind, toml::Table::new()))
+            .collect();
         for layer in layers {
             for entry in layer.components.values().filter(|entry| entry.enabled) {
                 let table = merged.entry(entry.kind).or_default();
                 merge_tables(table, &entry.config);
             }
         }
-        let mut effective = EffectiveConfig::default();
+        // A default-on kind that some layer switched off and no layer switched on stays
+        // off; for every other kind, a disabled entry contributes nothing.
+        for kind in ON_BY_DEFAULT {
+            let mentioned = |enabled: bool| {
+                layers.iter().any(|layer| {
+                    layer
+                        .components
+                        .get(kind)
+                        .is_some_and(|entry| entry.enabled == enabled)
+                })
+            };
+            if mentioned(false) && !mentioned(true) {
+                merged.remove(kind);
+            }
+        }
+        let mut effective = EffectiveConfig {
+            resource_metrics: None,
+            diagnostics: None,
+        };
         for (kind, table) in &merged {
             let at = format!("components[kind = \"{}\"].config", kind.name());
             let field_error = |error: crate::error::FieldError| {
@@ -148,6 +184,17 @@ impl EffectiveConfig {
                     config.validate().map_err(field_error)?;
                     effective.resource_metrics = Some(config);
                 }
+                ComponentKind::Diagnostics => {
+                    let limits: DiagnosticsLimits =
+                        deserialize_table(table).map_err(field_error)?;
+                    limits.validate().map_err(|error| {
+                        field_error(crate::error::FieldError::new(
+                            error.field,
+                            error.to_string(),
+                        ))
+                    })?;
+                    effective.diagnostics = Some(limits);
+                }
             }
         }
         Ok(effective)
@@ -159,6 +206,18 @@ impl EffectiveConfig {
         let mut components = Vec::new();
         if let Some(config) = &self.resource_metrics {
             components.push(component_table(ComponentKind::ResourceMetrics, config)?);
+        }
+        match &self.diagnostics {
+            Some(limits) => components.push(component_table(ComponentKind::Diagnostics, limits)?),
+            None => {
+                let mut table = toml::Table::new();
+                table.insert(
+                    "kind".into(),
+                    toml::Value::String(ComponentKind::Diagnostics.name().into()),
+                );
+                table.insert("enabled".into(), toml::Value::Boolean(false));
+                components.push(toml::Value::Table(table));
+            }
         }
         let mut document = toml::Table::new();
         document.insert("version".into(), toml::Value::Integer(1));

@@ -3,6 +3,7 @@
 //!
 //! No OS access beyond reading the configuration files, no async.
 
+pub mod diagnostics;
 pub mod document;
 pub mod error;
 pub mod layers;

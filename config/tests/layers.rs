@@ -240,3 +240,22 @@ fn non_utf8_file_is_a_clear_error() {
         format!("{}: not valid UTF-8 (at byte 12)", layers.user.display())
     );
 }
+
+#[test]
+fn diagnostics_are_on_by_default_and_a_layer_can_switch_them_off() {
+    let layers = layers();
+    assert!(effective(&layers.discovery).diagnostics.is_some());
+    write(
+        layers.user.parent().unwrap(),
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"diagnostics\"\nenabled = false\n",
+    );
+    assert_eq!(effective(&layers.discovery).diagnostics, None);
+    write(
+        layers.system.parent().unwrap(),
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"diagnostics\"\n[components.config]\nhistory_capacity = 8\n",
+    );
+    let limits = effective(&layers.discovery).diagnostics.unwrap();
+    assert_eq!(limits.history_capacity, 8);
+}

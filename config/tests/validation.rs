@@ -135,7 +135,7 @@ fn unknown_component_kind_names_the_known_kinds() {
     let message = rejection("version = 1\n[[components]]\nkind = \"telepathy\"\n");
     assert_eq!(
         message,
-        "plugins.toml: components[0].kind: unknown component kind `telepathy`, expected one of `resource_metrics`"
+        "plugins.toml: components[0].kind: unknown component kind `telepathy`, expected one of `resource_metrics`, `diagnostics`"
     );
 }
 
@@ -260,4 +260,23 @@ fn effective_configuration_round_trips_through_toml() {
     assert_eq!(EffectiveConfig::merge(&[reparsed]).unwrap(), effective);
     assert!(shown.contains("user_time = \"seconds\""), "{shown}");
     assert!(shown.contains("interval_millis = 5000"), "{shown}");
+}
+
+#[test]
+fn diagnostics_limits_out_of_range_name_the_field_and_range() {
+    let message = rejection(
+        "version = 1\n[[components]]\nkind = \"diagnostics\"\n[components.config]\nhistory_capacity = 100000\n",
+    );
+    assert_eq!(
+        message,
+        "plugins.toml: components[0].config.history_capacity: must be within 0..=4096 (got 100000)"
+    );
+    let message = rejection(
+        "version = 1\n[[components]]\nkind = \"diagnostics\"\n[components.config]\nhistory = 1\n",
+    );
+    assert!(
+        message.starts_with("plugins.toml: components[0].config"),
+        "{message}"
+    );
+    assert!(message.contains("unknown field `history`"), "{message}");
 }

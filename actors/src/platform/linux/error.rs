@@ -1,56 +1,120 @@
-//! The error every Linux reader returns: which file, and what class of failure.
+//! Error types shared by every Linux reader: what went wrong, on which path, and its class.
 
+use std::io;
 use std::path::{Path, PathBuf};
 
-/// Why a reader could not produce a value. An absent optional file is not an error
-/// (readers return `Ok(None)`).
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    /// The file exists but this process may not read it.
-    #[error("{path}: permission denied")]
-    PermissionDenied {
-        /// The file.
-        path: PathBuf,
+/// Longest slice of offending input kept inside a [`ParseError`].
+const SNIPPET_MAX: usize = 64;
+
+/// Why a text could not be parsed. Only the error path allocates.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// A field the format always carries is not there.
+    #[error("missing required field `{0}`")]
+    MissingField(&'static str),
+    /// A known field holds something other than the expected number or keyword.
+    #[error("field `{field}` has invalid value `{value}`")]
+    InvalidValue {
+        /// The field name as written in the file.
+        field: &'static str,
+        /// The offending text, cut to 64 bytes.
+        value: String,
     },
-    /// The process the file belongs to has exited.
-    #[error("{path}: the process is gone")]
-    Gone {
-        /// The file.
-        path: PathBuf,
+    /// A value does not fit in 64 bits once scaled to its base unit.
+    #[error("field `{0}` overflows 64 bits")]
+    Overflow(&'static str),
+    /// A line does not have the shape the format requires.
+    #[error("malformed line {line}: `{text}`")]
+    MalformedLine {
+        /// 1-based line number.
+        line: usize,
+        /// The offending line, cut to 64 bytes.
+        text: String,
     },
-    /// Any other I/O failure.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// The text did not have the expected format.
-    #[error("{path}: cannot parse: {detail}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// What was wrong.
-        detail: String,
-    },
+    /// A path handed to a system call contains a NUL byte.
+    #[error("path contains a NUL byte")]
+    NulInPath,
 }
 
-/// The failure classes samplers report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl ParseError {
+    /// Builds [`ParseError::InvalidValue`], keeping at most 64 bytes of `value`.
+    pub fn invalid(field: &'static str, value: &str) -> Self {
+        ParseError::InvalidValue {
+            field,
+            value: snippet(value),
+        }
+    }
+
+    /// Builds [`ParseError::MalformedLine`] for 0-based line `index`, keeping at most 64 bytes.
+    pub fn malformed(index: usize, text: &str) -> Self {
+        ParseError::MalformedLine {
+            line: index.saturating_add(1),
+            text: snippet(text),
+        }
+    }
+}
+
+/// Copies at most [`SNIPPET_MAX`] bytes of `text`, cut on a character boundary.
+fn snippet(text: &str) -> String {
+    let mut end = text.len().min(SNIPPET_MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// Coarse failure class of a [`ReadError`], for typed diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReadErrorClass {
-    /// Access denied.
+    /// The OS refused access (EACCES/EPERM).
     PermissionDenied,
-    /// The target process exited.
+    /// The process being read exited (its `/proc/PID` vanished, or ESRCH).
     TargetGone,
-    /// The source could not be read.
+    /// The source could not be read for another I/O reason.
     Unavailable,
-    /// The source's content was not understood.
+    /// The source was read but its content is not what the format promises.
     Invalid,
 }
 
+/// A failed read of one OS file or query. Every variant names the path involved.
+///
+/// An absent file is never an error: readers return `Ok(None)` for it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The OS refused access to `path`.
+    #[error("permission denied reading {}", path.display())]
+    PermissionDenied {
+        /// The file or directory that was refused.
+        path: PathBuf,
+    },
+    /// The process owning `path` exited while it was being read.
+    #[error("process vanished while reading {}", path.display())]
+    Gone {
+        /// The file under `/proc/PID` that could not be read.
+        path: PathBuf,
+    },
+    /// Any other I/O failure on `path`.
+    #[error("I/O error reading {}: {source}", path.display())]
+    Io {
+        /// The file or directory being read.
+        path: PathBuf,
+        /// The underlying OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The content of `path` could not be parsed.
+    #[error("cannot parse {}: {detail}", path.display())]
+    Parse {
+        /// The file whose content is invalid.
+        path: PathBuf,
+        /// What was wrong with it.
+        #[source]
+        detail: ParseError,
+    },
+}
+
 impl ReadError {
-    /// The failure class.
+    /// The class of this failure.
     pub fn class(&self) -> ReadErrorClass {
         match self {
             ReadError::PermissionDenied { .. } => ReadErrorClass::PermissionDenied,
@@ -60,27 +124,37 @@ impl ReadError {
         }
     }
 
-    /// Classifies an I/O error on a file under `/proc/PID`: a vanished process shows as
-    /// `ENOENT` or `ESRCH`.
-    pub fn from_process_io(path: &Path, error: std::io::Error) -> Self {
-        match error.kind() {
-            std::io::ErrorKind::PermissionDenied => {
-                ReadError::PermissionDenied { path: path.into() }
-            }
-            std::io::ErrorKind::NotFound => ReadError::Gone { path: path.into() },
-            _ if error.raw_os_error() == Some(libc::ESRCH) => ReadError::Gone { path: path.into() },
-            _ => ReadError::Io {
-                path: path.into(),
-                source: error,
-            },
+    /// The path this error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ReadError::PermissionDenied { path }
+            | ReadError::Gone { path }
+            | ReadError::Io { path, .. }
+            | ReadError::Parse { path, .. } => path,
         }
     }
 
-    /// A parse failure of `path`.
-    pub fn parse(path: &Path, detail: impl Into<String>) -> Self {
+    /// Wraps a [`ParseError`] with the path whose content failed.
+    pub fn parse(path: &Path, detail: ParseError) -> Self {
         ReadError::Parse {
-            path: path.into(),
-            detail: detail.into(),
+            path: path.to_path_buf(),
+            detail,
         }
+    }
+
+    /// Maps an I/O error on `path` to a [`ReadError`].
+    ///
+    /// EACCES/EPERM become [`ReadError::PermissionDenied`], ESRCH becomes
+    /// [`ReadError::Gone`], anything else (including ENOENT, which readers normally turn
+    /// into `Ok(None)` first) becomes [`ReadError::Io`].
+    pub fn from_io(path: &Path, source: io::Error) -> Self {
+        let path = path.to_path_buf();
+        if source.raw_os_error() == Some(libc::ESRCH) {
+            return ReadError::Gone { path };
+        }
+        if source.kind() == io::ErrorKind::PermissionDenied {
+            return ReadError::PermissionDenied { path };
+        }
+        ReadError::Io { path, source }
     }
 }

@@ -1,10 +1,153 @@
-//! Linux readers: pure functions of a root directory (`/` in production, a fixture tree
-//! in tests). Each reads one OS source and returns base units.
+//! Linux OS readers: pure functions of a root directory (`/` in production, a fixture
+//! tree in tests) that return raw counters in base units (bytes, microseconds, counts).
+//!
+//! Each reader file pairs a `read_*` function (opens the file under `root`, maps OS
+//! errors) with a `parse_*` function (turns text into a typed value, no I/O). This
+//! module holds only what the readers share: the file-reading helpers and the
+//! `kB`/number field parsers.
+//!
+//! Conventions shared by every reader:
+//! - an absent file is `Ok(None)`, never an error;
+//! - under `/proc/PID`, a missing `/proc/PID` directory or ESRCH is [`ReadError::Gone`];
+//! - EACCES/EPERM is [`ReadError::PermissionDenied`], other I/O is [`ReadError::Io`],
+//!   bad content is [`ReadError::Parse`];
+//! - file bytes that are not UTF-8 are decoded lossily (no allocation when valid), so
+//!   odd bytes in a process name or interface name never fail a read;
+//! - no reader panics on any input.
 
+pub mod cgroup;
+pub mod cgroup_v1;
+pub mod cgroup_v2;
 pub mod error;
+pub mod fd_count;
+pub mod filesystem;
+pub mod meminfo;
+pub mod net_dev;
+pub mod pressure;
+pub mod process_io;
 pub mod process_list;
 pub mod process_stat;
+pub mod process_status;
+pub mod smaps_rollup;
 pub mod system_constants;
 pub mod system_stat;
 
-pub use error::{ReadError, ReadErrorClass};
+pub use error::{ParseError, ReadError, ReadErrorClass};
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// Bytes in one `kB` as printed by `/proc` (the kernel means KiB).
+const KIB: u64 = 1024;
+
+/// Reads the whole file at `path` into `buf` (cleared first).
+///
+/// Returns `Ok(true)` when `buf` holds the file, `Ok(false)` when the file is absent
+/// (ENOENT, ENOTDIR, or EOPNOTSUPP, which the kernel returns for disabled features such
+/// as pressure files booted with `psi=0`). Other failures map through
+/// [`ReadError::from_io`].
+pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Result<bool, ReadError> {
+    buf.clear();
+    let result = File::open(path).and_then(|mut file| file.read_to_end(buf));
+    match result {
+        Ok(_) => Ok(true),
+        Err(err) if is_absent(&err) => Ok(false),
+        Err(err) => Err(ReadError::from_io(path, err)),
+    }
+}
+
+/// `root/proc/PID`.
+pub fn proc_pid_dir(root: &Path, pid: u32) -> PathBuf {
+    let mut dir = root.join("proc");
+    dir.push(pid.to_string());
+    dir
+}
+
+/// Reads `root/proc/PID/<name>` into `buf` (cleared first).
+///
+/// Returns `Ok(true)` when read, `Ok(false)` when the file is absent but `/proc/PID`
+/// still exists (a kernel without that feature), and [`ReadError::Gone`] when
+/// `/proc/PID` itself is gone or the kernel answers ESRCH (the process exited).
+pub fn read_pid_file(
+    root: &Path,
+    pid: u32,
+    name: &str,
+    buf: &mut Vec<u8>,
+) -> Result<bool, ReadError> {
+    let dir = proc_pid_dir(root, pid);
+    let path = dir.join(name);
+    if read_file(&path, buf)? {
+        return Ok(true);
+    }
+    if matches!(dir.try_exists(), Ok(true)) {
+        Ok(false)
+    } else {
+        Err(ReadError::Gone { path })
+    }
+}
+
+/// Whether an I/O error means "the file is not there" rather than a failure.
+pub(crate) fn is_absent(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::NotFound
+        || matches!(
+            err.raw_os_error(),
+            Some(libc::ENOTDIR) | Some(libc::EOPNOTSUPP)
+        )
+}
+
+/// Parses a decimal `u64` field value (already trimmed).
+pub(crate) fn parse_u64(field: &'static str, value: &str) -> Result<u64, ParseError> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ParseError::invalid(field, value));
+    }
+    value.parse().map_err(|_| ParseError::Overflow(field))
+}
+
+/// Parses the value part of a `/proc` `Key:   123 kB` line into bytes; a value without
+/// a unit is returned as is (counts such as `Threads:`).
+pub(crate) fn parse_kib_value(field: &'static str, value: &str) -> Result<u64, ParseError> {
+    let mut parts = value.split_ascii_whitespace();
+    let number = parts.next().unwrap_or("");
+    let unit = parts.next();
+    if parts.next().is_some() {
+        return Err(ParseError::invalid(field, value));
+    }
+    let n = parse_u64(field, number)?;
+    match unit {
+        None => Ok(n),
+        Some("kB") => n.checked_mul(KIB).ok_or(ParseError::Overflow(field)),
+        Some(_) => Err(ParseError::invalid(field, value)),
+    }
+}
+
+/// Calls `on(key, value)` for every `Key: value` line of a `/proc` file (meminfo,
+/// status, io, smaps_rollup). Empty lines are skipped; a non-empty line without `:`
+/// is malformed. `on` returns `Ok(true)` to stop early (all wanted keys seen).
+pub(crate) fn for_each_colon_line(
+    text: &str,
+    mut on: impl FnMut(&str, &str) -> Result<bool, ParseError>,
+) -> Result<(), ParseError> {
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            return Err(ParseError::malformed(index, line));
+        };
+        if on(key, value.trim())? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Stores `parse_kib_value(field, value)` into `slot`.
+pub(crate) fn set_kib(
+    slot: &mut Option<u64>,
+    field: &'static str,
+    value: &str,
+) -> Result<(), ParseError> {
+    *slot = Some(parse_kib_value(field, value)?);
+    Ok(())
+}

@@ -30,7 +30,10 @@ pub fn read_children(root: &Path, pid: u32, children: &mut Vec<u32>) -> Result<(
     let task_dir = root.join(format!("proc/{pid}/task"));
     let tasks = match std::fs::read_dir(&task_dir) {
         Ok(tasks) => tasks,
-        Err(error) => return Err(ReadError::from_process_io(&task_dir, error)),
+        Err(error) if super::is_absent(&error) => {
+            return Err(ReadError::Gone { path: task_dir });
+        }
+        Err(error) => return Err(ReadError::from_io(&task_dir, error)),
     };
     for task in tasks.flatten() {
         let path = task.path().join("children");
@@ -39,7 +42,7 @@ pub fn read_children(root: &Path, pid: u32, children: &mut Vec<u32>) -> Result<(
             // A thread that ended between listing and reading has no children to add.
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) if error.raw_os_error() == Some(libc::ESRCH) => {}
-            Err(error) => return Err(ReadError::from_process_io(&path, error)),
+            Err(error) => return Err(ReadError::from_io(&path, error)),
         }
     }
     Ok(())

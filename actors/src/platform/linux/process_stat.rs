@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::ReadError;
+use super::error::{ParseError, ReadError};
+use super::read_pid_file;
 
 /// The fields of `/proc/PID/stat` the samplers use, in the kernel's units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,11 +33,27 @@ pub fn stat_path(root: &Path, pid: u32) -> PathBuf {
     root.join(format!("proc/{pid}/stat"))
 }
 
-/// Reads and parses `/proc/PID/stat`; a vanished process is [`ReadError::Gone`].
-pub fn read_process_stat(root: &Path, pid: u32) -> Result<ProcessStat, ReadError> {
-    let path = stat_path(root, pid);
-    let text = std::fs::read(&path).map_err(|error| ReadError::from_process_io(&path, error))?;
-    parse_process_stat(&text).map_err(|detail| ReadError::parse(&path, detail))
+/// Reads and parses `/proc/PID/stat` into the reusable `buf`; a vanished process is
+/// [`ReadError::Gone`].
+pub fn read_process_stat(
+    root: &Path,
+    pid: u32,
+    buf: &mut Vec<u8>,
+) -> Result<ProcessStat, ReadError> {
+    if !read_pid_file(root, pid, "stat", buf)? {
+        return Err(ReadError::Gone {
+            path: stat_path(root, pid),
+        });
+    }
+    parse_process_stat(buf).map_err(|detail| {
+        ReadError::parse(
+            &stat_path(root, pid),
+            ParseError::InvalidValue {
+                field: "stat",
+                value: detail,
+            },
+        )
+    })
 }
 
 /// Parses the content of `/proc/PID/stat`.

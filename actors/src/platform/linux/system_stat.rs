@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::error::ReadError;
+use super::error::{ParseError, ReadError};
 use super::process_stat::parse_number;
 
 /// System-wide CPU time, clock ticks summed over every logical processor.
@@ -21,7 +21,15 @@ pub fn read_system_cpu_times(root: &Path) -> Result<SystemCpuTimes, ReadError> {
         path: path.clone(),
         source,
     })?;
-    parse_system_cpu_times(&text).map_err(|detail| ReadError::parse(&path, detail))
+    parse_system_cpu_times(&text).map_err(|detail| {
+        ReadError::parse(
+            &path,
+            ParseError::InvalidValue {
+                field: "cpu",
+                value: detail,
+            },
+        )
+    })
 }
 
 /// Parses the aggregate `cpu` line.

@@ -1,0 +1,291 @@
+//! The cloneable context handle and component handles: locking, admission and lifecycle.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+use chrono::Utc;
+
+use super::declaration::{ComponentDeclaration, HostCodes, validate_declaration};
+use super::error::DiagnosticError;
+use super::limits::{DiagnosticsLimits, DiagnosticsLimitsError};
+use super::observation::{Observation, RecordOutcome, validate_observation};
+use super::snapshot::{AdmissionUsage, DeliveryStats, DiagnosticsSnapshot, HistoryStats};
+use super::store::{ComponentShared, ContextState};
+use super::vocabulary::Availability;
+
+/// A diagnostics context: counters, recent evidence and admission budgets.
+///
+/// Cheap to clone; clones share one context. All calls are synchronous and
+/// non-blocking: the context is guarded by one lock taken with `try_lock`, so a
+/// call that would overlap another call in progress on the same context (from
+/// another thread, or from inside a lazy factory) returns
+/// [`DiagnosticError::Busy`] instead of waiting. Nothing retries automatically;
+/// callers decide whether to retry or drop the observation. `close()` and handle
+/// drops never take the lock, so they can neither block nor fail.
+#[derive(Debug, Clone)]
+pub struct Diagnostics {
+    inner: Option<Arc<ContextInner>>,
+}
+
+#[derive(Debug)]
+struct ContextInner {
+    limits: DiagnosticsLimits,
+    state: Mutex<ContextState>,
+    accepted: AtomicU64,
+    rejected: AtomicU64,
+    busy: AtomicU64,
+}
+
+impl ContextInner {
+    /// Takes the context lock without waiting.
+    ///
+    /// A poisoned lock (a lazy factory panicked while the call held it) is recovered:
+    /// state is only changed after the factory returns, so it is still consistent.
+    fn try_enter(&self) -> Result<MutexGuard<'_, ContextState>, DiagnosticError> {
+        match self.state.try_lock() {
+            Ok(guard) => Ok(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Ok(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(DiagnosticError::Busy),
+        }
+    }
+
+    fn count(&self, result: &Result<RecordOutcome, DiagnosticError>) {
+        let counter = match result {
+            Ok(_) => &self.accepted,
+            Err(DiagnosticError::Busy) => &self.busy,
+            Err(_) => &self.rejected,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn delivery_stats(&self) -> DeliveryStats {
+        DeliveryStats {
+            accepted: self.accepted.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+            busy: self.busy.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Diagnostics {
+    /// An enabled context with validated `limits`.
+    pub fn new(limits: DiagnosticsLimits) -> Result<Self, DiagnosticsLimitsError> {
+        limits.validate()?;
+        Ok(Self {
+            inner: Some(Arc::new(ContextInner {
+                limits,
+                state: Mutex::new(ContextState::new(&limits)),
+                accepted: AtomicU64::new(0),
+                rejected: AtomicU64::new(0),
+                busy: AtomicU64::new(0),
+            })),
+        })
+    }
+
+    /// A context that records nothing and never calls lazy factories.
+    pub fn disabled() -> Self {
+        Self { inner: None }
+    }
+
+    /// Whether this context collects anything.
+    pub fn availability(&self) -> Availability {
+        if self.inner.is_some() {
+            Availability::Enabled
+        } else {
+            Availability::Disabled
+        }
+    }
+
+    /// The limits in force; `None` when disabled.
+    pub fn capabilities(&self) -> Option<DiagnosticsLimits> {
+        self.inner.as_ref().map(|inner| inner.limits)
+    }
+
+    /// Registers one component from a lazily built declaration.
+    ///
+    /// When the context is disabled the factory is not called and a disabled
+    /// component is returned. Otherwise the lock is taken first (`busy` if another
+    /// call is in progress), then the factory runs, then the declaration is validated
+    /// (`invalid_declaration`, `code_limit`) and admitted (`duplicate_component`,
+    /// `component_limit`, `extension_limit`, `registration_text_limit`). A refused
+    /// registration charges nothing.
+    pub fn component_lazy<'a, F>(&self, factory: F) -> Result<DiagnosticComponent, DiagnosticError>
+    where
+        F: FnOnce() -> ComponentDeclaration<'a>,
+    {
+        self.register(factory, HostCodes::Rejected)
+    }
+
+    /// Registration path of the pipeline's own components (host-owned codes allowed).
+    pub(super) fn component_lazy_host<'a, F>(
+        &self,
+        factory: F,
+    ) -> Result<DiagnosticComponent, DiagnosticError>
+    where
+        F: FnOnce() -> ComponentDeclaration<'a>,
+    {
+        self.register(factory, HostCodes::Allowed)
+    }
+
+    fn register<'a, F>(
+        &self,
+        factory: F,
+        host_codes: HostCodes,
+    ) -> Result<DiagnosticComponent, DiagnosticError>
+    where
+        F: FnOnce() -> ComponentDeclaration<'a>,
+    {
+        let Some(context) = &self.inner else {
+            return Ok(DiagnosticComponent::disabled());
+        };
+        let mut state = context.try_enter()?;
+        let declaration = factory();
+        let validated = validate_declaration(&declaration, &context.limits, host_codes)?;
+        let shared = state.admit(validated, &context.limits)?;
+        drop(state);
+        Ok(DiagnosticComponent {
+            handle: Some(Arc::new(ComponentHandle {
+                shared,
+                context: Arc::clone(context),
+            })),
+        })
+    }
+
+    /// Budget use so far; `busy` if another call is in progress.
+    pub fn usage(&self) -> Result<AdmissionUsage, DiagnosticError> {
+        match &self.inner {
+            Some(context) => Ok(context.try_enter()?.usage()),
+            None => Ok(AdmissionUsage::default()),
+        }
+    }
+
+    /// Totals of recording calls; reads atomics, never busy.
+    pub fn delivery_stats(&self) -> DeliveryStats {
+        self.inner
+            .as_ref()
+            .map_or_else(DeliveryStats::default, |context| context.delivery_stats())
+    }
+
+    /// A consistent copy of the whole context; `busy` if another call is in progress.
+    pub fn snapshot(&self) -> Result<DiagnosticsSnapshot, DiagnosticError> {
+        let Some(context) = &self.inner else {
+            return Ok(DiagnosticsSnapshot {
+                availability: Availability::Disabled,
+                taken_at: Utc::now(),
+                limits: None,
+                usage: AdmissionUsage::default(),
+                components: Vec::new(),
+                recent_events: Vec::new(),
+                history: HistoryStats::default(),
+                delivery: DeliveryStats::default(),
+            });
+        };
+        let state = context.try_enter()?;
+        Ok(DiagnosticsSnapshot {
+            availability: Availability::Enabled,
+            taken_at: Utc::now(),
+            limits: Some(context.limits),
+            usage: state.usage(),
+            components: state.components(),
+            recent_events: state.recent_events(),
+            history: state.history_stats(),
+            delivery: context.delivery_stats(),
+        })
+    }
+}
+
+/// A registered component. Clones share one registration.
+///
+/// [`DiagnosticComponent::close`] fences every clone; dropping the last clone closes
+/// too. Closing frees a live slot but never resets counters or restores the
+/// cumulative extension and registration-text budgets.
+#[derive(Debug, Clone)]
+pub struct DiagnosticComponent {
+    handle: Option<Arc<ComponentHandle>>,
+}
+
+#[derive(Debug)]
+struct ComponentHandle {
+    shared: Arc<ComponentShared>,
+    context: Arc<ContextInner>,
+}
+
+impl Drop for ComponentHandle {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+impl ComponentHandle {
+    fn record<'a, F>(&self, factory: F) -> Result<RecordOutcome, DiagnosticError>
+    where
+        F: FnOnce() -> Observation<'a>,
+    {
+        if self.shared.is_closed() {
+            return Err(DiagnosticError::Closed);
+        }
+        let mut state = self.context.try_enter()?;
+        if self.shared.is_closed() {
+            return Err(DiagnosticError::Closed);
+        }
+        let observation = factory();
+        let limits = &self.context.limits;
+        validate_observation(&observation, &self.shared.codes, limits)?;
+        let receipt = state.record(&self.shared, observation, limits)?;
+        Ok(RecordOutcome::Recorded(receipt))
+    }
+}
+
+impl DiagnosticComponent {
+    /// A component that records nothing (what a disabled context hands out).
+    pub fn disabled() -> Self {
+        Self { handle: None }
+    }
+
+    /// True when backed by an enabled context.
+    pub fn is_enabled(&self) -> bool {
+        self.handle.is_some()
+    }
+
+    /// True once closed; a disabled component is never closed.
+    pub fn is_closed(&self) -> bool {
+        self.handle
+            .as_ref()
+            .is_some_and(|handle| handle.shared.is_closed())
+    }
+
+    /// The registered name; `None` when disabled.
+    pub fn name(&self) -> Option<&str> {
+        self.handle
+            .as_ref()
+            .map(|handle| handle.shared.name.as_str())
+    }
+
+    /// Records one observation built lazily.
+    ///
+    /// Disabled: returns `RecordOutcome::Disabled` without calling the factory.
+    /// Closed: `closed`, factory not called. Then the context lock is taken without
+    /// waiting (`busy`), the factory runs while the call holds it (a diagnostics call
+    /// made from inside the factory on the same context therefore gets `busy`), the
+    /// observation is checked (`input_text_limit`, `invalid_observation`) and stored.
+    /// A refused observation changes no counter. Never retries.
+    pub fn try_record_lazy<'a, F>(&self, factory: F) -> Result<RecordOutcome, DiagnosticError>
+    where
+        F: FnOnce() -> Observation<'a>,
+    {
+        let Some(handle) = &self.handle else {
+            return Ok(RecordOutcome::Disabled);
+        };
+        let result = handle.record(factory);
+        handle.context.count(&result);
+        result
+    }
+
+    /// Closes the registration for every clone; true when this call closed it.
+    /// Never blocks; the live slot is free for the next registration at once.
+    pub fn close(&self) -> bool {
+        self.handle
+            .as_ref()
+            .is_some_and(|handle| handle.shared.close())
+    }
+}

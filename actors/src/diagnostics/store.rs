@@ -1,0 +1,281 @@
+//! Locked context state: registrations, lifetime counters and the bounded evidence ring.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chrono::{DateTime, Utc};
+
+use super::declaration::{CodeSpec, ValidatedDeclaration};
+use super::error::DiagnosticError;
+use super::limits::DiagnosticsLimits;
+use super::observation::{
+    EvidenceDisposition, Observation, RecordReceipt, code_spec, truncate_on_char_boundary,
+};
+use super::snapshot::{
+    AdmissionUsage, CodeSnapshot, ComponentSnapshot, ComponentState, DiagnosticEvent,
+    EventCorrelation, HistoryStats,
+};
+
+/// Immutable registration data shared by a component's handles and the context.
+#[derive(Debug)]
+pub(super) struct ComponentShared {
+    pub(super) name: String,
+    pub(super) codes: Vec<CodeSpec>,
+    /// Index of this registration's row in [`ContextState::rows`].
+    row: usize,
+    /// Set once by `close()` or the last handle's drop; never cleared.
+    closed: AtomicBool,
+}
+
+impl ComponentShared {
+    /// Marks the registration closed; true when this call closed it.
+    pub(super) fn close(&self) -> bool {
+        !self.closed.swap(true, Ordering::AcqRel)
+    }
+
+    /// True once closed.
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct CodeCounter {
+    occurrences: u64,
+    last_observed_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug)]
+struct ComponentRow {
+    shared: Arc<ComponentShared>,
+    counters: Vec<CodeCounter>,
+}
+
+#[derive(Debug)]
+struct History {
+    capacity: usize,
+    events: VecDeque<DiagnosticEvent>,
+    evicted: u64,
+    truncated: u64,
+    dropped: u64,
+}
+
+/// Everything behind the context lock.
+///
+/// Rows are never removed: a closed registration keeps its counters. Row growth is
+/// bounded because every registration charges at least two bytes to the cumulative
+/// registration text budget, which closing never restores.
+#[derive(Debug)]
+pub(super) struct ContextState {
+    rows: Vec<ComponentRow>,
+    extension_declarations: usize,
+    registration_text_bytes: usize,
+    next_sequence: u64,
+    history: History,
+}
+
+impl ContextState {
+    /// Empty state sized for `limits`.
+    pub(super) fn new(limits: &DiagnosticsLimits) -> Self {
+        Self {
+            rows: Vec::new(),
+            extension_declarations: 0,
+            registration_text_bytes: 0,
+            next_sequence: 1,
+            history: History {
+                capacity: limits.history_capacity,
+                events: VecDeque::with_capacity(limits.history_capacity),
+                evicted: 0,
+                truncated: 0,
+                dropped: 0,
+            },
+        }
+    }
+
+    fn live_rows(&self) -> impl Iterator<Item = &ComponentRow> {
+        self.rows.iter().filter(|row| !row.shared.is_closed())
+    }
+
+    /// Current budget use.
+    pub(super) fn usage(&self) -> AdmissionUsage {
+        AdmissionUsage {
+            live_components: self.live_rows().count(),
+            extension_declarations: self.extension_declarations,
+            registration_text_bytes: self.registration_text_bytes,
+        }
+    }
+
+    /// Admits a validated declaration against the context budgets and stores it.
+    ///
+    /// Order: duplicate live name, live components, extensions, registration text.
+    /// Nothing is charged when an error is returned.
+    pub(super) fn admit(
+        &mut self,
+        declaration: ValidatedDeclaration,
+        limits: &DiagnosticsLimits,
+    ) -> Result<Arc<ComponentShared>, DiagnosticError> {
+        if self
+            .live_rows()
+            .any(|row| row.shared.name == declaration.name)
+        {
+            return Err(DiagnosticError::DuplicateComponent {
+                name: declaration.name,
+            });
+        }
+        if self.live_rows().count() >= limits.max_live_components {
+            return Err(DiagnosticError::ComponentLimit {
+                limit: limits.max_live_components,
+            });
+        }
+        let extensions = self
+            .extension_declarations
+            .saturating_add(declaration.extension_count);
+        if extensions > limits.max_extension_declarations {
+            return Err(DiagnosticError::ExtensionLimit {
+                used: self.extension_declarations,
+                requested: declaration.extension_count,
+                limit: limits.max_extension_declarations,
+            });
+        }
+        let text = self
+            .registration_text_bytes
+            .saturating_add(declaration.text_bytes);
+        if text > limits.max_registration_text_bytes {
+            return Err(DiagnosticError::RegistrationTextLimit {
+                used: self.registration_text_bytes,
+                requested: declaration.text_bytes,
+                limit: limits.max_registration_text_bytes,
+            });
+        }
+        self.extension_declarations = extensions;
+        self.registration_text_bytes = text;
+        let counters = vec![CodeCounter::default(); declaration.codes.len()];
+        let shared = Arc::new(ComponentShared {
+            name: declaration.name,
+            codes: declaration.codes,
+            row: self.rows.len(),
+            closed: AtomicBool::new(false),
+        });
+        self.rows.push(ComponentRow {
+            shared: Arc::clone(&shared),
+            counters,
+        });
+        Ok(shared)
+    }
+
+    /// Stores an already validated observation: counters first, then evidence.
+    pub(super) fn record(
+        &mut self,
+        component: &ComponentShared,
+        observation: Observation<'_>,
+        limits: &DiagnosticsLimits,
+    ) -> Result<RecordReceipt, DiagnosticError> {
+        let code = observation.code;
+        let spec_name = code_spec(&component.codes, code)?.name.clone();
+        let index = usize::try_from(code)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(1);
+        let Some(counter) = self
+            .rows
+            .get_mut(component.row)
+            .and_then(|row| row.counters.get_mut(index))
+        else {
+            return Err(DiagnosticError::Closed);
+        };
+        let now = Utc::now();
+        counter.occurrences = counter.occurrences.saturating_add(observation.count.get());
+        counter.last_observed_at = Some(now);
+        let code_total = counter.occurrences;
+        let sequence = self.next_sequence;
+        self.next_sequence = self.next_sequence.saturating_add(1);
+
+        let history = &mut self.history;
+        let evidence = if history.capacity == 0 {
+            history.dropped = history.dropped.saturating_add(1);
+            EvidenceDisposition::Dropped
+        } else {
+            let mut truncated = false;
+            let detail = observation.detail.map(|text| {
+                let mut text = text.into_owned();
+                truncated = truncate_on_char_boundary(&mut text, limits.max_detail_bytes);
+                text
+            });
+            if history.events.len() >= history.capacity {
+                history.events.pop_front();
+                history.evicted = history.evicted.saturating_add(1);
+            }
+            history.events.push_back(DiagnosticEvent {
+                sequence,
+                component: component.name.clone(),
+                code: spec_name,
+                position: code,
+                count: observation.count.get(),
+                outcome: observation.outcome,
+                severity: observation.severity,
+                failure_class: observation.failure_class,
+                detail,
+                correlation: EventCorrelation {
+                    request_id: observation.correlation.request_id.map(|id| id.into_owned()),
+                    session_id: observation.correlation.session_id.map(|id| id.into_owned()),
+                },
+                recorded_at: now,
+            });
+            if truncated {
+                history.truncated = history.truncated.saturating_add(1);
+                EvidenceDisposition::Truncated
+            } else {
+                EvidenceDisposition::Retained
+            }
+        };
+        Ok(RecordReceipt {
+            sequence,
+            code_total,
+            evidence,
+        })
+    }
+
+    /// Copies every registration with its counters.
+    pub(super) fn components(&self) -> Vec<ComponentSnapshot> {
+        self.rows
+            .iter()
+            .map(|row| ComponentSnapshot {
+                name: row.shared.name.clone(),
+                state: if row.shared.is_closed() {
+                    ComponentState::Closed
+                } else {
+                    ComponentState::Open
+                },
+                codes: (1u32..)
+                    .zip(row.shared.codes.iter().zip(row.counters.iter()))
+                    .map(|(position, (spec, counter))| CodeSnapshot {
+                        position,
+                        code: spec.name.clone(),
+                        origin: spec.origin,
+                        description: spec.description.clone(),
+                        outcome: spec.outcome,
+                        allowed_classes: spec.allowed_classes.clone(),
+                        occurrences: counter.occurrences,
+                        last_observed_at: counter.last_observed_at,
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Copies the retained events, oldest first.
+    pub(super) fn recent_events(&self) -> Vec<DiagnosticEvent> {
+        self.history.events.iter().cloned().collect()
+    }
+
+    /// History coverage totals.
+    pub(super) fn history_stats(&self) -> HistoryStats {
+        HistoryStats {
+            capacity: self.history.capacity,
+            retained: self.history.events.len(),
+            evicted: self.history.evicted,
+            truncated: self.history.truncated,
+            dropped: self.history.dropped,
+        }
+    }
+}

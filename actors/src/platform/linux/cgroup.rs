@@ -1,0 +1,732 @@
+//! Finds the measured pids' cgroup: detects the v1/hybrid/v2 layout, decides whether a
+//! group holds exactly the measured pids, and gathers that group's counters and limits.
+//!
+//! Flow: [`read_cgroup_layout`] parses `root/proc/self/mountinfo` once;
+//! [`find_exclusive_group`] reads `/proc/PID/cgroup` for each measured pid and walks the
+//! candidate group's `cgroup.procs` recursively; [`read_cgroup_readings`] reads the
+//! files of every exclusive hierarchy into one [`CgroupReadings`] (file formats live in
+//! [`super::cgroup_v2`] and [`super::cgroup_v1`]).
+//!
+//! A hierarchy's group is *exclusive* when every measured pid sits directly in the same
+//! group G and the pids found in G and all its descendant groups are exactly the
+//! measured pids. Each hierarchy is judged on its own: on a hybrid host the v1 memory
+//! group can be exclusive while the unified group is not. Measured pids that exit during
+//! the check are ignored. A tree spread over sub-groups of G is not exclusive.
+//!
+//! # Fields each layout can fill
+//!
+//! | [`CgroupReadings`] field | v2 (pure unified) | hybrid (v1 controllers + unified) | v1 |
+//! | --- | --- | --- | --- |
+//! | `cpu_usage_us` | `cpu.stat usage_usec` | unified `cpu.stat usage_usec`, else v1 `cpuacct.usage` ÷ 1000 | `cpuacct.usage` ÷ 1000 |
+//! | `cpu_nr_throttled` | `cpu.stat nr_throttled` | v1 `cpu.stat nr_throttled` | same |
+//! | `cpu_throttled_us` | `cpu.stat throttled_usec` | v1 `cpu.stat throttled_time` (ns) ÷ 1000 | same |
+//! | `cpu_quota_limit` | min `cpu.max` quota/period over ancestors | min `cpu.cfs_quota_us`/`cpu.cfs_period_us` over ancestors | same |
+//! | `cpuset_cpu_count` | min `cpuset.cpus.effective` count over ancestors | v1 `cpuset.effective_cpus` | same |
+//! | `effective_cpu_limit` | min(quota limit, cpuset count) | same | same |
+//! | `cpu_pressure_*_us` | `cpu.pressure` | unified `cpu.pressure` (needs the unified group exclusive) | — |
+//! | `memory_current_bytes` | `memory.current` | v1 `memory.usage_in_bytes` | same |
+//! | `memory_limit_bytes` | min `memory.max` over ancestors | min `memory.limit_in_bytes` (< 2^62) over ancestors | same |
+//! | `memory_high_events`, `memory_max_events`, `memory_oom_events` | `memory.events` | — | — |
+//! | `memory_oom_kill_events` | `memory.events oom_kill` | v1 `memory.oom_control oom_kill` (Linux ≥ 4.13) | same |
+//! | `memory_failcnt` | — | v1 `memory.failcnt` | same |
+//! | `memory_under_oom` | — | v1 `memory.oom_control under_oom` | same |
+//! | `memory_pressure_*_us` | `memory.pressure` | unified `memory.pressure` (needs the unified group exclusive) | — |
+//! | `pids_max_events` | `pids.events max` | v1 `pids.events max` | same |
+//!
+//! On a hybrid host a controller is attached to exactly one hierarchy, so a field comes
+//! from the v1 controller when it is mounted there and from the unified group when the
+//! unified hierarchy holds that controller. Limits are upper bounds read up to the
+//! visible mount; restrictions above the mount cannot be seen.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::{ParseError, ReadError, is_absent, parse_u64, proc_pid_dir, read_file, read_pid_file};
+use super::{cgroup_v1, cgroup_v2};
+
+/// v1 controllers whose files [`read_cgroup_readings`] uses.
+pub const V1_CONTROLLERS: [&str; 5] = ["memory", "cpu", "cpuacct", "cpuset", "pids"];
+
+/// One cgroup hierarchy mount.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupMount {
+    /// The mount point joined under the root (e.g. `<root>/sys/fs/cgroup/memory`).
+    pub dir: PathBuf,
+    /// The cgroup path mounted there (mountinfo field 4; `/` unless a container bind
+    /// mounts a sub-group), used to turn `/proc/PID/cgroup` paths into directories.
+    pub cgroup_root: String,
+}
+
+impl CgroupMount {
+    /// Directory of the group at `cgroup_path` (as written in `/proc/PID/cgroup`).
+    ///
+    /// `None` when the path lies outside this mount's `cgroup_root`, or contains `.` or
+    /// `..` components (other cgroup namespaces show such paths).
+    pub fn group(&self, cgroup_path: &str) -> Option<GroupDir> {
+        let base = self.cgroup_root.trim_end_matches('/');
+        let rest = cgroup_path.strip_prefix(base)?;
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
+        let mut dir = self.dir.clone();
+        for component in rest.split('/').filter(|c| !c.is_empty()) {
+            if component == "." || component == ".." {
+                return None;
+            }
+            dir.push(component);
+        }
+        Some(GroupDir {
+            dir,
+            mount: self.dir.clone(),
+        })
+    }
+}
+
+/// A group directory together with the mount it lives under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupDir {
+    /// The group's directory (under the root).
+    pub dir: PathBuf,
+    /// The hierarchy's mount directory; ancestor walks stop here.
+    pub mount: PathBuf,
+}
+
+impl GroupDir {
+    /// The group directory and its ancestors up to and including the mount directory.
+    pub fn ancestors(&self) -> impl Iterator<Item = &Path> {
+        self.dir
+            .ancestors()
+            .take_while(move |dir| dir.starts_with(&self.mount))
+    }
+}
+
+/// How cgroups are mounted, from `/proc/self/mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgroupLayout {
+    /// Only a cgroup2 (unified) hierarchy.
+    V2 {
+        /// The unified mount.
+        mount: CgroupMount,
+    },
+    /// v1 controller hierarchies plus a cgroup2 mount (often `/sys/fs/cgroup/unified`
+    /// with no controllers).
+    Hybrid {
+        /// v1 controller (or `name=...` hierarchy) → its mount.
+        controllers: BTreeMap<String, CgroupMount>,
+        /// The cgroup2 mount.
+        unified: CgroupMount,
+    },
+    /// Only v1 hierarchies.
+    V1 {
+        /// v1 controller (or `name=...` hierarchy) → its mount.
+        controllers: BTreeMap<String, CgroupMount>,
+    },
+    /// No cgroup filesystem is mounted.
+    None,
+}
+
+impl CgroupLayout {
+    /// The cgroup2 mount, for [`CgroupLayout::V2`] and [`CgroupLayout::Hybrid`].
+    pub fn unified(&self) -> Option<&CgroupMount> {
+        match self {
+            CgroupLayout::V2 { mount } => Some(mount),
+            CgroupLayout::Hybrid { unified, .. } => Some(unified),
+            CgroupLayout::V1 { .. } | CgroupLayout::None => None,
+        }
+    }
+
+    /// The mount of v1 `controller`, for [`CgroupLayout::V1`] and [`CgroupLayout::Hybrid`].
+    pub fn v1_controller(&self, controller: &str) -> Option<&CgroupMount> {
+        match self {
+            CgroupLayout::Hybrid { controllers, .. } | CgroupLayout::V1 { controllers } => {
+                controllers.get(controller)
+            }
+            CgroupLayout::V2 { .. } | CgroupLayout::None => None,
+        }
+    }
+
+    /// Builds the layout from parsed mount entries; paths are joined under `root`.
+    /// The first mount of each controller (and the first cgroup2 mount) wins.
+    pub fn from_mounts(root: &Path, mounts: &[CgroupMountEntry]) -> CgroupLayout {
+        let mut unified = None;
+        let mut controllers = BTreeMap::new();
+        for entry in mounts {
+            let mount = CgroupMount {
+                dir: root.join(entry.mount_point.trim_start_matches('/')),
+                cgroup_root: entry.cgroup_root.clone(),
+            };
+            match &entry.kind {
+                CgroupMountKind::V2 => {
+                    if unified.is_none() {
+                        unified = Some(mount);
+                    }
+                }
+                CgroupMountKind::V1 { controllers: names } => {
+                    for name in names {
+                        controllers
+                            .entry(name.clone())
+                            .or_insert_with(|| mount.clone());
+                    }
+                }
+            }
+        }
+        match (unified, controllers.is_empty()) {
+            (Some(mount), true) => CgroupLayout::V2 { mount },
+            (Some(unified), false) => CgroupLayout::Hybrid {
+                controllers,
+                unified,
+            },
+            (None, false) => CgroupLayout::V1 { controllers },
+            (None, true) => CgroupLayout::None,
+        }
+    }
+}
+
+/// Which cgroup filesystem a mountinfo line mounts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgroupMountKind {
+    /// `cgroup2`.
+    V2,
+    /// `cgroup` with these controllers (from the super options; named hierarchies
+    /// appear as `name=...`, as in `/proc/PID/cgroup`).
+    V1 {
+        /// Controller names.
+        controllers: Vec<String>,
+    },
+}
+
+/// One cgroup mount from `/proc/self/mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CgroupMountEntry {
+    /// Mount point (field 5), `\040`-style escapes decoded.
+    pub mount_point: String,
+    /// Root of the mount inside the hierarchy (field 4), escapes decoded.
+    pub cgroup_root: String,
+    /// Filesystem kind.
+    pub kind: CgroupMountKind,
+}
+
+/// Super options of a v1 mount that are not controllers.
+const NOT_CONTROLLERS: [&str; 7] = [
+    "rw",
+    "ro",
+    "noprefix",
+    "clone_children",
+    "xattr",
+    "cpuset_v2_mode",
+    "favordynmods",
+];
+
+/// Parses `/proc/self/mountinfo`, keeping only `cgroup` and `cgroup2` mounts.
+///
+/// Line shape: `id parent major:minor root mount_point options [optional...] - fstype
+/// source super_options`. Fails on a non-empty line without the ` - ` separator or with
+/// too few fields.
+pub fn parse_cgroup_mounts(text: &str) -> Result<Vec<CgroupMountEntry>, ParseError> {
+    let mut out = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some((left, right)) = line.split_once(" - ") else {
+            return Err(ParseError::malformed(index, line));
+        };
+        let mut left_fields = left.split(' ');
+        let (Some(_id), Some(_parent), Some(_dev), Some(root), Some(mount_point)) = (
+            left_fields.next(),
+            left_fields.next(),
+            left_fields.next(),
+            left_fields.next(),
+            left_fields.next(),
+        ) else {
+            return Err(ParseError::malformed(index, line));
+        };
+        let mut right_fields = right.split(' ');
+        let Some(fs_type) = right_fields.next() else {
+            return Err(ParseError::malformed(index, line));
+        };
+        let kind = match fs_type {
+            "cgroup2" => CgroupMountKind::V2,
+            "cgroup" => {
+                let options = right_fields.nth(1).unwrap_or("");
+                let controllers = options
+                    .split(',')
+                    .filter(|o| !o.is_empty() && !NOT_CONTROLLERS.contains(o))
+                    .filter(|o| !o.contains('=') || o.starts_with("name="))
+                    .map(str::to_owned)
+                    .collect();
+                CgroupMountKind::V1 { controllers }
+            }
+            _ => continue,
+        };
+        out.push(CgroupMountEntry {
+            mount_point: unescape_octal(mount_point),
+            cgroup_root: unescape_octal(root),
+            kind,
+        });
+    }
+    Ok(out)
+}
+
+/// Decodes mountinfo's `\NNN` octal escapes (space is `\040`, tab `\011`, newline
+/// `\012`, backslash `\134`). Anything else is copied as is.
+pub fn unescape_octal(field: &str) -> String {
+    if !field.contains('\\') {
+        return field.to_owned();
+    }
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        if byte == b'\\'
+            && let Some(code) = bytes.get(i + 1..i + 4).and_then(octal_byte)
+        {
+            out.push(code);
+            i += 4;
+            continue;
+        }
+        out.push(byte);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The byte value of three octal digits, if they are three octal digits below 0o400.
+fn octal_byte(digits: &[u8]) -> Option<u8> {
+    let mut value: u32 = 0;
+    for &d in digits {
+        if !(b'0'..=b'7').contains(&d) {
+            return None;
+        }
+        value = value * 8 + u32::from(d - b'0');
+    }
+    u8::try_from(value).ok()
+}
+
+/// Reads `root/proc/self/mountinfo` and builds the layout; `Ok(None)` when the file
+/// is absent. Mount paths in the layout are joined under `root`.
+pub fn read_cgroup_layout(root: &Path) -> Result<Option<CgroupLayout>, ReadError> {
+    let path = root.join("proc/self/mountinfo");
+    let mut buf = Vec::with_capacity(8192);
+    if !read_file(&path, &mut buf)? {
+        return Ok(None);
+    }
+    let mounts = parse_cgroup_mounts(&String::from_utf8_lossy(&buf))
+        .map_err(|e| ReadError::parse(&path, e))?;
+    Ok(Some(CgroupLayout::from_mounts(root, &mounts)))
+}
+
+/// One v1 line of `/proc/PID/cgroup`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V1Membership {
+    /// Controllers of the hierarchy (`cpu,cpuacct` gives two; `name=systemd` one).
+    pub controllers: Vec<String>,
+    /// The group path inside that hierarchy.
+    pub path: String,
+}
+
+/// A process's groups from `/proc/PID/cgroup`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcCgroup {
+    /// Path from the `0::/path` line (cgroup v2), if present.
+    pub unified: Option<String>,
+    /// The `N:controller[,controller]:/path` lines (cgroup v1).
+    pub v1: Vec<V1Membership>,
+}
+
+impl ProcCgroup {
+    /// The group path in the v1 hierarchy that holds `controller`.
+    pub fn v1_path(&self, controller: &str) -> Option<&str> {
+        self.v1
+            .iter()
+            .find(|m| m.controllers.iter().any(|c| c == controller))
+            .map(|m| m.path.as_str())
+    }
+}
+
+/// Parses `/proc/PID/cgroup` text: `hierarchy-id:controllers:path` per line; the path
+/// keeps any further `:`. Fails on a line with fewer than three fields, a non-numeric
+/// id, or an empty path.
+pub fn parse_proc_cgroup(text: &str) -> Result<ProcCgroup, ParseError> {
+    let mut out = ProcCgroup::default();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut fields = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            return Err(ParseError::malformed(index, line));
+        };
+        let id = parse_u64("hierarchy-id", id)?;
+        if path.is_empty() {
+            return Err(ParseError::malformed(index, line));
+        }
+        if id == 0 && controllers.is_empty() {
+            out.unified = Some(path.to_owned());
+        } else {
+            out.v1.push(V1Membership {
+                controllers: controllers
+                    .split(',')
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                path: path.to_owned(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Reads `root/proc/PID/cgroup` using `buf` as scratch space; `Ok(None)` when absent
+/// (kernel without cgroups), [`ReadError::Gone`] when the process has exited.
+pub fn read_proc_cgroup(
+    root: &Path,
+    pid: u32,
+    buf: &mut Vec<u8>,
+) -> Result<Option<ProcCgroup>, ReadError> {
+    if !read_pid_file(root, pid, "cgroup", buf)? {
+        return Ok(None);
+    }
+    parse_proc_cgroup(&String::from_utf8_lossy(buf))
+        .map(Some)
+        .map_err(|e| ReadError::parse(&proc_pid_dir(root, pid).join("cgroup"), e))
+}
+
+/// The groups that hold exactly the measured pids, per hierarchy.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExclusiveGroup {
+    /// The cgroup2 group (pure v2, or the unified hierarchy of a hybrid), when exclusive.
+    pub unified: Option<GroupDir>,
+    /// v1 controller (from [`V1_CONTROLLERS`]) → its group, for each exclusive one.
+    /// Co-mounted controllers (`cpu,cpuacct`) share a directory.
+    pub v1: BTreeMap<String, GroupDir>,
+}
+
+/// Finds the exclusive group(s) of the measured `pids` under `layout`.
+///
+/// Returns `Ok(None)` when `pids` is empty, the layout has no cgroups, a live pid's
+/// `/proc/PID/cgroup` is absent, or no hierarchy is exclusive. Pids that exit during
+/// the check are skipped. Errors reading `/proc/PID/cgroup` or `cgroup.procs` (other
+/// than absence) are returned.
+pub fn find_exclusive_group(
+    root: &Path,
+    layout: &CgroupLayout,
+    pids: &[u32],
+) -> Result<Option<ExclusiveGroup>, ReadError> {
+    if pids.is_empty() || *layout == CgroupLayout::None {
+        return Ok(None);
+    }
+    let measured: HashSet<u32> = pids.iter().copied().collect();
+    let mut buf = Vec::with_capacity(512);
+    let mut live: Vec<(u32, ProcCgroup)> = Vec::with_capacity(measured.len());
+    for &pid in &measured {
+        match read_proc_cgroup(root, pid, &mut buf) {
+            Ok(Some(groups)) => live.push((pid, groups)),
+            Ok(None) => return Ok(None),
+            Err(ReadError::Gone { .. }) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    if live.is_empty() {
+        return Ok(None);
+    }
+    let live_pids: Vec<u32> = live.iter().map(|(pid, _)| *pid).collect();
+    let mut verdicts: HashMap<PathBuf, bool> = HashMap::new();
+    let mut judge = |group: GroupDir| -> Result<Option<GroupDir>, ReadError> {
+        let exclusive = match verdicts.get(&group.dir) {
+            Some(v) => *v,
+            None => {
+                let v = holds_exactly(&group.dir, &measured, &live_pids)?;
+                verdicts.insert(group.dir.clone(), v);
+                v
+            }
+        };
+        Ok(exclusive.then_some(group))
+    };
+
+    let mut found = ExclusiveGroup::default();
+    if let Some(mount) = layout.unified()
+        && let Some(path) = common_path(live.iter().map(|(_, g)| g.unified.as_deref()))
+        && let Some(group) = mount.group(path)
+    {
+        found.unified = judge(group)?;
+    }
+    for controller in V1_CONTROLLERS {
+        if let Some(mount) = layout.v1_controller(controller)
+            && let Some(path) = common_path(live.iter().map(|(_, g)| g.v1_path(controller)))
+            && let Some(group) = mount.group(path)
+            && let Some(group) = judge(group)?
+        {
+            found.v1.insert(controller.to_owned(), group);
+        }
+    }
+    if found.unified.is_none() && found.v1.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(found))
+}
+
+/// The path every item names, if all are `Some` and equal.
+fn common_path<'a>(mut paths: impl Iterator<Item = Option<&'a str>>) -> Option<&'a str> {
+    let first = paths.next()??;
+    for path in paths {
+        if path? != first {
+            return None;
+        }
+    }
+    Some(first)
+}
+
+/// Whether the pids in `dir` and its descendants (from `cgroup.procs`) are all in
+/// `measured` and include every pid of `live`. Stops at the first foreign pid.
+fn holds_exactly(dir: &Path, measured: &HashSet<u32>, live: &[u32]) -> Result<bool, ReadError> {
+    if !dir.is_dir() {
+        return Ok(false);
+    }
+    let mut found: HashSet<u32> = HashSet::with_capacity(live.len());
+    let mut stack = vec![dir.to_path_buf()];
+    let mut buf = Vec::with_capacity(256);
+    while let Some(current) = stack.pop() {
+        let procs = current.join("cgroup.procs");
+        if read_file(&procs, &mut buf)? {
+            for (index, line) in String::from_utf8_lossy(&buf).lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let pid = parse_u64("cgroup.procs", line)
+                    .ok()
+                    .and_then(|p| u32::try_from(p).ok())
+                    .ok_or_else(|| ReadError::parse(&procs, ParseError::malformed(index, line)))?;
+                if !measured.contains(&pid) {
+                    return Ok(false);
+                }
+                found.insert(pid);
+            }
+        }
+        let entries = match fs::read_dir(&current) {
+            Ok(entries) => entries,
+            // A child group removed while walking.
+            Err(err) if is_absent(&err) => continue,
+            Err(err) => return Err(ReadError::from_io(&current, err)),
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) if is_absent(&err) => continue,
+                Err(err) => return Err(ReadError::from_io(&current, err)),
+            };
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(entry.path());
+            }
+        }
+    }
+    Ok(live.iter().all(|pid| found.contains(pid)))
+}
+
+/// Counters and limits of an exclusive group, base units. Every field is `None` when
+/// its file is absent, unreadable, or its hierarchy is not exclusive; see the module
+/// docs for which layout fills which field.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CgroupReadings {
+    /// CPU time used by the group, µs.
+    pub cpu_usage_us: Option<u64>,
+    /// Periods in which the group was throttled, count.
+    pub cpu_nr_throttled: Option<u64>,
+    /// Time the group was throttled, µs (v1 nanoseconds truncated to µs).
+    pub cpu_throttled_us: Option<u64>,
+    /// Smallest CPU quota ÷ period over the group and its ancestors, logical processors.
+    pub cpu_quota_limit: Option<f64>,
+    /// Smallest number of CPUs in the effective cpuset over the group and ancestors.
+    pub cpuset_cpu_count: Option<u64>,
+    /// min(`cpu_quota_limit`, `cpuset_cpu_count`) when either exists, logical processors.
+    pub effective_cpu_limit: Option<f64>,
+    /// CPU pressure `some` total, µs.
+    pub cpu_pressure_some_us: Option<u64>,
+    /// CPU pressure `full` total, µs.
+    pub cpu_pressure_full_us: Option<u64>,
+    /// Memory charged to the group, bytes.
+    pub memory_current_bytes: Option<u64>,
+    /// Smallest memory limit over the group and its ancestors, bytes.
+    pub memory_limit_bytes: Option<u64>,
+    /// `memory.events high`: times usage went over `memory.high`, count.
+    pub memory_high_events: Option<u64>,
+    /// `memory.events max`: times usage was about to go over `memory.max`, count.
+    pub memory_max_events: Option<u64>,
+    /// `memory.events oom`: times the group hit its limit with allocation failing, count.
+    pub memory_oom_events: Option<u64>,
+    /// Processes killed by the OOM killer in the group, count.
+    pub memory_oom_kill_events: Option<u64>,
+    /// v1 `memory.failcnt`: times usage hit the limit, count.
+    pub memory_failcnt: Option<u64>,
+    /// v1 `memory.oom_control under_oom`: the group is under OOM now.
+    pub memory_under_oom: Option<bool>,
+    /// Memory pressure `some` total, µs.
+    pub memory_pressure_some_us: Option<u64>,
+    /// Memory pressure `full` total, µs.
+    pub memory_pressure_full_us: Option<u64>,
+    /// `pids.events max`: forks refused by `pids.max`, count.
+    pub pids_max_events: Option<u64>,
+}
+
+impl CgroupReadings {
+    /// Sets `effective_cpu_limit` from `cpu_quota_limit` and `cpuset_cpu_count`.
+    pub(crate) fn finish(&mut self) {
+        let cpuset = self.cpuset_cpu_count.map(|n| n as f64);
+        self.effective_cpu_limit = min_opt(self.cpu_quota_limit, cpuset);
+    }
+}
+
+/// Reads every exclusive hierarchy of `group` into one [`CgroupReadings`].
+///
+/// Never fails: a missing file leaves its field `None`; any other failure also leaves
+/// the field `None` and is returned in the error list for diagnostics.
+pub fn read_cgroup_readings(group: &ExclusiveGroup) -> (CgroupReadings, Vec<ReadError>) {
+    let mut readings = CgroupReadings::default();
+    let mut errors = Vec::new();
+    if let Some(unified) = &group.unified {
+        cgroup_v2::read_group(unified, &mut readings, &mut errors);
+    }
+    cgroup_v1::read_groups(&group.v1, &mut readings, &mut errors);
+    readings.finish();
+    (readings, errors)
+}
+
+/// Keeps the value of a read, pushing its error (if any) to `errors`.
+pub(crate) fn keep<T>(
+    result: Result<Option<T>, ReadError>,
+    errors: &mut Vec<ReadError>,
+) -> Option<T> {
+    match result {
+        Ok(value) => value,
+        Err(err) => {
+            errors.push(err);
+            None
+        }
+    }
+}
+
+/// Sets `slot` to `value` unless it already holds something.
+pub(crate) fn fill<T>(slot: &mut Option<T>, value: Option<T>) {
+    if slot.is_none() {
+        *slot = value;
+    }
+}
+
+/// The smaller of two optional values (`None` means "no constraint").
+pub(crate) fn min_opt<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// Parses a file holding one unsigned number (`memory.current`, `memory.failcnt`, ...).
+pub fn parse_single_u64(field: &'static str, text: &str) -> Result<u64, ParseError> {
+    parse_u64(field, text.trim())
+}
+
+/// Reads `dir/<file>` as one unsigned number; `Ok(None)` when absent.
+pub fn read_single_u64(dir: &Path, file: &'static str) -> Result<Option<u64>, ReadError> {
+    read_parsed(dir, file, |text| parse_single_u64(file, text))
+}
+
+/// Reads `dir/<file>` and applies `parse`; `Ok(None)` when absent.
+pub(crate) fn read_parsed<T>(
+    dir: &Path,
+    file: &str,
+    parse: impl FnOnce(&str) -> Result<T, ParseError>,
+) -> Result<Option<T>, ReadError> {
+    let path = dir.join(file);
+    let mut buf = Vec::with_capacity(256);
+    if !read_file(&path, &mut buf)? {
+        return Ok(None);
+    }
+    parse(&String::from_utf8_lossy(&buf))
+        .map(Some)
+        .map_err(|e| ReadError::parse(&path, e))
+}
+
+/// Calls `on(key, value)` for each `key value` line of a flat-keyed cgroup file
+/// (`cpu.stat`, `memory.events`, `pids.events`, `memory.oom_control`). A non-empty line
+/// that is not exactly two tokens is malformed.
+pub(crate) fn for_each_flat_keyed(
+    text: &str,
+    mut on: impl FnMut(&str, &str) -> Result<(), ParseError>,
+) -> Result<(), ParseError> {
+    for (index, line) in text.lines().enumerate() {
+        let mut tokens = line.split_ascii_whitespace();
+        let Some(key) = tokens.next() else {
+            continue;
+        };
+        let (Some(value), None) = (tokens.next(), tokens.next()) else {
+            return Err(ParseError::malformed(index, line));
+        };
+        on(key, value)?;
+    }
+    Ok(())
+}
+
+/// Stores `value` parsed as `u64` into `slot`.
+pub(crate) fn set_u64(
+    slot: &mut Option<u64>,
+    field: &'static str,
+    value: &str,
+) -> Result<(), ParseError> {
+    *slot = Some(parse_u64(field, value)?);
+    Ok(())
+}
+
+/// Parses `pids.events` (v1 and v2): the `max` count, `None` when the key is missing.
+pub fn parse_pids_events(text: &str) -> Result<Option<u64>, ParseError> {
+    let mut max = None;
+    for_each_flat_keyed(text, |key, value| match key {
+        "max" => set_u64(&mut max, "max", value),
+        _ => Ok(()),
+    })?;
+    Ok(max)
+}
+
+/// Counts the CPUs in a cpuset list such as `0-3,8,10-11` (gives 7). Empty text gives
+/// 0. Fails on a reversed range or a non-number.
+pub fn parse_cpuset_count(text: &str) -> Result<u64, ParseError> {
+    let mut count: u64 = 0;
+    for part in text
+        .trim()
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let (low, high) = match part.split_once('-') {
+            Some((low, high)) => (parse_u64("cpus", low)?, parse_u64("cpus", high)?),
+            None => {
+                let cpu = parse_u64("cpus", part)?;
+                (cpu, cpu)
+            }
+        };
+        if high < low {
+            return Err(ParseError::invalid("cpus", part));
+        }
+        count = count
+            .checked_add(high - low + 1)
+            .ok_or(ParseError::Overflow("cpus"))?;
+    }
+    Ok(count)
+}
+
+/// Smallest non-zero cpuset count of `file` over `group` and its ancestors.
+pub(crate) fn min_cpuset_count(
+    group: &GroupDir,
+    file: &'static str,
+    errors: &mut Vec<ReadError>,
+) -> Option<u64> {
+    group
+        .ancestors()
+        .filter_map(|dir| keep(read_parsed(dir, file, parse_cpuset_count), errors))
+        .filter(|&count| count > 0)
+        .min()
+}
