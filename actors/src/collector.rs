@@ -1,44 +1,63 @@
-//! One collection: resolve the scope once, ask each enabled sampler, merge into a
-//! snapshot. The pipeline's actors run the same samplers; this is the synchronous core
-//! they share.
+//! One synchronous collection: resolve the scope once, read the environment once, ask
+//! each enabled sampler in turn, assemble the snapshot. The pipeline's actors run the
+//! same samplers and the same assembly; this path serves one-shot use and benchmarks.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
 use wattline_config::ResourceMetricsConfig;
 
-use crate::merger::convert;
-use crate::readings::{FieldCoverage, SamplingSeries};
-use crate::samplers::cpu::CpuSampler;
-use crate::samplers::{SampleRequest, SamplerOutput};
-use crate::scope::{ResolvedScope, ScopeTarget, resolve_scope};
-use crate::snapshot::{OperatingSystem, ProcessSampling, Snapshot};
+use crate::diagnostics::PipelineDiagnostics;
+use crate::environment::EnvironmentReader;
+use crate::merger::snapshot_builder::assemble_snapshot;
+use crate::readings::SamplingSeries;
+use crate::samplers::{CategorySampler, SampleRequest, samplers_for};
+use crate::scope::{ScopeTarget, resolve_scope};
+use crate::snapshot::Snapshot;
 
 /// Collects snapshots of one target with one configuration.
-#[derive(Debug)]
 pub struct Collector {
     root: PathBuf,
     target: ScopeTarget,
     config: ResourceMetricsConfig,
-    cpu: CpuSampler,
+    environment: EnvironmentReader,
+    samplers: Vec<Box<dyn CategorySampler>>,
+    diagnostics: Option<PipelineDiagnostics>,
+}
+
+impl std::fmt::Debug for Collector {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Collector")
+            .field("root", &self.root)
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Collector {
     /// A collector reading the OS under `root` (`/` in production).
     pub fn new(root: PathBuf, target: ScopeTarget, config: ResourceMetricsConfig) -> Self {
         Collector {
-            cpu: CpuSampler::new(root.clone()),
+            environment: EnvironmentReader::new(&root),
+            samplers: samplers_for(&root, &config),
             root,
             target,
             config,
+            diagnostics: None,
         }
     }
 
+    /// Records read failures into `diagnostics` from now on.
+    pub fn with_diagnostics(mut self, diagnostics: PipelineDiagnostics) -> Self {
+        self.diagnostics = Some(diagnostics);
+        self
+    }
+
     /// The root directory the OS is read under.
-    pub fn root(&self) -> &std::path::Path {
+    pub fn root(&self) -> &Path {
         &self.root
     }
 
@@ -46,49 +65,37 @@ impl Collector {
     pub fn collect(&mut self, series: SamplingSeries) -> Snapshot {
         let taken_at = Instant::now();
         let scope = Arc::new(resolve_scope(&self.root, self.target));
+        let (environment, environment_errors) = self.environment.read(&scope);
         let request = SampleRequest {
             series,
             scope: Arc::clone(&scope),
+            environment: Arc::new(environment),
             taken_at,
         };
-        let mut coverage = FieldCoverage::new();
-        let cpu = self.config.cpu.enabled.then(|| {
-            let output = self.cpu.sample(&request);
-            let metrics = convert::cpu(&output.reading, &self.config.units.cpu);
-            merge_coverage(&mut coverage, output);
-            metrics
-        });
-        Snapshot {
-            timestamp: Utc::now(),
-            operating_system: OperatingSystem::current(),
-            measurement_scope: self.target.measurement_scope(),
-            process_sampling: process_sampling(&scope, coverage),
-            cpu,
-            memory: None,
-            process: None,
-            disk: None,
-            gpu: None,
-            network: None,
+        let mut outputs = Vec::with_capacity(self.samplers.len());
+        for sampler in &mut self.samplers {
+            let output = sampler.sample_category(&request);
+            if let Some(diagnostics) = &self.diagnostics {
+                crate::diagnostics::record_read_problems(
+                    diagnostics,
+                    sampler.category(),
+                    &output.problems,
+                );
+            }
+            outputs.push(output);
         }
+        if let Some(diagnostics) = &self.diagnostics {
+            let mut problems = crate::samplers::ReadProblems::default();
+            environment_errors
+                .iter()
+                .for_each(|error| problems.add(error));
+            crate::diagnostics::record_read_problems(
+                diagnostics,
+                crate::diagnostics::SamplerCategory::Cpu,
+                &problems,
+            );
+        }
+        let gpu = None;
+        assemble_snapshot(&self.config, &scope, outputs, gpu, Utc::now())
     }
-}
-
-fn merge_coverage<R>(coverage: &mut FieldCoverage, output: SamplerOutput<R>) {
-    coverage.extend(output.coverage);
-}
-
-/// The snapshot's `process_sampling`: `null` when processes could not be listed or no
-/// process sum was attempted.
-pub fn process_sampling(scope: &ResolvedScope, coverage: FieldCoverage) -> Option<ProcessSampling> {
-    if scope.is_unavailable() || coverage.is_empty() {
-        return None;
-    }
-    Some(ProcessSampling {
-        visible_processes: scope.visible_processes,
-        sampled_processes: scope.processes.len() as u64,
-        field_sampled_processes: coverage
-            .into_iter()
-            .map(|(field, count)| (field.to_string(), count))
-            .collect::<BTreeMap<_, _>>(),
-    })
 }

@@ -14,6 +14,7 @@ mod error;
 mod limits;
 mod observation;
 pub mod pipeline_components;
+mod sampler_problems;
 mod snapshot;
 mod store;
 mod vocabulary;
@@ -35,6 +36,7 @@ pub use pipeline_components::{
     ExporterCode, GpuCode, PipelineCode, PipelineComponent, PipelineDiagnostics, SamplerCategory,
     SamplerFailure,
 };
+pub use sampler_problems::{record_read_problems, record_with_retry};
 pub use snapshot::{
     AdmissionUsage, CodeSnapshot, ComponentSnapshot, ComponentState, DeliveryStats,
     DiagnosticEvent, DiagnosticsSnapshot, EventCorrelation, HistoryStats,

@@ -1,11 +1,19 @@
 //! Unit conversion from base-unit readings to snapshot categories: the only place
 //! output units are applied.
 
-use wattline_config::resource_metrics::CpuUnits;
-use wattline_config::units::{CountUnit, CpuUnit, DurationUnit, MeasurementValue};
+use wattline_config::resource_metrics::{CpuUnits, DiskUnits, MemoryUnits, NetworkTrafficUnits};
+use wattline_config::units::{
+    BandwidthUnit, CapacityUnit, CountUnit, CpuUnit, DataUnit, DurationUnit, MeasurementValue,
+};
 
-use crate::readings::{CpuReading, LimitEventReading};
-use crate::snapshot::{CpuMetrics, LimitEvent, Measurement};
+use crate::readings::{
+    CpuReading, DiskReading, LimitEventReading, MemoryReading, NetworkReading, ProcessReading,
+    TrafficReading,
+};
+use crate::snapshot::{
+    CpuMetrics, DiskMetrics, FilesystemMetrics, LimitEvent, Measurement, MeasurementScope,
+    MemoryMetrics, NetworkInterfaceMetrics, NetworkMetrics, NetworkTrafficMetrics, ProcessMetrics,
+};
 
 /// A duration in microseconds, in `unit`.
 pub fn duration(
@@ -66,6 +74,144 @@ pub fn cpu(reading: &CpuReading, units: &CpuUnits) -> CpuMetrics {
     }
 }
 
+/// Memory in bytes, truncated to whole KiB, then in `unit`.
+pub fn memory(bytes: Option<u64>, unit: CapacityUnit) -> Option<Measurement<CapacityUnit>> {
+    Some(Measurement::new(unit.from_memory_bytes(bytes?)?, unit))
+}
+
+/// Filesystem capacity in bytes, in `unit` (no KiB truncation).
+pub fn capacity(bytes: Option<u64>, unit: CapacityUnit) -> Option<Measurement<CapacityUnit>> {
+    Some(Measurement::new(
+        unit.from_bytes(MeasurementValue::Integer(bytes?))?,
+        unit,
+    ))
+}
+
+/// Transferred data in bytes, in `unit`.
+pub fn data(bytes: Option<u64>, unit: DataUnit) -> Option<Measurement<DataUnit>> {
+    Some(Measurement::new(
+        unit.from_bytes(MeasurementValue::Integer(bytes?))?,
+        unit,
+    ))
+}
+
+/// A rate in bytes per second, in `unit`.
+pub fn bandwidth(
+    bytes_per_second: Option<f64>,
+    unit: BandwidthUnit,
+) -> Option<Measurement<BandwidthUnit>> {
+    Some(Measurement::new(
+        unit.from_bytes_per_second(MeasurementValue::Decimal(bytes_per_second?))?,
+        unit,
+    ))
+}
+
+/// The memory category in output units.
+pub fn memory_metrics(reading: &MemoryReading, units: &MemoryUnits) -> MemoryMetrics {
+    MemoryMetrics {
+        system_used: memory(reading.system_used_bytes, units.system_used),
+        system_total: memory(reading.system_total_bytes, units.system_total),
+        system_available: memory(reading.system_available_bytes, units.system_available),
+        resident: memory(reading.resident_bytes, units.resident),
+        private: memory(reading.private_bytes, units.private),
+        physical_footprint: None,
+        virtual_memory: memory(reading.virtual_bytes, units.virtual_memory),
+        peak_resident: memory(reading.peak_resident_bytes, units.peak_resident),
+        limit: memory(reading.limit_bytes, units.limit),
+        environment_accounted: memory(
+            reading.environment_accounted_bytes,
+            units.environment_accounted,
+        ),
+        some_pressure_stall_time: duration(
+            reading.some_pressure_microseconds,
+            units.some_pressure_stall_time,
+        ),
+        full_pressure_stall_time: duration(
+            reading.full_pressure_microseconds,
+            units.full_pressure_stall_time,
+        ),
+        out_of_memory_event_count: count(reading.out_of_memory_events, CountUnit::Events),
+        limit_events: limit_events(&reading.limit_events),
+    }
+}
+
+/// The process category in output units.
+pub fn process_metrics(reading: &ProcessReading) -> ProcessMetrics {
+    ProcessMetrics {
+        active_count: count(reading.active_count, CountUnit::Processes),
+        descendant_count: count(reading.descendant_count, CountUnit::Processes),
+        thread_count: count(reading.thread_count, CountUnit::Threads),
+        lifetime_creation_count: None,
+        open_file_descriptor_count: count(
+            reading.open_file_descriptor_count,
+            CountUnit::FileDescriptors,
+        ),
+        windows_handle_count: None,
+        limit_events: limit_events(&reading.limit_events),
+    }
+}
+
+/// The disk category in output units.
+pub fn disk_metrics(reading: &DiskReading, units: &DiskUnits) -> DiskMetrics {
+    DiskMetrics {
+        read_data: data(reading.read_bytes, units.read_data),
+        write_data: data(reading.write_bytes, units.write_data),
+        read_throughput: bandwidth(reading.read_bytes_per_second, units.read_throughput),
+        write_throughput: bandwidth(reading.write_bytes_per_second, units.write_throughput),
+        read_operations: count(reading.read_operations, CountUnit::Operations),
+        write_operations: count(reading.write_operations, CountUnit::Operations),
+        filesystems: reading
+            .filesystems
+            .iter()
+            .map(|fs| FilesystemMetrics {
+                path: fs.path.clone(),
+                total_capacity: capacity(fs.total_bytes, units.filesystem_total_capacity),
+                available_capacity: capacity(
+                    fs.available_bytes,
+                    units.filesystem_available_capacity,
+                ),
+                free_capacity: capacity(fs.free_bytes, units.filesystem_free_capacity),
+            })
+            .collect(),
+    }
+}
+
+fn traffic(reading: &TrafficReading, units: &NetworkTrafficUnits) -> NetworkTrafficMetrics {
+    NetworkTrafficMetrics {
+        received_data: data(reading.received_bytes, units.received_data),
+        transmitted_data: data(reading.transmitted_bytes, units.transmitted_data),
+        receive_throughput: bandwidth(reading.receive_bytes_per_second, units.receive_throughput),
+        transmit_throughput: bandwidth(
+            reading.transmit_bytes_per_second,
+            units.transmit_throughput,
+        ),
+        received_packets: count(reading.received_packets, CountUnit::Packets),
+        transmitted_packets: count(reading.transmitted_packets, CountUnit::Packets),
+        receive_errors: count(reading.receive_errors, CountUnit::Errors),
+        transmit_errors: count(reading.transmit_errors, CountUnit::Errors),
+    }
+}
+
+/// The network category in output units; always `global` scope.
+pub fn network_metrics(
+    reading: &NetworkReading,
+    system_units: &NetworkTrafficUnits,
+    interface_units: &NetworkTrafficUnits,
+) -> NetworkMetrics {
+    NetworkMetrics {
+        measurement_scope: MeasurementScope::Global,
+        system: traffic(&reading.system, system_units),
+        interfaces: reading
+            .interfaces
+            .iter()
+            .map(|(name, reading)| NetworkInterfaceMetrics {
+                name: name.clone(),
+                traffic: traffic(reading, interface_units),
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +250,75 @@ mod tests {
         );
         assert_eq!(metrics.throttled_time, None);
         assert!(metrics.limit_events.is_empty());
+    }
+
+    #[test]
+    fn memory_truncates_to_kibibytes_and_capacity_does_not() {
+        let units = MemoryUnits::default();
+        let reading = MemoryReading {
+            resident_bytes: Some(10_000),
+            system_total_bytes: Some(2048),
+            ..MemoryReading::default()
+        };
+        let metrics = memory_metrics(&reading, &units);
+        assert_eq!(
+            metrics.resident,
+            Some(Measurement::new(Integer(9), CapacityUnit::Kibibytes))
+        );
+        assert_eq!(
+            metrics.system_total,
+            Some(Measurement::new(Integer(2), CapacityUnit::Kibibytes))
+        );
+        assert_eq!(metrics.private, None);
+        assert_eq!(
+            capacity(Some(10_000), CapacityUnit::Kibibytes),
+            Some(Measurement::new(Decimal(9.765625), CapacityUnit::Kibibytes))
+        );
+    }
+
+    #[test]
+    fn network_system_and_interface_units_are_separate() {
+        let reading = NetworkReading {
+            system: TrafficReading {
+                received_bytes: Some(2_000_000),
+                receive_bytes_per_second: Some(125_000.0),
+                ..TrafficReading::default()
+            },
+            interfaces: vec![(
+                "lo".into(),
+                TrafficReading {
+                    received_bytes: Some(1_048_576),
+                    ..TrafficReading::default()
+                },
+            )],
+        };
+        let system_units = NetworkTrafficUnits {
+            received_data: DataUnit::Megabytes,
+            receive_throughput: BandwidthUnit::MegabitsPerSecond,
+            ..NetworkTrafficUnits::default()
+        };
+        let interface_units = NetworkTrafficUnits {
+            received_data: DataUnit::Mebibytes,
+            ..NetworkTrafficUnits::default()
+        };
+        let metrics = network_metrics(&reading, &system_units, &interface_units);
+        assert_eq!(metrics.measurement_scope, MeasurementScope::Global);
+        assert_eq!(
+            metrics.system.received_data,
+            Some(Measurement::new(Integer(2), DataUnit::Megabytes))
+        );
+        assert_eq!(
+            metrics.system.receive_throughput,
+            Some(Measurement::new(
+                Decimal(1.0),
+                BandwidthUnit::MegabitsPerSecond
+            ))
+        );
+        assert_eq!(
+            metrics.interfaces[0].traffic.received_data,
+            Some(Measurement::new(Integer(1), DataUnit::Mebibytes))
+        );
+        assert_eq!(metrics.system.transmitted_data, None);
     }
 
     #[test]

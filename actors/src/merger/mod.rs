@@ -2,3 +2,4 @@
 //! one place.
 
 pub mod convert;
+pub mod snapshot_builder;

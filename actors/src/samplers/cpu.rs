@@ -5,12 +5,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::{SampleRequest, SamplerOutput, SeriesBaselines, checked_sum};
+use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines, checked_sum};
+use crate::environment::Environment;
 use crate::platform::linux::process_stat::ProcessStat;
 use crate::platform::linux::system_constants::clock_ticks_per_second;
 use crate::platform::linux::system_stat::read_system_cpu_times;
-use crate::readings::{CpuReading, FieldCoverage};
+use crate::readings::{CpuReading, FieldCoverage, LimitEventReading};
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
+use crate::snapshot::{LimitEventKind, LimitResource};
 
 /// Canonical coverage keys of the CPU time sums.
 pub const USER_TIME_FIELD: &str = "cpu.user_time";
@@ -55,6 +57,7 @@ impl CpuSampler {
         if scope.is_unavailable() {
             return SamplerOutput::default();
         }
+        let mut problems = ReadProblems::default();
         let (times, coverage) = sum_cpu_times(scope, self.ticks_per_second);
         let previous = self.baselines.take(scope.target, request.series);
         let consumption = match scope.target {
@@ -79,7 +82,7 @@ impl CpuSampler {
                     rate
                 }
                 Err(error) => {
-                    tracing::debug!(%error, "system CPU times unreadable");
+                    problems.add(&error);
                     None
                 }
             },
@@ -107,13 +110,42 @@ impl CpuSampler {
                 rate
             }
         };
+        let mut reading = CpuReading {
+            consumption_logical_processors: consumption,
+            ..times
+        };
+        apply_environment(&request.environment, scope.target, &mut reading);
         SamplerOutput {
-            reading: CpuReading {
-                consumption_logical_processors: consumption,
-                ..times
-            },
+            reading,
             coverage,
+            problems,
         }
+    }
+}
+
+/// Fills throttling, limit and pressure: cgroup values in process scopes, system
+/// pressure in global scope.
+fn apply_environment(environment: &Environment, target: ScopeTarget, reading: &mut CpuReading) {
+    if let ScopeTarget::Global = target {
+        if let Some(pressure) = &environment.system_cpu_pressure {
+            reading.some_pressure_microseconds = pressure.some_total_us;
+            reading.full_pressure_microseconds = pressure.full_total_us;
+        }
+        return;
+    }
+    let Some(group) = &environment.cgroup else {
+        return;
+    };
+    reading.throttled_microseconds = group.cpu_throttled_us;
+    reading.effective_limit_logical_processors = group.effective_cpu_limit;
+    reading.some_pressure_microseconds = group.cpu_pressure_some_us;
+    reading.full_pressure_microseconds = group.cpu_pressure_full_us;
+    if let Some(count) = group.cpu_nr_throttled {
+        reading.limit_events.push(LimitEventReading {
+            resource: LimitResource::Cpu,
+            event: LimitEventKind::Throttled,
+            count: Some(count),
+        });
     }
 }
 

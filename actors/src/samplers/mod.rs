@@ -2,10 +2,18 @@
 //! series) and turning OS readings into base-unit readings for one tick.
 
 pub mod cpu;
+pub mod disk;
+pub mod memory;
+pub mod network;
+pub mod per_process;
+pub mod process;
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::diagnostics::SamplerCategory;
+use crate::environment::Environment;
+use crate::platform::linux::{ReadError, ReadErrorClass};
 use crate::readings::{FieldCoverage, SamplingSeries};
 use crate::scope::{ResolvedScope, ScopeTarget};
 
@@ -16,8 +24,47 @@ pub struct SampleRequest {
     pub series: SamplingSeries,
     /// The processes of this tick, shared by every sampler.
     pub scope: Arc<ResolvedScope>,
+    /// The environment of this tick (cgroup, system pressure), shared likewise.
+    pub environment: Arc<Environment>,
     /// The monotonic time of the tick, for rates.
     pub taken_at: Instant,
+}
+
+/// Read failures of one tick, grouped by class: a count and the first message.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReadProblems {
+    /// (class, how many, first error's text), one entry per class seen.
+    pub by_class: Vec<(ReadErrorClass, u64, String)>,
+}
+
+impl ReadProblems {
+    /// Counts `error` under its class.
+    pub fn add(&mut self, error: &ReadError) {
+        let class = error.class();
+        if class == ReadErrorClass::TargetGone {
+            // A process that exited after listing is skipped, not a failure.
+            return;
+        }
+        match self.by_class.iter_mut().find(|(seen, _, _)| *seen == class) {
+            Some((_, count, _)) => *count += 1,
+            None => self.by_class.push((class, 1, error.to_string())),
+        }
+    }
+
+    /// Adds every entry of `other`.
+    pub fn extend(&mut self, other: ReadProblems) {
+        for (class, count, first) in other.by_class {
+            match self.by_class.iter_mut().find(|(seen, _, _)| *seen == class) {
+                Some((_, total, _)) => *total += count,
+                None => self.by_class.push((class, count, first)),
+            }
+        }
+    }
+
+    /// True when nothing failed.
+    pub fn is_empty(&self) -> bool {
+        self.by_class.is_empty()
+    }
 }
 
 /// A sampler's answer: its category reading and the coverage of its process sums.
@@ -27,6 +74,91 @@ pub struct SamplerOutput<R> {
     pub reading: R,
     /// How many processes supplied each process-summed field.
     pub coverage: FieldCoverage,
+    /// What could not be read this tick.
+    pub problems: ReadProblems,
+}
+
+/// A category's reading, so every sampler answers with one type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CategoryReading {
+    /// CPU.
+    Cpu(crate::readings::CpuReading),
+    /// Memory.
+    Memory(crate::readings::MemoryReading),
+    /// Process.
+    Process(crate::readings::ProcessReading),
+    /// Disk.
+    Disk(crate::readings::DiskReading),
+    /// Network.
+    Network(crate::readings::NetworkReading),
+}
+
+/// One category's sampler: owns its state, reads the OS for one tick.
+pub trait CategorySampler: Send + 'static {
+    /// Which category it fills.
+    fn category(&self) -> SamplerCategory;
+    /// Samples one tick.
+    fn sample_category(&mut self, request: &SampleRequest) -> SamplerOutput<CategoryReading>;
+}
+
+macro_rules! impl_category_sampler {
+    ($sampler:ty, $category:ident) => {
+        impl CategorySampler for $sampler {
+            fn category(&self) -> SamplerCategory {
+                SamplerCategory::$category
+            }
+
+            fn sample_category(
+                &mut self,
+                request: &SampleRequest,
+            ) -> SamplerOutput<CategoryReading> {
+                let output = self.sample(request);
+                SamplerOutput {
+                    reading: CategoryReading::$category(output.reading),
+                    coverage: output.coverage,
+                    problems: output.problems,
+                }
+            }
+        }
+    };
+}
+
+impl_category_sampler!(cpu::CpuSampler, Cpu);
+impl_category_sampler!(memory::MemorySampler, Memory);
+impl_category_sampler!(process::ProcessSampler, Process);
+impl_category_sampler!(disk::DiskSampler, Disk);
+impl_category_sampler!(network::NetworkSampler, Network);
+
+/// Builds the samplers of every enabled category of `config`.
+pub fn samplers_for(
+    root: &std::path::Path,
+    config: &wattline_config::ResourceMetricsConfig,
+) -> Vec<Box<dyn CategorySampler>> {
+    let root = root.to_path_buf();
+    let mut samplers: Vec<Box<dyn CategorySampler>> = Vec::new();
+    if config.cpu.enabled {
+        samplers.push(Box::new(cpu::CpuSampler::new(root.clone())));
+    }
+    if config.memory.enabled {
+        samplers.push(Box::new(memory::MemorySampler::new(root.clone())));
+    }
+    if config.process.enabled {
+        samplers.push(Box::new(process::ProcessSampler::new(root.clone())));
+    }
+    if config.disk.enabled {
+        samplers.push(Box::new(disk::DiskSampler::new(
+            root.clone(),
+            config.disk.process_io,
+            config.disk.filesystem_paths.clone(),
+        )));
+    }
+    if config.network.enabled {
+        samplers.push(Box::new(network::NetworkSampler::new(
+            root,
+            config.network.interfaces.clone(),
+        )));
+    }
+    samplers
 }
 
 /// Baselines for the two sampling series, reset when the target changes.

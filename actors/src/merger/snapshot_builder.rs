@@ -1,0 +1,79 @@
+//! Assembles one snapshot from the tick's scope and each category's base-unit output.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use wattline_config::ResourceMetricsConfig;
+
+use super::convert;
+use crate::readings::FieldCoverage;
+use crate::samplers::{CategoryReading, SamplerOutput};
+use crate::scope::ResolvedScope;
+use crate::snapshot::{GpuMetrics, OperatingSystem, ProcessSampling, Snapshot};
+
+/// Builds the snapshot. A category whose output is missing (disabled, or its sampler
+/// missed the deadline) is `null`; the GPU category comes ready-made from the GPU stage.
+pub fn assemble_snapshot(
+    config: &ResourceMetricsConfig,
+    scope: &ResolvedScope,
+    outputs: Vec<SamplerOutput<CategoryReading>>,
+    gpu: Option<GpuMetrics>,
+    timestamp: DateTime<Utc>,
+) -> Snapshot {
+    let units = &config.units;
+    let mut coverage = FieldCoverage::new();
+    let mut snapshot = Snapshot {
+        timestamp,
+        operating_system: OperatingSystem::current(),
+        measurement_scope: scope.target.measurement_scope(),
+        process_sampling: None,
+        cpu: None,
+        memory: None,
+        process: None,
+        disk: None,
+        gpu,
+        network: None,
+    };
+    for output in outputs {
+        coverage.extend(output.coverage);
+        match output.reading {
+            CategoryReading::Cpu(reading) => {
+                snapshot.cpu = Some(convert::cpu(&reading, &units.cpu))
+            }
+            CategoryReading::Memory(reading) => {
+                snapshot.memory = Some(convert::memory_metrics(&reading, &units.memory));
+            }
+            CategoryReading::Process(reading) => {
+                snapshot.process = Some(convert::process_metrics(&reading))
+            }
+            CategoryReading::Disk(reading) => {
+                snapshot.disk = Some(convert::disk_metrics(&reading, &units.disk))
+            }
+            CategoryReading::Network(reading) => {
+                snapshot.network = Some(convert::network_metrics(
+                    &reading,
+                    &units.network.system,
+                    &units.network.interface,
+                ));
+            }
+        }
+    }
+    snapshot.process_sampling = process_sampling(scope, coverage);
+    snapshot
+}
+
+/// The snapshot's `process_sampling`: `null` when processes could not be listed or no
+/// process sum was attempted.
+pub fn process_sampling(scope: &ResolvedScope, coverage: FieldCoverage) -> Option<ProcessSampling> {
+    if scope.is_unavailable() || coverage.is_empty() {
+        return None;
+    }
+    Some(ProcessSampling {
+        visible_processes: scope.visible_processes,
+        sampled_processes: scope.processes.len() as u64,
+        field_sampled_processes: coverage
+            .into_iter()
+            .map(|(field, count)| (field.to_string(), count))
+            .collect::<BTreeMap<_, _>>(),
+    })
+}
