@@ -5,6 +5,7 @@ pub mod collector;
 pub mod diagnostics;
 pub mod environment;
 pub mod events;
+pub mod gpu;
 pub mod merger;
 pub mod platform;
 pub mod readings;

@@ -1,0 +1,256 @@
+//! GPU readings: the record types every GPU source returns and the [`GpuSource`] trait.
+//!
+//! A source reads one backend (NVML, the `nvidia-smi` tool, Linux DRM files, or
+//! anything a user plugs in) and returns a [`GpuSample`]. Every value is in its base
+//! unit (bytes, watts, millijoules, percent, degrees Celsius, MHz); no unit
+//! conversion happens here: the merger applies the configured output units later.
+//! A value the backend could not give is `None`, never zero.
+//!
+//! Sources are synchronous: [`GpuSource::sample`] may block on driver calls or file
+//! reads, so the caller runs it on a blocking worker (`tokio::task::spawn_blocking`),
+//! never on an async executor thread. The `nvidia-smi` source is the exception that
+//! proves the rule: its tool runs in a background task and `sample` only copies the
+//! latest answer.
+
+pub mod drm;
+pub mod events;
+pub mod nvidia_smi;
+pub mod nvidia_smi_collector;
+pub mod nvml;
+pub mod selection;
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+pub use events::{CollectingEventSink, GpuEvent, GpuEventSeverity, GpuEventSink, NoopEventSink};
+pub use selection::{CompositeGpuSource, GpuSourceEnv, select_default_sources, selector_matches};
+
+/// The company that makes a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuVendor {
+    /// NVIDIA, read through NVML or `nvidia-smi`.
+    Nvidia,
+    /// AMD, read through DRM sysfs and `fdinfo`.
+    Amd,
+    /// Intel, read through DRM sysfs and `fdinfo`.
+    Intel,
+    /// Apple silicon (macOS registry diagnostics; no reader here yet).
+    Apple,
+    /// Any other vendor (DRM `fdinfo` process readings only).
+    Other,
+}
+
+impl GpuVendor {
+    /// The lower-case name used in snapshots (`"nvidia"`, `"amd"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuVendor::Nvidia => "nvidia",
+            GpuVendor::Amd => "amd",
+            GpuVendor::Intel => "intel",
+            GpuVendor::Apple => "apple",
+            GpuVendor::Other => "other",
+        }
+    }
+}
+
+/// Device-wide readings for one GPU at one time. Units are base units.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuDeviceReading {
+    /// Who made the device.
+    pub vendor: GpuVendor,
+    /// Backend identifier: the NVML UUID (`GPU-...`) for NVIDIA, the PCI address for DRM.
+    pub device_identifier: String,
+    /// Backend index (NVML index); `None` where the backend has none (DRM).
+    pub device_index: Option<u32>,
+    /// Product name, as the driver reports it.
+    pub name: Option<String>,
+    /// Device memory in use, bytes.
+    pub memory_used_bytes: Option<u64>,
+    /// Device memory installed, bytes.
+    pub memory_total_bytes: Option<u64>,
+    /// Compute (GPU) utilization over the driver's last sample period, percent.
+    pub compute_utilization_percent: Option<f64>,
+    /// Memory-controller utilization, percent.
+    pub memory_utilization_percent: Option<f64>,
+    /// Power draw, watts.
+    pub power_draw_watts: Option<f64>,
+    /// Enforced power limit, watts.
+    pub power_limit_watts: Option<f64>,
+    /// Energy consumed since the driver was loaded, millijoules (NVML, Volta or newer).
+    pub total_energy_millijoules: Option<u64>,
+    /// Core temperature, degrees Celsius.
+    pub temperature_celsius: Option<f64>,
+    /// Current SM clock, MHz.
+    pub sm_clock_mhz: Option<f64>,
+    /// Current memory clock, MHz.
+    pub memory_clock_mhz: Option<f64>,
+    /// Intended fan speed, percent of the maximum.
+    pub fan_speed_percent: Option<f64>,
+    /// Performance state, 0 (maximum) to 15 (minimum).
+    pub performance_state: Option<u8>,
+    /// Clocks reduced for temperature (software or hardware thermal slowdown).
+    pub throttle_thermal: Option<bool>,
+    /// Clocks reduced for power (software power cap; hardware power brake where known).
+    pub throttle_power: Option<bool>,
+    /// Hardware slowdown engaged.
+    pub throttle_hw_slowdown: Option<bool>,
+    /// Volatile corrected ECC errors since the driver was loaded, count.
+    pub ecc_corrected: Option<u64>,
+    /// Volatile uncorrected ECC errors since the driver was loaded, count.
+    pub ecc_uncorrected: Option<u64>,
+}
+
+impl GpuDeviceReading {
+    /// A record with identity only; every measurement `None`.
+    pub fn new(vendor: GpuVendor, device_identifier: impl Into<String>) -> Self {
+        Self {
+            vendor,
+            device_identifier: device_identifier.into(),
+            device_index: None,
+            name: None,
+            memory_used_bytes: None,
+            memory_total_bytes: None,
+            compute_utilization_percent: None,
+            memory_utilization_percent: None,
+            power_draw_watts: None,
+            power_limit_watts: None,
+            total_energy_millijoules: None,
+            temperature_celsius: None,
+            sm_clock_mhz: None,
+            memory_clock_mhz: None,
+            fan_speed_percent: None,
+            performance_state: None,
+            throttle_thermal: None,
+            throttle_power: None,
+            throttle_hw_slowdown: None,
+            ecc_corrected: None,
+            ecc_uncorrected: None,
+        }
+    }
+}
+
+/// GPU use by one process on one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuProcessReading {
+    /// Who made the device.
+    pub vendor: GpuVendor,
+    /// Identifier of the device the process uses (same as [`GpuDeviceReading::device_identifier`]).
+    pub device_identifier: String,
+    /// Index of that device, where the backend has one.
+    pub device_index: Option<u32>,
+    /// Operating-system process ID.
+    pub process_id: u32,
+    /// Device memory the process holds, bytes.
+    pub memory_used_bytes: Option<u64>,
+    /// Compute use since the previous sample of the same series, percent (0 to 100).
+    /// `None` on the first sample of a series.
+    pub compute_utilization_percent: Option<f64>,
+}
+
+/// What one source (or the composite) read at one time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuSample {
+    /// Device-wide records, one per selected device that gave one.
+    pub devices: Vec<GpuDeviceReading>,
+    /// Process records, one per (device, process in scope).
+    pub processes: Vec<GpuProcessReading>,
+    /// When the readings were taken (for `nvidia-smi`: when the tool was started).
+    pub taken_at: Instant,
+}
+
+impl GpuSample {
+    /// An empty sample stamped now.
+    pub fn empty() -> Self {
+        Self {
+            devices: Vec::new(),
+            processes: Vec::new(),
+            taken_at: Instant::now(),
+        }
+    }
+}
+
+/// The two sampling series; each keeps its own utilization baselines, so an
+/// on-demand collection never disturbs the polling rates (and the reverse).
+pub use crate::readings::SamplingSeries;
+
+/// Which processes get process records.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ProcessScope {
+    /// Every visible process (global measurement scope).
+    #[default]
+    All,
+    /// Only these process IDs (application process or process tree).
+    Pids(BTreeSet<u32>),
+}
+
+impl ProcessScope {
+    /// Whether `pid` is in scope.
+    pub fn contains(&self, pid: u32) -> bool {
+        match self {
+            ProcessScope::All => true,
+            ProcessScope::Pids(pids) => pids.contains(&pid),
+        }
+    }
+}
+
+/// What the caller wants from one [`GpuSource::sample`] call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuSampleRequest {
+    /// The series this sample belongs to (baselines are kept per series).
+    pub series: SamplingSeries,
+    /// Whether device-wide records are wanted.
+    pub device_metrics: bool,
+    /// Whether process records are wanted.
+    pub process_metrics: bool,
+    /// Device selectors: an identifier (UUID, PCI address) or an index as a decimal
+    /// string. Empty selects every device.
+    pub device_selectors: Vec<String>,
+    /// The processes in scope for process records.
+    pub processes: ProcessScope,
+}
+
+impl GpuSampleRequest {
+    /// Everything, every device, every process, in `series`.
+    pub fn all(series: SamplingSeries) -> Self {
+        Self {
+            series,
+            device_metrics: true,
+            process_metrics: true,
+            device_selectors: Vec::new(),
+            processes: ProcessScope::All,
+        }
+    }
+
+    /// Whether the device with this identifier and index is selected.
+    pub fn selects_device(&self, identifier: &str, index: Option<u32>) -> bool {
+        selector_matches(&self.device_selectors, identifier, index)
+    }
+}
+
+/// A reader of GPU data: NVML, `nvidia-smi`, DRM, or a user's own.
+///
+/// `sample` is synchronous and may block (driver calls, file reads); run it on a
+/// blocking worker. Returning `None` means "nothing observed this time" (no backend,
+/// or the backend failed); the caller reports the GPU category as unavailable and an
+/// energy integrator sees a gap. `Some` with empty vectors means the backend ran and
+/// found no supported or matching record.
+pub trait GpuSource: Send {
+    /// Short name of the backend: `"nvml"`, `"nvidia-smi"`, `"drm"`, or a user's.
+    fn name(&self) -> &str;
+
+    /// Read the devices and processes the request asks for.
+    fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample>;
+}
+
+impl GpuSource for Box<dyn GpuSource> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
+        (**self).sample(request)
+    }
+}

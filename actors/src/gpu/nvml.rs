@@ -1,0 +1,414 @@
+//! NVIDIA readings through NVML, loaded at run time with `nvml-wrapper`.
+//!
+//! The binary runs without a driver: the library is opened on the first sample (or
+//! by [`NvmlSource::try_init`]); when that fails, [`GpuEvent::NvmlUnavailable`] is
+//! recorded, the sample is `None`, and loading is tried again no sooner than the
+//! retry delay (60 s by default). A call the device does not support (or a symbol
+//! the library lacks) leaves its field `None` and is reported once per call kind.
+//!
+//! Process compute use comes from NVML's process samples since the previous
+//! timestamp of the same series and device; the first sample of a series has none.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nvml_wrapper::Device;
+use nvml_wrapper::Nvml;
+use nvml_wrapper::bitmasks::device::ThrottleReasons;
+use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, MemoryError, TemperatureSensor};
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
+
+use super::events::{GpuEvent, GpuEventSink};
+use super::{
+    GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
+    SamplingSeries,
+};
+
+/// Default delay before loading NVML again after a failure.
+pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// Where NVML is loaded from and how often a failed load is retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmlConfig {
+    /// Library to open; `None` uses the platform name (`libnvidia-ml.so.1`, `nvml.dll`).
+    pub library_path: Option<PathBuf>,
+    /// Least time between two load attempts.
+    pub retry_delay: Duration,
+}
+
+impl Default for NvmlConfig {
+    fn default() -> Self {
+        Self {
+            library_path: None,
+            retry_delay: DEFAULT_RETRY_DELAY,
+        }
+    }
+}
+
+/// Reports unsupported calls once per kind and logs other call errors.
+struct CallReporter {
+    sink: Arc<dyn GpuEventSink>,
+    unsupported: HashSet<&'static str>,
+}
+
+impl CallReporter {
+    fn value<T>(&mut self, call: &'static str, result: Result<T, NvmlError>) -> Option<T> {
+        match result {
+            Ok(value) => Some(value),
+            Err(NvmlError::NotSupported) | Err(NvmlError::FailedToLoadSymbol(_)) => {
+                if self.unsupported.insert(call) {
+                    tracing::debug!(call, "NVML call not supported on this device or driver");
+                    self.sink.record(GpuEvent::NvmlCallNotSupported {
+                        call: call.to_owned(),
+                    });
+                }
+                None
+            }
+            Err(error) => {
+                tracing::debug!(call, %error, "NVML call failed");
+                None
+            }
+        }
+    }
+}
+
+/// [`GpuSource`] reading NVIDIA devices and processes through NVML.
+pub struct NvmlSource {
+    config: NvmlConfig,
+    nvml: Option<Nvml>,
+    next_attempt: Option<Instant>,
+    failed_attempts: u64,
+    reporter: CallReporter,
+    /// Last NVML process-sample timestamp (µs) per series and device UUID.
+    baselines: HashMap<(SamplingSeries, String), u64>,
+}
+
+impl std::fmt::Debug for NvmlSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvmlSource")
+            .field("config", &self.config)
+            .field("loaded", &self.nvml.is_some())
+            .field("next_attempt", &self.next_attempt)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NvmlSource {
+    /// A source that loads NVML on first use.
+    pub fn new(config: NvmlConfig, sink: Arc<dyn GpuEventSink>) -> Self {
+        Self {
+            config,
+            nvml: None,
+            next_attempt: None,
+            failed_attempts: 0,
+            reporter: CallReporter {
+                sink,
+                unsupported: HashSet::new(),
+            },
+            baselines: HashMap::new(),
+        }
+    }
+
+    /// Whether NVML is loaded and initialised.
+    pub fn is_ready(&self) -> bool {
+        self.nvml.is_some()
+    }
+
+    /// Load NVML now unless it is loaded or the retry delay since the last failure has
+    /// not passed. Returns whether NVML is ready.
+    pub fn try_init(&mut self) -> bool {
+        if self.nvml.is_some() {
+            return true;
+        }
+        let now = Instant::now();
+        if self.next_attempt.is_some_and(|at| now < at) {
+            return false;
+        }
+        let mut builder = Nvml::builder();
+        if let Some(path) = &self.config.library_path {
+            builder.lib_path(path.as_os_str());
+        }
+        match builder.init() {
+            Ok(nvml) => {
+                if self.failed_attempts > 0 {
+                    tracing::info!("NVML loaded after {} failed attempts", self.failed_attempts);
+                }
+                self.nvml = Some(nvml);
+                self.next_attempt = None;
+                true
+            }
+            Err(error) => {
+                self.mark_unavailable(now, error.to_string());
+                false
+            }
+        }
+    }
+
+    fn mark_unavailable(&mut self, now: Instant, detail: String) {
+        self.nvml = None;
+        self.failed_attempts += 1;
+        self.next_attempt = Some(now + self.config.retry_delay);
+        if self.failed_attempts == 1 {
+            tracing::info!(
+                %detail,
+                "NVML unavailable: no NVIDIA readings through NVML; trying again in {:?}",
+                self.config.retry_delay
+            );
+        } else {
+            tracing::debug!(%detail, attempts = self.failed_attempts, "NVML still unavailable");
+        }
+        self.reporter
+            .sink
+            .record(GpuEvent::NvmlUnavailable { detail });
+    }
+
+    fn read(&mut self, request: &GpuSampleRequest) -> Result<GpuSample, NvmlError> {
+        let taken_at = Instant::now();
+        let Some(nvml) = self.nvml.as_ref() else {
+            return Err(NvmlError::Uninitialized);
+        };
+        let reporter = &mut self.reporter;
+        let baselines = &mut self.baselines;
+        let count = nvml.device_count()?;
+        let mut sample = GpuSample {
+            devices: Vec::new(),
+            processes: Vec::new(),
+            taken_at,
+        };
+        for position in 0..count {
+            let device = match nvml.device_by_index(position) {
+                Ok(device) => device,
+                Err(error) => {
+                    tracing::debug!(position, %error, "NVML device handle unavailable");
+                    continue;
+                }
+            };
+            let uuid = match device.uuid() {
+                Ok(uuid) => uuid,
+                Err(error) => {
+                    tracing::debug!(position, %error, "NVML device without UUID skipped");
+                    continue;
+                }
+            };
+            let index = reporter.value("index", device.index());
+            if !request.selects_device(&uuid, index) {
+                continue;
+            }
+            if request.device_metrics {
+                sample
+                    .devices
+                    .push(read_device(reporter, &device, &uuid, index));
+            }
+            if request.process_metrics {
+                let key = (request.series, uuid.clone());
+                let baseline = baselines.get(&key).copied();
+                let (processes, next_baseline) =
+                    read_processes(reporter, &device, &uuid, index, request, baseline);
+                baselines.insert(key, next_baseline);
+                sample.processes.extend(processes);
+            }
+        }
+        Ok(sample)
+    }
+}
+
+impl GpuSource for NvmlSource {
+    fn name(&self) -> &str {
+        "nvml"
+    }
+
+    fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
+        if !self.try_init() {
+            return None;
+        }
+        match self.read(request) {
+            Ok(sample) => Some(sample),
+            Err(
+                error @ (NvmlError::Uninitialized
+                | NvmlError::DriverNotLoaded
+                | NvmlError::LibRmVersionMismatch
+                | NvmlError::LibloadingError(_)),
+            ) => {
+                self.mark_unavailable(Instant::now(), error.to_string());
+                None
+            }
+            Err(error) => {
+                tracing::debug!(%error, "NVML sample failed");
+                None
+            }
+        }
+    }
+}
+
+fn read_device(
+    reporter: &mut CallReporter,
+    device: &Device<'_>,
+    uuid: &str,
+    index: Option<u32>,
+) -> GpuDeviceReading {
+    let mut reading = GpuDeviceReading::new(GpuVendor::Nvidia, uuid);
+    reading.device_index = index;
+    reading.name = reporter.value("name", device.name());
+    if let Some(memory) = reporter.value("memory_info", device.memory_info()) {
+        reading.memory_used_bytes = Some(memory.used);
+        reading.memory_total_bytes = Some(memory.total);
+    }
+    if let Some(rates) = reporter.value("utilization_rates", device.utilization_rates()) {
+        reading.compute_utilization_percent = Some(f64::from(rates.gpu));
+        reading.memory_utilization_percent = Some(f64::from(rates.memory));
+    }
+    reading.power_draw_watts = reporter
+        .value("power_usage", device.power_usage())
+        .map(milliwatts_to_watts);
+    reading.power_limit_watts = reporter
+        .value("enforced_power_limit", device.enforced_power_limit())
+        .map(milliwatts_to_watts);
+    reading.total_energy_millijoules = reporter.value(
+        "total_energy_consumption",
+        device.total_energy_consumption(),
+    );
+    reading.temperature_celsius = reporter
+        .value("temperature", device.temperature(TemperatureSensor::Gpu))
+        .map(f64::from);
+    reading.sm_clock_mhz = reporter
+        .value("clock_info_sm", device.clock_info(Clock::SM))
+        .map(f64::from);
+    reading.memory_clock_mhz = reporter
+        .value("clock_info_memory", device.clock_info(Clock::Memory))
+        .map(f64::from);
+    reading.fan_speed_percent = reporter
+        .value("fan_speed", device.fan_speed(0))
+        .map(f64::from);
+    reading.performance_state = reporter
+        .value("performance_state", device.performance_state())
+        .and_then(|state| u8::try_from(state.as_c()).ok())
+        .filter(|state| *state <= 15);
+    if let Some(reasons) = reporter.value(
+        "current_throttle_reasons",
+        device.current_throttle_reasons(),
+    ) {
+        reading.throttle_thermal = Some(reasons.intersects(
+            ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN,
+        ));
+        reading.throttle_power =
+            Some(reasons.intersects(
+                ThrottleReasons::SW_POWER_CAP | ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
+            ));
+        reading.throttle_hw_slowdown = Some(reasons.contains(ThrottleReasons::HW_SLOWDOWN));
+    }
+    reading.ecc_corrected = reporter.value(
+        "total_ecc_errors",
+        device.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile),
+    );
+    reading.ecc_uncorrected = reporter.value(
+        "total_ecc_errors",
+        device.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
+    );
+    reading
+}
+
+fn milliwatts_to_watts(milliwatts: u32) -> f64 {
+    f64::from(milliwatts) / 1000.0
+}
+
+/// Process records of one device, and the baseline for the next sample of the series.
+fn read_processes(
+    reporter: &mut CallReporter,
+    device: &Device<'_>,
+    uuid: &str,
+    index: Option<u32>,
+    request: &GpuSampleRequest,
+    baseline: Option<u64>,
+) -> (Vec<GpuProcessReading>, u64) {
+    // pid -> memory (bytes), from both lists; a process in both is counted once.
+    let mut memory: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+    let lists = [
+        (
+            "running_compute_processes",
+            device.running_compute_processes(),
+        ),
+        (
+            "running_graphics_processes",
+            device.running_graphics_processes(),
+        ),
+    ];
+    for (call, list) in lists {
+        for process in reporter.value(call, list).unwrap_or_default() {
+            if !request.processes.contains(process.pid) {
+                continue;
+            }
+            let used = match process.used_gpu_memory {
+                UsedGpuMemory::Used(bytes) => Some(bytes),
+                UsedGpuMemory::Unavailable => None,
+            };
+            let entry = memory.entry(process.pid).or_insert(None);
+            *entry = match (*entry, used) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+
+    let (utilization, next_baseline) = match baseline {
+        // First sample of this series on this device: only set the baseline.
+        None => (None, now_micros()),
+        Some(since) => match device.process_utilization_stats(since) {
+            Ok(samples) => {
+                let mut newest = since;
+                let mut sums: BTreeMap<u32, (f64, u32)> = BTreeMap::new();
+                for sample in samples.iter().filter(|sample| sample.timestamp > since) {
+                    newest = newest.max(sample.timestamp);
+                    let slot = sums.entry(sample.pid).or_insert((0.0, 0));
+                    slot.0 += f64::from(sample.sm_util);
+                    slot.1 += 1;
+                }
+                let means: BTreeMap<u32, f64> = sums
+                    .into_iter()
+                    .map(|(pid, (sum, n))| (pid, (sum / f64::from(n)).clamp(0.0, 100.0)))
+                    .collect();
+                (Some(means), newest)
+            }
+            // No process had any activity since the baseline.
+            Err(NvmlError::NotFound) => (Some(BTreeMap::new()), since),
+            Err(error) => {
+                let _ = reporter.value::<()>("process_utilization_stats", Err(error));
+                (None, since)
+            }
+        },
+    };
+
+    if let Some(means) = &utilization {
+        for pid in means.keys() {
+            if request.processes.contains(*pid) {
+                memory.entry(*pid).or_insert(None);
+            }
+        }
+    }
+    let records = memory
+        .into_iter()
+        .map(|(pid, used)| GpuProcessReading {
+            vendor: GpuVendor::Nvidia,
+            device_identifier: uuid.to_owned(),
+            device_index: index,
+            process_id: pid,
+            memory_used_bytes: used,
+            // NVML lists only processes that were active; a listed process with no
+            // sample used no compute in the window.
+            compute_utilization_percent: utilization
+                .as_ref()
+                .map(|means| means.get(&pid).copied().unwrap_or(0.0)),
+        })
+        .collect();
+    (records, next_baseline)
+}
+
+/// Wall-clock microseconds since the Unix epoch: NVML's process-sample time base.
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
