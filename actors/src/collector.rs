@@ -50,6 +50,19 @@ impl Collector {
         }
     }
 
+    /// Adds a GPU sampler over `source` (the GPU category stays `null` without one).
+    pub fn with_gpu_source(mut self, source: Option<Box<dyn crate::gpu::GpuSource>>) -> Self {
+        if self.config.gpu.enabled {
+            self.samplers
+                .push(Box::new(crate::samplers::gpu::GpuSampler::new(
+                    source,
+                    self.config.gpu.clone(),
+                    None,
+                )));
+        }
+        self
+    }
+
     /// Records read failures into `diagnostics` from now on.
     pub fn with_diagnostics(mut self, diagnostics: PipelineDiagnostics) -> Self {
         self.diagnostics = Some(diagnostics);
@@ -95,7 +108,6 @@ impl Collector {
                 &problems,
             );
         }
-        let gpu = None;
-        assemble_snapshot(&self.config, &scope, outputs, gpu, Utc::now())
+        assemble_snapshot(&self.config, &scope, outputs, Utc::now())
     }
 }

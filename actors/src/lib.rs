@@ -3,6 +3,7 @@
 
 pub mod collector;
 pub mod diagnostics;
+pub mod energy;
 pub mod environment;
 pub mod events;
 pub mod gpu;

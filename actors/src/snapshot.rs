@@ -275,21 +275,8 @@ pub struct DiskMetrics {
     pub filesystems: Vec<FilesystemMetrics>,
 }
 
-/// The GPU vendor of a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AcceleratorVendor {
-    /// NVIDIA.
-    Nvidia,
-    /// AMD.
-    Amd,
-    /// Intel.
-    Intel,
-    /// Apple.
-    Apple,
-    /// Anything else.
-    Other,
-}
+/// The GPU vendor of a record (the GPU layer's vendor type, one definition).
+pub use crate::gpu::GpuVendor as AcceleratorVendor;
 
 /// A whole-device GPU record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

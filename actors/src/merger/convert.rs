@@ -1,7 +1,13 @@
 //! Unit conversion from base-unit readings to snapshot categories: the only place
 //! output units are applied.
 
-use wattline_config::resource_metrics::{CpuUnits, DiskUnits, MemoryUnits, NetworkTrafficUnits};
+use wattline_config::resource_metrics::{
+    CpuUnits, DiskUnits, GpuUnits, MemoryUnits, NetworkTrafficUnits,
+};
+use wattline_config::units::UtilizationUnit;
+
+use crate::samplers::gpu::GpuReading;
+use crate::snapshot::{AcceleratorDeviceMetrics, AcceleratorProcessMetrics, GpuMetrics};
 use wattline_config::units::{
     BandwidthUnit, CapacityUnit, CountUnit, CpuUnit, DataUnit, DurationUnit, MeasurementValue,
 };
@@ -189,6 +195,61 @@ fn traffic(reading: &TrafficReading, units: &NetworkTrafficUnits) -> NetworkTraf
         transmitted_packets: count(reading.transmitted_packets, CountUnit::Packets),
         receive_errors: count(reading.receive_errors, CountUnit::Errors),
         transmit_errors: count(reading.transmit_errors, CountUnit::Errors),
+    }
+}
+
+/// GPU memory in bytes (truncated to KiB) and utilization in percent, in output units.
+fn utilization(
+    percent: Option<f64>,
+    unit: UtilizationUnit,
+) -> Option<Measurement<UtilizationUnit>> {
+    Some(Measurement::new(
+        unit.from_percent(MeasurementValue::Decimal(percent?))?,
+        unit,
+    ))
+}
+
+/// The GPU category in output units. A group is `null` when turned off; a source that
+/// observed nothing gives empty groups (no records found).
+pub fn gpu_metrics(reading: &GpuReading, units: &GpuUnits) -> GpuMetrics {
+    let devices = reading.device_metrics.then(|| {
+        reading
+            .sample
+            .iter()
+            .flat_map(|sample| &sample.devices)
+            .map(|device| AcceleratorDeviceMetrics {
+                vendor: device.vendor,
+                device_identifier: device.device_identifier.clone(),
+                device_index: device.device_index,
+                memory_used: memory(device.memory_used_bytes, units.device_memory_used),
+                compute_utilization: utilization(
+                    device.compute_utilization_percent,
+                    units.device_compute_utilization,
+                ),
+            })
+            .collect()
+    });
+    let processes = reading.process_metrics.then(|| {
+        reading
+            .sample
+            .iter()
+            .flat_map(|sample| &sample.processes)
+            .map(|process| AcceleratorProcessMetrics {
+                vendor: process.vendor,
+                device_identifier: process.device_identifier.clone(),
+                device_index: process.device_index,
+                process_id: process.process_id,
+                memory_used: memory(process.memory_used_bytes, units.process_memory_used),
+                compute_utilization: utilization(
+                    process.compute_utilization_percent,
+                    units.process_compute_utilization,
+                ),
+            })
+            .collect()
+    });
+    GpuMetrics {
+        device_metrics: devices,
+        process_metrics: processes,
     }
 }
 

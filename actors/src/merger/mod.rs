@@ -2,4 +2,5 @@
 //! one place.
 
 pub mod convert;
+pub mod marks;
 pub mod snapshot_builder;

@@ -9,15 +9,14 @@ use super::convert;
 use crate::readings::FieldCoverage;
 use crate::samplers::{CategoryReading, SamplerOutput};
 use crate::scope::ResolvedScope;
-use crate::snapshot::{GpuMetrics, OperatingSystem, ProcessSampling, Snapshot};
+use crate::snapshot::{OperatingSystem, ProcessSampling, Snapshot};
 
 /// Builds the snapshot. A category whose output is missing (disabled, or its sampler
-/// missed the deadline) is `null`; the GPU category comes ready-made from the GPU stage.
+/// missed the deadline) is `null`.
 pub fn assemble_snapshot(
     config: &ResourceMetricsConfig,
     scope: &ResolvedScope,
     outputs: Vec<SamplerOutput<CategoryReading>>,
-    gpu: Option<GpuMetrics>,
     timestamp: DateTime<Utc>,
 ) -> Snapshot {
     let units = &config.units;
@@ -31,7 +30,7 @@ pub fn assemble_snapshot(
         memory: None,
         process: None,
         disk: None,
-        gpu,
+        gpu: None,
         network: None,
     };
     for output in outputs {
@@ -48,6 +47,9 @@ pub fn assemble_snapshot(
             }
             CategoryReading::Disk(reading) => {
                 snapshot.disk = Some(convert::disk_metrics(&reading, &units.disk))
+            }
+            CategoryReading::Gpu(reading) => {
+                snapshot.gpu = Some(convert::gpu_metrics(&reading, &units.gpu))
             }
             CategoryReading::Network(reading) => {
                 snapshot.network = Some(convert::network_metrics(

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod disk;
+pub mod gpu;
 pub mod memory;
 pub mod network;
 pub mod per_process;
@@ -91,6 +92,8 @@ pub enum CategoryReading {
     Disk(crate::readings::DiskReading),
     /// Network.
     Network(crate::readings::NetworkReading),
+    /// GPU.
+    Gpu(gpu::GpuReading),
 }
 
 /// One category's sampler: owns its state, reads the OS for one tick.
@@ -99,6 +102,8 @@ pub trait CategorySampler: Send + 'static {
     fn category(&self) -> SamplerCategory;
     /// Samples one tick.
     fn sample_category(&mut self, request: &SampleRequest) -> SamplerOutput<CategoryReading>;
+    /// Takes a sample for the energy stage's own interval (GPU only).
+    fn sample_power(&mut self) {}
 }
 
 macro_rules! impl_category_sampler {
@@ -128,6 +133,25 @@ impl_category_sampler!(memory::MemorySampler, Memory);
 impl_category_sampler!(process::ProcessSampler, Process);
 impl_category_sampler!(disk::DiskSampler, Disk);
 impl_category_sampler!(network::NetworkSampler, Network);
+
+impl CategorySampler for gpu::GpuSampler {
+    fn category(&self) -> SamplerCategory {
+        SamplerCategory::Gpu
+    }
+
+    fn sample_category(&mut self, request: &SampleRequest) -> SamplerOutput<CategoryReading> {
+        let output = self.sample(request);
+        SamplerOutput {
+            reading: CategoryReading::Gpu(output.reading),
+            coverage: output.coverage,
+            problems: output.problems,
+        }
+    }
+
+    fn sample_power(&mut self) {
+        gpu::GpuSampler::sample_power(self);
+    }
+}
 
 /// Builds the samplers of every enabled category of `config`.
 pub fn samplers_for(

@@ -1,0 +1,3 @@
+//! The energy stage: power samples in time order become kWh, cost and gCO2e.
+
+pub mod integrator;
