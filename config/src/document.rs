@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 
 use crate::diagnostics::DiagnosticsLimits;
+use crate::energy::EnergyConfig;
 use crate::error::{ConfigError, FieldError};
 use crate::resource_metrics::ResourceMetricsConfig;
 
@@ -12,7 +13,11 @@ use crate::resource_metrics::ResourceMetricsConfig;
 pub const SUPPORTED_VERSION: i64 = 1;
 
 /// Component kinds this build knows, in the order `config show` writes them.
-pub const KNOWN_KINDS: &[&str] = &[ComponentKind::RESOURCE_METRICS, ComponentKind::DIAGNOSTICS];
+pub const KNOWN_KINDS: &[&str] = &[
+    ComponentKind::RESOURCE_METRICS,
+    ComponentKind::ENERGY,
+    ComponentKind::DIAGNOSTICS,
+];
 
 /// A component kind known to this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -21,17 +26,21 @@ pub enum ComponentKind {
     ResourceMetrics,
     /// `diagnostics`: the pipeline's diagnostics context and its limits. On by default.
     Diagnostics,
+    /// `energy`: power into kWh, cost and CO2. On by default.
+    Energy,
 }
 
 impl ComponentKind {
     const RESOURCE_METRICS: &'static str = "resource_metrics";
     const DIAGNOSTICS: &'static str = "diagnostics";
+    const ENERGY: &'static str = "energy";
 
     /// The kind's name as written in `plugins.toml`.
     pub fn name(self) -> &'static str {
         match self {
             ComponentKind::ResourceMetrics => Self::RESOURCE_METRICS,
             ComponentKind::Diagnostics => Self::DIAGNOSTICS,
+            ComponentKind::Energy => Self::ENERGY,
         }
     }
 
@@ -40,6 +49,7 @@ impl ComponentKind {
         match name {
             Self::RESOURCE_METRICS => Some(ComponentKind::ResourceMetrics),
             Self::DIAGNOSTICS => Some(ComponentKind::Diagnostics),
+            Self::ENERGY => Some(ComponentKind::Energy),
             _ => None,
         }
     }
@@ -49,6 +59,10 @@ impl ComponentKind {
         match self {
             ComponentKind::ResourceMetrics => {
                 let config: ResourceMetricsConfig = deserialize_table(table)?;
+                config.validate()
+            }
+            ComponentKind::Energy => {
+                let config: EnergyConfig = deserialize_table(table)?;
                 config.validate()
             }
             ComponentKind::Diagnostics => {

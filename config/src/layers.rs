@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diagnostics::DiagnosticsLimits;
 use crate::document::{ComponentKind, PluginsDocument, deserialize_table};
+use crate::energy::{EnergyConfig, EnergySettings, FactorOrigin};
 use crate::error::ConfigError;
 use crate::resource_metrics::ResourceMetricsConfig;
 
@@ -121,6 +122,8 @@ pub struct EffectiveConfig {
     pub resource_metrics: Option<ResourceMetricsConfig>,
     /// The `diagnostics` component: on unless a layer disables it and none enables it.
     pub diagnostics: Option<DiagnosticsLimits>,
+    /// The `energy` component, on by default, with where each factor came from.
+    pub energy: Option<EnergySettings>,
 }
 
 impl Default for EffectiveConfig {
@@ -128,12 +131,16 @@ impl Default for EffectiveConfig {
         EffectiveConfig {
             resource_metrics: None,
             diagnostics: Some(DiagnosticsLimits::default()),
+            energy: Some(EnergySettings::default()),
         }
     }
 }
 
 /// Kinds that are on when no layer mentions them.
-const ON_BY_DEFAULT: &[ComponentKind] = &[ComponentKind::Diagnostics];
+const ON_BY_DEFAULT: &[ComponentKind] = &[ComponentKind::Diagnostics, ComponentKind::Energy];
+
+/// The source name of configuration passed in code.
+pub const CODE_SOURCE: &str = "<code>";
 
 impl EffectiveConfig {
     /// Merges `layers` (lowest precedence first) and applies defaults.
@@ -166,6 +173,7 @@ impl EffectiveConfig {
         let mut effective = EffectiveConfig {
             resource_metrics: None,
             diagnostics: None,
+            energy: None,
         };
         for (kind, table) in &merged {
             let at = format!("components[kind = \"{}\"].config", kind.name());
@@ -183,6 +191,27 @@ impl EffectiveConfig {
                         deserialize_table(table).map_err(field_error)?;
                     config.validate().map_err(field_error)?;
                     effective.resource_metrics = Some(config);
+                }
+                ComponentKind::Energy => {
+                    let config: EnergyConfig = deserialize_table(table).map_err(field_error)?;
+                    config.validate().map_err(field_error)?;
+                    let mut settings = EnergySettings {
+                        config,
+                        ..EnergySettings::default()
+                    };
+                    for layer in layers {
+                        if let Some(entry) =
+                            layer.components.get(kind).filter(|entry| entry.enabled)
+                        {
+                            let origin = if layer.source_name == CODE_SOURCE {
+                                FactorOrigin::Code
+                            } else {
+                                FactorOrigin::File(layer.source_name.clone())
+                            };
+                            settings.note_layer(&entry.config, origin);
+                        }
+                    }
+                    effective.energy = Some(settings);
                 }
                 ComponentKind::Diagnostics => {
                     let limits: DiagnosticsLimits =
@@ -207,6 +236,11 @@ impl EffectiveConfig {
         if let Some(config) = &self.resource_metrics {
             components.push(component_table(ComponentKind::ResourceMetrics, config)?);
         }
+        if let Some(settings) = &self.energy {
+            components.push(component_table(ComponentKind::Energy, &settings.config)?);
+        } else {
+            components.push(disabled_component(ComponentKind::Energy));
+        }
         match &self.diagnostics {
             Some(limits) => components.push(component_table(ComponentKind::Diagnostics, limits)?),
             None => {
@@ -225,6 +259,13 @@ impl EffectiveConfig {
         toml::to_string(&document)
             .map_err(|error| ConfigError::new("effective configuration", "", error.to_string()))
     }
+}
+
+fn disabled_component(kind: ComponentKind) -> toml::Value {
+    let mut table = toml::Table::new();
+    table.insert("kind".into(), toml::Value::String(kind.name().into()));
+    table.insert("enabled".into(), toml::Value::Boolean(false));
+    toml::Value::Table(table)
 }
 
 fn component_table<T: serde::Serialize>(

@@ -5,6 +5,7 @@
 
 pub mod diagnostics;
 pub mod document;
+pub mod energy;
 pub mod error;
 pub mod layers;
 pub mod resource_metrics;
@@ -12,5 +13,5 @@ pub mod units;
 
 pub use document::{ComponentEntry, ComponentKind, KNOWN_KINDS, PluginsDocument};
 pub use error::{ConfigError, FieldError};
-pub use layers::{Discovery, EffectiveConfig, load_file, merge_tables};
+pub use layers::{CODE_SOURCE, Discovery, EffectiveConfig, load_file, merge_tables};
 pub use resource_metrics::{MeasurementScopeSetting, ResourceMetricsConfig};

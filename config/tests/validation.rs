@@ -135,7 +135,7 @@ fn unknown_component_kind_names_the_known_kinds() {
     let message = rejection("version = 1\n[[components]]\nkind = \"telepathy\"\n");
     assert_eq!(
         message,
-        "plugins.toml: components[0].kind: unknown component kind `telepathy`, expected one of `resource_metrics`, `diagnostics`"
+        "plugins.toml: components[0].kind: unknown component kind `telepathy`, expected one of `resource_metrics`, `energy`, `diagnostics`"
     );
 }
 
@@ -256,8 +256,14 @@ fn effective_configuration_round_trips_through_toml() {
     .unwrap();
     let effective = EffectiveConfig::merge(&[document]).unwrap();
     let shown = effective.to_toml().unwrap();
-    let reparsed = PluginsDocument::parse("shown", &shown).unwrap();
-    assert_eq!(EffectiveConfig::merge(&[reparsed]).unwrap(), effective);
+    let reparsed =
+        EffectiveConfig::merge(&[PluginsDocument::parse("shown", &shown).unwrap()]).unwrap();
+    assert_eq!(reparsed.resource_metrics, effective.resource_metrics);
+    assert_eq!(reparsed.diagnostics, effective.diagnostics);
+    assert_eq!(
+        reparsed.energy.map(|settings| settings.config),
+        effective.energy.map(|settings| settings.config)
+    );
     assert!(shown.contains("user_time = \"seconds\""), "{shown}");
     assert!(shown.contains("interval_millis = 5000"), "{shown}");
 }

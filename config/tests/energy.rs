@@ -1,0 +1,153 @@
+//! The `energy` component: defaults, validation, and precedence file < environment <
+//! code, with the origin of every factor.
+
+use std::collections::BTreeMap;
+
+use wattline_config::energy::{EnergySettings, FactorOrigin};
+use wattline_config::{CODE_SOURCE, EffectiveConfig, PluginsDocument};
+
+fn energy_document(source: &str, config: &str) -> PluginsDocument {
+    PluginsDocument::parse(
+        source,
+        &format!("version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\n{config}\n"),
+    )
+    .unwrap()
+}
+
+fn environment(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn energy_is_on_by_default_with_the_spec_defaults() {
+    let settings = EffectiveConfig::merge(&[]).unwrap().energy.unwrap();
+    assert_eq!(settings.config.cost_per_kwh, 0.12);
+    assert_eq!(settings.config.carbon_intensity, 475.0);
+    assert!(!settings.config.co2_tracking);
+    assert_eq!(settings.config.currency, "USD");
+    assert_eq!(settings.config.interval_millis, 5000);
+    assert_eq!(settings.cost_origin, FactorOrigin::Default);
+}
+
+#[test]
+fn file_then_environment_then_code() {
+    let file = energy_document(
+        "/etc/wattline/plugins.toml",
+        "cost_per_kwh = 0.30\ncarbon_intensity = 100.0\nco2_tracking = false",
+    );
+    let code = energy_document(CODE_SOURCE, "carbon_intensity = 50.0");
+    let mut settings = EffectiveConfig::merge(&[file, code])
+        .unwrap()
+        .energy
+        .unwrap();
+    settings
+        .apply_environment(&environment(&[
+            ("GENAI_POWER_COST_PER_KWH", "0.25"),
+            ("GENAI_CARBON_INTENSITY", "999"),
+            ("GENAI_ENABLE_CO2_TRACKING", "true"),
+            ("GENAI_GPU_COLLECTION_INTERVAL", "2.5"),
+        ]))
+        .unwrap();
+    // Environment beats the file ...
+    assert_eq!(settings.config.cost_per_kwh, 0.25);
+    assert_eq!(
+        settings.cost_origin,
+        FactorOrigin::Environment("GENAI_POWER_COST_PER_KWH".into())
+    );
+    assert!(settings.config.co2_tracking);
+    assert_eq!(settings.config.interval_millis, 2500);
+    // ... and code beats the environment.
+    assert_eq!(settings.config.carbon_intensity, 50.0);
+    assert_eq!(settings.carbon_intensity_origin, FactorOrigin::Code);
+}
+
+#[test]
+fn a_file_value_keeps_its_file_as_origin() {
+    let file = energy_document(
+        "/home/u/.config/wattline/plugins.toml",
+        "cost_per_kwh = 0.5",
+    );
+    let settings = EffectiveConfig::merge(&[file]).unwrap().energy.unwrap();
+    assert_eq!(settings.config.cost_per_kwh, 0.5);
+    assert_eq!(
+        settings.cost_origin,
+        FactorOrigin::File("/home/u/.config/wattline/plugins.toml".into())
+    );
+    assert_eq!(settings.carbon_intensity_origin, FactorOrigin::Default);
+}
+
+#[test]
+fn bad_environment_values_name_the_variable() {
+    let mut settings = EnergySettings::default();
+    let error = settings
+        .apply_environment(&environment(&[("GENAI_POWER_COST_PER_KWH", "cheap")]))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable GENAI_POWER_COST_PER_KWH: must be a finite number >= 0 (got \"cheap\")"
+    );
+    let error = settings
+        .apply_environment(&environment(&[("GENAI_ENABLE_CO2_TRACKING", "maybe")]))
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("environment variable GENAI_ENABLE_CO2_TRACKING: must be true or false")
+    );
+    let error = settings
+        .apply_environment(&environment(&[("GENAI_GPU_COLLECTION_INTERVAL", "0")]))
+        .unwrap_err();
+    assert!(error.to_string().contains("GENAI_GPU_COLLECTION_INTERVAL"));
+}
+
+#[test]
+fn co2_location_variables_are_accepted_and_listed_as_ignored() {
+    let mut settings = EnergySettings::default();
+    settings
+        .apply_environment(&environment(&[
+            ("GENAI_CO2_COUNTRY_ISO_CODE", "FRA"),
+            ("GENAI_CO2_REGION", "x"),
+        ]))
+        .unwrap();
+    assert_eq!(
+        settings.ignored_variables,
+        vec![
+            "GENAI_CO2_COUNTRY_ISO_CODE".to_string(),
+            "GENAI_CO2_REGION".into()
+        ]
+    );
+    assert_eq!(settings.config, EnergySettings::default().config);
+}
+
+#[test]
+fn file_validation_names_the_field() {
+    let result = PluginsDocument::parse(
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\ncost_per_kwh = -1.0\n",
+    );
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "plugins.toml: components[0].config.cost_per_kwh: must be a finite number >= 0 (got -1)"
+    );
+    let result = PluginsDocument::parse(
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\ninterval_millis = 0\n",
+    );
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "plugins.toml: components[0].config.interval_millis: must be greater than zero (got 0)"
+    );
+}
+
+#[test]
+fn energy_can_be_switched_off() {
+    let off = PluginsDocument::parse(
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"energy\"\nenabled = false\n",
+    )
+    .unwrap();
+    assert_eq!(EffectiveConfig::merge(&[off]).unwrap().energy, None);
+}
