@@ -1,3 +1,6 @@
 //! The energy stage: power samples in time order become kWh, cost and gCO2e.
 
+pub mod account;
+pub mod genai;
 pub mod integrator;
+pub mod report;

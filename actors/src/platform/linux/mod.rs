@@ -28,6 +28,7 @@ pub mod process_io;
 pub mod process_list;
 pub mod process_stat;
 pub mod process_status;
+pub mod rapl;
 pub mod smaps_rollup;
 pub mod system_constants;
 pub mod system_stat;

@@ -1,0 +1,343 @@
+//! The `gen_ai.*` metric values of one GPU sample: per-device gauges, aggregates over
+//! the devices that reported each value, and the energy, cost and CO2 of the intervals
+//! the sample closed.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use wattline_config::energy::EnergySettings;
+
+use super::integrator::{Interval, JOULES_PER_KILOWATT_HOUR};
+use crate::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
+use crate::gpu::{GpuDeviceReading, GpuSample};
+
+/// Bucket boundaries of `gen_ai.power.consumption`, W.
+pub const POWER_HISTOGRAM_BOUNDARIES: [f64; 12] = [
+    0.0, 25.0, 50.0, 100.0, 150.0, 200.0, 300.0, 400.0, 500.0, 700.0, 1000.0, 1500.0,
+];
+
+const MEBIBYTE: f64 = 1024.0 * 1024.0;
+
+fn measurement(
+    name: &str,
+    kind: MetricKind,
+    value: f64,
+    unit: &str,
+    description: &str,
+    attributes: BTreeMap<String, AttributeValue>,
+) -> MetricMeasurement {
+    MetricMeasurement {
+        name: name.into(),
+        kind,
+        value_type: MetricValue::F64(value).value_type(),
+        value: MetricValue::F64(value),
+        unit: Some(unit.into()),
+        description: Some(description.into()),
+        attributes: Some(attributes),
+        boundaries: None,
+    }
+}
+
+fn device_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
+    BTreeMap::from([
+        (
+            "gpu_id".to_string(),
+            AttributeValue::String(device.device_identifier.clone()),
+        ),
+        (
+            "gpu_name".to_string(),
+            AttributeValue::String(
+                device
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| device.device_identifier.clone()),
+            ),
+        ),
+    ])
+}
+
+/// The measurements of one sample. `closed` holds the intervals (by device) that this
+/// sample ended.
+pub fn sample_measurements(
+    sample: &GpuSample,
+    closed: &[(String, Interval)],
+    settings: &EnergySettings,
+    _observed_at: DateTime<Utc>,
+) -> Vec<MetricMeasurement> {
+    let mut out = Vec::new();
+    let flag = |value: bool| if value { 1.0 } else { 0.0 };
+    for device in &sample.devices {
+        let attributes = device_attributes(device);
+        let gauges: [(&str, Option<f64>, &str, &str); 16] = [
+            (
+                "gen_ai.gpu.utilization",
+                device.compute_utilization_percent,
+                "%",
+                "GPU utilization",
+            ),
+            (
+                "gen_ai.gpu.memory.utilization",
+                device.memory_utilization_percent,
+                "%",
+                "GPU memory controller utilization",
+            ),
+            (
+                "gen_ai.gpu.memory.used",
+                device.memory_used_bytes.map(|b| b as f64 / MEBIBYTE),
+                "MiB",
+                "GPU memory used",
+            ),
+            (
+                "gen_ai.gpu.memory.total",
+                device.memory_total_bytes.map(|b| b as f64 / MEBIBYTE),
+                "MiB",
+                "GPU memory total",
+            ),
+            (
+                "gen_ai.gpu.temperature",
+                device.temperature_celsius,
+                "Cel",
+                "GPU temperature",
+            ),
+            (
+                "gen_ai.gpu.power",
+                device.power_draw_watts,
+                "W",
+                "GPU power draw",
+            ),
+            (
+                "gen_ai.gpu.power.limit",
+                device.power_limit_watts,
+                "W",
+                "GPU power limit",
+            ),
+            (
+                "gen_ai.gpu.clock.sm",
+                device.sm_clock_mhz,
+                "MHz",
+                "GPU SM clock",
+            ),
+            (
+                "gen_ai.gpu.clock.memory",
+                device.memory_clock_mhz,
+                "MHz",
+                "GPU memory clock",
+            ),
+            (
+                "gen_ai.gpu.fan.speed",
+                device.fan_speed_percent,
+                "%",
+                "GPU fan speed",
+            ),
+            (
+                "gen_ai.gpu.performance.state",
+                device.performance_state.map(f64::from),
+                "1",
+                "GPU performance state, 0 to 15",
+            ),
+            (
+                "gen_ai.gpu.throttle.thermal",
+                device.throttle_thermal.map(flag),
+                "1",
+                "Thermal throttling, 1 or 0",
+            ),
+            (
+                "gen_ai.gpu.throttle.power",
+                device.throttle_power.map(flag),
+                "1",
+                "Power throttling, 1 or 0",
+            ),
+            (
+                "gen_ai.gpu.throttle.hw_slowdown",
+                device.throttle_hw_slowdown.map(flag),
+                "1",
+                "Hardware slowdown, 1 or 0",
+            ),
+            (
+                "gen_ai.gpu.ecc.errors.corrected",
+                device.ecc_corrected.map(|c| c as f64),
+                "1",
+                "Corrected ECC errors (volatile)",
+            ),
+            (
+                "gen_ai.gpu.ecc.errors.uncorrected",
+                device.ecc_uncorrected.map(|c| c as f64),
+                "1",
+                "Uncorrected ECC errors (volatile)",
+            ),
+        ];
+        for (name, value, unit, description) in gauges {
+            // What is not measured is not reported: no point for a missing value.
+            if let Some(value) = value.filter(|v| v.is_finite()) {
+                out.push(measurement(
+                    name,
+                    MetricKind::Gauge,
+                    value,
+                    unit,
+                    description,
+                    attributes.clone(),
+                ));
+            }
+        }
+        if let Some(watts) = device.power_draw_watts.filter(|w| w.is_finite()) {
+            let mut histogram = measurement(
+                "gen_ai.power.consumption",
+                MetricKind::Histogram,
+                watts,
+                "W",
+                "GPU power readings",
+                attributes.clone(),
+            );
+            histogram.boundaries = Some(POWER_HISTOGRAM_BOUNDARIES.to_vec());
+            out.push(histogram);
+        }
+    }
+    aggregates(sample, &mut out);
+    energy(closed, sample, settings, &mut out);
+    out
+}
+
+fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
+    let devices = &sample.devices;
+    if devices.is_empty() {
+        return;
+    }
+    let none = BTreeMap::new;
+    let utilizations: Vec<f64> = devices
+        .iter()
+        .filter_map(|d| d.compute_utilization_percent)
+        .collect();
+    if !utilizations.is_empty() {
+        let mean = utilizations.iter().sum::<f64>() / utilizations.len() as f64;
+        out.push(measurement(
+            "gen_ai.gpu.aggregate.mean_utilization",
+            MetricKind::Gauge,
+            mean,
+            "%",
+            "Mean utilization over the GPUs that reported it",
+            none(),
+        ));
+    }
+    let memory: Vec<f64> = devices
+        .iter()
+        .filter_map(|d| d.memory_used_bytes)
+        .map(|b| b as f64)
+        .collect();
+    if !memory.is_empty() {
+        let gibibytes = memory.iter().sum::<f64>() / (MEBIBYTE * 1024.0);
+        out.push(measurement(
+            "gen_ai.gpu.aggregate.total_memory_used",
+            MetricKind::Gauge,
+            gibibytes,
+            "GiB",
+            "GPU memory used over the GPUs that reported it",
+            none(),
+        ));
+    }
+    let power: Vec<f64> = devices.iter().filter_map(|d| d.power_draw_watts).collect();
+    if !power.is_empty() {
+        out.push(measurement(
+            "gen_ai.gpu.aggregate.total_power",
+            MetricKind::Gauge,
+            power.iter().sum(),
+            "W",
+            "Power over the GPUs that reported it",
+            none(),
+        ));
+    }
+    let temperatures: Vec<f64> = devices
+        .iter()
+        .filter_map(|d| d.temperature_celsius)
+        .collect();
+    if let Some(max) = temperatures.iter().copied().reduce(f64::max) {
+        out.push(measurement(
+            "gen_ai.gpu.aggregate.max_temperature",
+            MetricKind::Gauge,
+            max,
+            "Cel",
+            "Hottest GPU",
+            none(),
+        ));
+    }
+    out.push(measurement(
+        "gen_ai.gpu.aggregate.gpu_count",
+        MetricKind::Gauge,
+        devices.len() as f64,
+        "1",
+        "GPUs that reported",
+        none(),
+    ));
+}
+
+fn energy(
+    closed: &[(String, Interval)],
+    sample: &GpuSample,
+    settings: &EnergySettings,
+    out: &mut Vec<MetricMeasurement>,
+) {
+    if closed.is_empty() {
+        return;
+    }
+    let config = &settings.config;
+    let mut total_kwh = 0.0;
+    let mut total_seconds: f64 = 0.0;
+    for (identifier, interval) in closed {
+        let kwh =
+            interval.counter_joules.unwrap_or(interval.trapezoid_joules) / JOULES_PER_KILOWATT_HOUR;
+        total_kwh += kwh;
+        total_seconds = total_seconds.max(interval.seconds());
+        let mut attributes = sample
+            .devices
+            .iter()
+            .find(|d| &d.device_identifier == identifier)
+            .map(device_attributes)
+            .unwrap_or_default();
+        attributes.insert("component".into(), AttributeValue::String("gpu".into()));
+        out.push(measurement(
+            "gen_ai.energy.consumed",
+            MetricKind::Counter,
+            kwh,
+            "kWh",
+            "Energy consumed",
+            attributes,
+        ));
+    }
+    let none = BTreeMap::new;
+    out.push(measurement(
+        "gen_ai.energy.total",
+        MetricKind::Counter,
+        total_kwh,
+        "kWh",
+        "GPU energy only; CPU and RAM are not in this figure",
+        none(),
+    ));
+    out.push(measurement(
+        "gen_ai.power.cost",
+        MetricKind::Counter,
+        total_kwh * config.cost_per_kwh,
+        &config.currency,
+        "Cost of the energy consumed",
+        none(),
+    ));
+    if config.co2_tracking {
+        let grams = total_kwh * config.carbon_intensity;
+        out.push(measurement(
+            "gen_ai.co2.emissions",
+            MetricKind::Counter,
+            grams,
+            "gCO2e",
+            "Energy times the configured carbon intensity (a factor)",
+            none(),
+        ));
+        if total_seconds > 0.0 {
+            out.push(measurement(
+                "gen_ai.co2.emissions_rate",
+                MetricKind::Gauge,
+                grams / total_seconds,
+                "gCO2e/s",
+                "CO2 rate over the last interval",
+                none(),
+            ));
+        }
+    }
+}
