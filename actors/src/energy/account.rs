@@ -221,7 +221,7 @@ impl EnergyAccount {
     /// The report as of `now`.
     pub fn report(&self, now: DateTime<Utc>) -> EnergyReport {
         let config = &self.settings.config;
-        let co2 = |kwh: f64| config.co2_tracking.then(|| kwh * config.carbon_intensity);
+        let co2 = |kwh: f64| config.co2_tracking.then_some(kwh * config.carbon_intensity);
         let devices: Vec<DeviceEnergy> = self
             .devices
             .iter()
