@@ -1,10 +1,18 @@
 //! wattline: measure what a program costs the machine it runs on.
 //!
 //! This crate is the public library API. It re-exports the configuration types
-//! (`wattline-config`) and the snapshot model (`wattline-actors`), and offers
-//! [`collect_once`] for a single snapshot.
+//! (`wattline-config`) and the snapshot model (`wattline-actors`), and offers the
+//! actor [`Pipeline`] and [`collect_once`] for a single synchronous snapshot.
+
+mod pipeline;
 
 use std::path::PathBuf;
+
+pub use pipeline::{AgentScope, Error, Pipeline, PipelineBuilder};
+pub use wattline_actors::diagnostics::SamplerCategory;
+pub use wattline_actors::energy::report::EnergyReport;
+pub use wattline_actors::events;
+pub use wattline_actors::gpu;
 
 pub use wattline_actors::readings::SamplingSeries;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};
@@ -63,4 +71,13 @@ pub fn resolve_target(
 pub fn collect_once(target: ScopeTarget, config: ResourceMetricsConfig) -> snapshot::Snapshot {
     let mut collector = Collector::new(PathBuf::from("/"), target, config);
     collector.collect(SamplingSeries::OnDemand)
+}
+
+/// Loads the layered `plugins.toml` configuration (an explicit path first, else the
+/// user's), with defaults applied.
+pub fn load_config(
+    explicit: Option<PathBuf>,
+) -> Result<wattline_config::EffectiveConfig, wattline_config::ConfigError> {
+    let layers = wattline_config::Discovery::from_environment(explicit).load()?;
+    wattline_config::EffectiveConfig::merge(&layers)
 }

@@ -193,3 +193,49 @@ pub enum PipelineEvent {
 pub fn new_uuid() -> Uuid {
     Uuid::now_v7()
 }
+
+/// Where the pipeline sends its events (the exporters' fan-out in production). A sink
+/// must never block: it queues or drops.
+pub trait EventSink: Send + Sync {
+    /// Takes one event.
+    fn send(&self, event: PipelineEvent);
+}
+
+/// A sink that keeps every event in memory (tests, examples, `collect`-style hosts).
+#[derive(Debug, Default)]
+pub struct CollectingEventSink {
+    events: std::sync::Mutex<Vec<PipelineEvent>>,
+}
+
+impl CollectingEventSink {
+    /// A copy of the events so far.
+    pub fn events(&self) -> Vec<PipelineEvent> {
+        match self.events.lock() {
+            Ok(events) => events.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+impl EventSink for CollectingEventSink {
+    fn send(&self, event: PipelineEvent) {
+        match self.events.lock() {
+            Ok(mut events) => events.push(event),
+            Err(poisoned) => poisoned.into_inner().push(event),
+        }
+    }
+}
+
+/// Sends every event to each of several sinks.
+pub struct FanOutSink(pub Vec<std::sync::Arc<dyn EventSink>>);
+
+impl EventSink for FanOutSink {
+    fn send(&self, event: PipelineEvent) {
+        if let Some((last, rest)) = self.0.split_last() {
+            for sink in rest {
+                sink.send(event.clone());
+            }
+            last.send(event);
+        }
+    }
+}

@@ -8,6 +8,7 @@ pub mod environment;
 pub mod events;
 pub mod gpu;
 pub mod merger;
+pub mod pipeline;
 pub mod platform;
 pub mod readings;
 pub mod samplers;

@@ -1,0 +1,123 @@
+//! The poll clock (fixed rate, never bursting: a tick that finds the previous poll
+//! still running is missed and counted) and the energy stage's own sampling clock.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use ractor::ActorRef;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::energy_actor::EnergyMessage;
+use super::merger_actor::MergerMessage;
+use super::registry::SamplerRegistry;
+use super::sampler_actor::SamplerMessage;
+use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, record_with_retry};
+use crate::platform::linux::rapl::read_rapl_zones;
+use crate::readings::SamplingSeries;
+
+/// Ticks that were not run because the previous poll was still running or the clock
+/// fell behind.
+#[derive(Debug, Default)]
+pub struct MissedTicks(pub AtomicU64);
+
+/// Runs the poll clock until `cancel`: the first poll at once, then one every `period`
+/// on a fixed grid.
+pub fn spawn_poll_clock(
+    merger: ActorRef<MergerMessage>,
+    period: Duration,
+    in_flight: Arc<AtomicBool>,
+    missed: Arc<MissedTicks>,
+    diagnostics: Option<PipelineDiagnostics>,
+    cancel: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval_at(Instant::now(), period);
+        // Skip: after a stall the clock returns to its grid instead of bursting.
+        interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut previous: Option<Instant> = None;
+        loop {
+            let scheduled = tokio::select! {
+                _ = cancel.cancelled() => return,
+                scheduled = interval.tick() => scheduled,
+            };
+            let mut skipped = previous.map_or(0, |previous| {
+                let steps = scheduled.saturating_duration_since(previous).as_nanos()
+                    / period.as_nanos().max(1);
+                u64::try_from(steps.saturating_sub(1)).unwrap_or(u64::MAX)
+            });
+            previous = Some(scheduled);
+            if in_flight.swap(true, Ordering::AcqRel) {
+                skipped += 1;
+            } else if merger
+                .cast(MergerMessage::Tick {
+                    series: SamplingSeries::Polling,
+                    reply: None,
+                })
+                .is_err()
+            {
+                return;
+            }
+            if skipped > 0 {
+                missed.0.fetch_add(skipped, Ordering::Relaxed);
+                if let (Some(diagnostics), Some(count)) =
+                    (&diagnostics, std::num::NonZeroU64::new(skipped))
+                {
+                    let code = PipelineCode::TickMissed;
+                    let _ = record_with_retry(
+                        diagnostics.component(code.component()),
+                        code,
+                        code.allowed_classes().first().copied(),
+                        count,
+                        "the previous poll was still running",
+                    );
+                }
+            }
+        }
+    })
+}
+
+/// Takes one energy sample now: a GPU power sample (forwarded by the GPU sampler to the
+/// energy actor) and the RAPL counters.
+pub async fn sample_energy_now(
+    registry: &SamplerRegistry,
+    energy: &ActorRef<EnergyMessage>,
+    root: &std::path::Path,
+    timeout: Duration,
+) {
+    if let Some(gpu) = registry.get(SamplerCategory::Gpu) {
+        let _ = gpu.call(SamplerMessage::SamplePower, Some(timeout)).await;
+    }
+    let root = root.to_path_buf();
+    if let Ok((zones, errors)) = tokio::task::spawn_blocking(move || read_rapl_zones(&root)).await {
+        for error in errors {
+            tracing::debug!(%error, "RAPL zone unreadable");
+        }
+        if !zones.is_empty() {
+            let _ = energy.cast(EnergyMessage::Rapl(std::time::Instant::now(), zones));
+        }
+    }
+}
+
+/// Runs the energy clock until `cancel`: a sample at once, then one every `period`.
+pub fn spawn_energy_clock(
+    registry: SamplerRegistry,
+    energy: ActorRef<EnergyMessage>,
+    root: PathBuf,
+    period: Duration,
+    cancel: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval_at(Instant::now(), period);
+        interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = interval.tick() => {}
+            }
+            sample_energy_now(&registry, &energy, &root, period).await;
+        }
+    })
+}

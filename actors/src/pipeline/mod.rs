@@ -1,0 +1,468 @@
+//! The actor pipeline: a supervisor over one actor per sampler, the merger, the energy
+//! actor, and the two clocks. [`RunningPipeline`] is the handle the public library API
+//! wraps.
+
+pub mod clock;
+pub mod energy_actor;
+pub mod gpu_events;
+pub mod merger_actor;
+pub mod registry;
+pub mod sampler_actor;
+pub mod supervisor;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorRef};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+use wattline_config::ResourceMetricsConfig;
+use wattline_config::diagnostics::DiagnosticsLimits;
+use wattline_config::energy::EnergySettings;
+
+use self::clock::{MissedTicks, sample_energy_now, spawn_energy_clock, spawn_poll_clock};
+use self::energy_actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
+use self::merger_actor::{MergerActor, MergerArguments, MergerMessage};
+use self::registry::SamplerRegistry;
+use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
+use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
+use crate::energy::report::EnergyReport;
+use crate::events::EventSink;
+use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink};
+use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
+use crate::samplers::{CategorySampler, cpu, disk, memory, network, process};
+use crate::scope::ScopeTarget;
+use crate::snapshot::Snapshot;
+
+/// Makes the GPU source (at start and after each restart of the GPU sampler), given
+/// where its events go. A factory that returns `None` turns GPU reading off.
+pub type GpuSourceFactory =
+    Arc<dyn Fn(Arc<dyn GpuEventSink>) -> Option<Box<dyn GpuSource>> + Send + Sync>;
+
+/// Everything a pipeline needs to start.
+pub struct PipelineSpec {
+    /// Root of the OS readers (`/`).
+    pub root: PathBuf,
+    /// What to measure.
+    pub target: ScopeTarget,
+    /// The `resource_metrics` component; `None` when it is off.
+    pub resource: Option<ResourceMetricsConfig>,
+    /// The `energy` component; `None` when it is off.
+    pub energy: Option<EnergySettings>,
+    /// The `diagnostics` component's limits; `None` when it is off.
+    pub diagnostics: Option<DiagnosticsLimits>,
+    /// The GPU source.
+    pub gpu_source: GpuSourceFactory,
+    /// Where events go.
+    pub sink: Arc<dyn EventSink>,
+    /// How long a tick waits for its samplers; default 80% of the poll interval,
+    /// between 50 ms and 10 s.
+    pub tick_deadline: Option<Duration>,
+}
+
+/// Why the pipeline could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// An actor could not be spawned.
+    #[error("cannot start the pipeline: {0}")]
+    Spawn(String),
+    /// The `resource_metrics` component is not enabled.
+    #[error("the resource_metrics component is not enabled")]
+    ResourceMetricsDisabled,
+    /// The `energy` component is not enabled.
+    #[error("the energy component is not enabled")]
+    EnergyDisabled,
+    /// The pipeline has been shut down.
+    #[error("the pipeline has been shut down")]
+    Stopped,
+    /// The diagnostics limits are invalid.
+    #[error("diagnostics: {0}")]
+    Diagnostics(String),
+}
+
+/// A running pipeline.
+pub struct RunningPipeline {
+    root: PathBuf,
+    supervisor: ActorRef<SupervisorMessage>,
+    merger: Option<ActorRef<MergerMessage>>,
+    energy: Option<ActorRef<EnergyMessage>>,
+    registry: SamplerRegistry,
+    diagnostics: Option<Diagnostics>,
+    cancel: CancellationToken,
+    missed_ticks: Arc<MissedTicks>,
+    energy_interval: Duration,
+    gpu_source_name: Arc<Mutex<Option<String>>>,
+}
+
+fn sampler_factory<S: CategorySampler>(
+    make: impl Fn() -> S + Send + Sync + 'static,
+) -> SamplerFactory {
+    Arc::new(move || Box::new(make()) as Box<dyn CategorySampler>)
+}
+
+impl RunningPipeline {
+    /// Starts every actor and clock of `spec`.
+    pub async fn spawn(spec: PipelineSpec) -> Result<Self, PipelineError> {
+        let diagnostics = match &spec.diagnostics {
+            Some(limits) => Some(
+                Diagnostics::new(*limits)
+                    .map_err(|error| PipelineError::Diagnostics(error.to_string()))?,
+            ),
+            None => None,
+        };
+        let pipeline_diagnostics = match &diagnostics {
+            Some(context) => match PipelineDiagnostics::register(context) {
+                Ok(registered) => Some(registered),
+                Err(error) => return Err(PipelineError::Diagnostics(error.to_string())),
+            },
+            None => None,
+        };
+        let cancel = CancellationToken::new();
+        let registry = SamplerRegistry::default();
+        let spawn_error = |error: ractor::SpawnErr| PipelineError::Spawn(error.to_string());
+
+        let energy = match &spec.energy {
+            Some(settings) => Some(
+                Actor::spawn(
+                    None,
+                    EnergyActor,
+                    EnergyArguments {
+                        settings: settings.clone(),
+                        sink: Arc::clone(&spec.sink),
+                    },
+                )
+                .await
+                .map_err(spawn_error)?
+                .0,
+            ),
+            None => None,
+        };
+
+        let resource = spec.resource.clone();
+        let mut factories: Vec<(SamplerCategory, SamplerFactory)> = Vec::new();
+        let mut categories = Vec::new();
+        if let Some(config) = &resource {
+            let root = spec.root.clone();
+            if config.cpu.enabled {
+                let root = root.clone();
+                factories.push((
+                    SamplerCategory::Cpu,
+                    sampler_factory(move || cpu::CpuSampler::new(root.clone())),
+                ));
+                categories.push(SamplerCategory::Cpu);
+            }
+            if config.memory.enabled {
+                let root = root.clone();
+                factories.push((
+                    SamplerCategory::Memory,
+                    sampler_factory(move || memory::MemorySampler::new(root.clone())),
+                ));
+                categories.push(SamplerCategory::Memory);
+            }
+            if config.process.enabled {
+                let root = root.clone();
+                factories.push((
+                    SamplerCategory::Process,
+                    sampler_factory(move || process::ProcessSampler::new(root.clone())),
+                ));
+                categories.push(SamplerCategory::Process);
+            }
+            if config.disk.enabled {
+                let (root, process_io, paths) = (
+                    root.clone(),
+                    config.disk.process_io,
+                    config.disk.filesystem_paths.clone(),
+                );
+                factories.push((
+                    SamplerCategory::Disk,
+                    sampler_factory(move || {
+                        disk::DiskSampler::new(root.clone(), process_io, paths.clone())
+                    }),
+                ));
+                categories.push(SamplerCategory::Disk);
+            }
+            if config.gpu.enabled {
+                categories.push(SamplerCategory::Gpu);
+            }
+            if config.network.enabled {
+                let (root, interfaces) = (root.clone(), config.network.interfaces.clone());
+                factories.push((
+                    SamplerCategory::Network,
+                    sampler_factory(move || {
+                        network::NetworkSampler::new(root.clone(), interfaces.clone())
+                    }),
+                ));
+                categories.push(SamplerCategory::Network);
+            }
+        }
+        let gpu_wanted = resource.as_ref().is_some_and(|c| c.gpu.enabled) || energy.is_some();
+        let gpu_source_name = Arc::new(Mutex::new(None));
+        if gpu_wanted {
+            let gpu_config = resource.as_ref().map(|c| c.gpu.clone()).unwrap_or_default();
+            let power_sink: Option<Arc<dyn PowerSampleSink>> = energy
+                .as_ref()
+                .map(|actor| Arc::new(EnergyFeed(actor.clone())) as Arc<dyn PowerSampleSink>);
+            let make_source = Arc::clone(&spec.gpu_source);
+            let events: Arc<dyn GpuEventSink> = match &pipeline_diagnostics {
+                Some(diagnostics) => {
+                    Arc::new(gpu_events::DiagnosticsGpuEvents(diagnostics.clone()))
+                }
+                None => Arc::new(NoopEventSink),
+            };
+            let name_slot = Arc::clone(&gpu_source_name);
+            let energy_for_name = energy.clone();
+            factories.push((
+                SamplerCategory::Gpu,
+                Arc::new(move || {
+                    let source = make_source(Arc::clone(&events));
+                    let name = source.as_ref().map(|s| s.name().to_string());
+                    if let Ok(mut slot) = name_slot.lock() {
+                        slot.clone_from(&name);
+                    }
+                    if let Some(energy) = &energy_for_name {
+                        let _ = energy.cast(EnergyMessage::GpuSource(name));
+                    }
+                    Box::new(GpuSampler::new(
+                        source,
+                        gpu_config.clone(),
+                        power_sink.clone(),
+                    )) as Box<dyn CategorySampler>
+                }),
+            ));
+        }
+        let (supervisor, _) = Actor::spawn(
+            None,
+            Supervisor,
+            SupervisorArguments {
+                factories,
+                registry: registry.clone(),
+                diagnostics: pipeline_diagnostics.clone(),
+            },
+        )
+        .await
+        .map_err(spawn_error)?;
+
+        let missed_ticks = Arc::new(MissedTicks::default());
+        let merger = match &resource {
+            Some(config) => {
+                let interval = Duration::from_millis(config.polling.interval_millis);
+                let deadline = spec.tick_deadline.unwrap_or_else(|| {
+                    interval
+                        .mul_f64(0.8)
+                        .clamp(Duration::from_millis(50), Duration::from_secs(10))
+                });
+                let tick_in_flight = Arc::new(AtomicBool::new(false));
+                let (merger, _) = Actor::spawn(
+                    None,
+                    MergerActor,
+                    MergerArguments {
+                        root: spec.root.clone(),
+                        target: spec.target,
+                        config: config.clone(),
+                        categories,
+                        registry: registry.clone(),
+                        sink: Arc::clone(&spec.sink),
+                        energy: energy.clone(),
+                        diagnostics: pipeline_diagnostics.clone(),
+                        deadline,
+                        tick_in_flight: Arc::clone(&tick_in_flight),
+                    },
+                )
+                .await
+                .map_err(spawn_error)?;
+                if config.polling.enabled {
+                    spawn_poll_clock(
+                        merger.clone(),
+                        interval,
+                        tick_in_flight,
+                        Arc::clone(&missed_ticks),
+                        pipeline_diagnostics.clone(),
+                        cancel.clone(),
+                    );
+                }
+                Some(merger)
+            }
+            None => None,
+        };
+        let energy_interval = spec
+            .energy
+            .as_ref()
+            .map_or(Duration::from_secs(5), |settings| {
+                Duration::from_millis(settings.config.interval_millis)
+            });
+        if let Some(energy) = &energy {
+            spawn_energy_clock(
+                registry.clone(),
+                energy.clone(),
+                spec.root.clone(),
+                energy_interval,
+                cancel.clone(),
+            );
+        }
+        Ok(RunningPipeline {
+            root: spec.root,
+            supervisor,
+            merger,
+            energy,
+            registry,
+            diagnostics,
+            cancel,
+            missed_ticks,
+            energy_interval,
+            gpu_source_name,
+        })
+    }
+
+    /// A fresh snapshot on the on-demand series; no mark.
+    pub async fn collect(&self) -> Result<Snapshot, PipelineError> {
+        let merger = self
+            .merger
+            .as_ref()
+            .ok_or(PipelineError::ResourceMetricsDisabled)?;
+        match merger
+            .call(
+                |reply| MergerMessage::Tick {
+                    series: crate::readings::SamplingSeries::OnDemand,
+                    reply: Some(reply),
+                },
+                None,
+            )
+            .await
+        {
+            Ok(CallResult::Success(snapshot)) => Ok(snapshot),
+            _ => Err(PipelineError::Stopped),
+        }
+    }
+
+    /// Starts an Agent scope; its UUID identifies it for [`Self::end_agent_scope`].
+    pub async fn start_agent_scope(&self, name: &str) -> Result<Uuid, PipelineError> {
+        let merger = self
+            .merger
+            .as_ref()
+            .ok_or(PipelineError::ResourceMetricsDisabled)?;
+        match merger
+            .call(
+                |reply| MergerMessage::StartAgentScope(name.to_string(), reply),
+                None,
+            )
+            .await
+        {
+            Ok(CallResult::Success(uuid)) => Ok(uuid),
+            _ => Err(PipelineError::Stopped),
+        }
+    }
+
+    /// Ends an Agent scope without waiting (safe from `Drop`).
+    pub fn end_agent_scope(&self, uuid: Uuid) {
+        if let Some(merger) = &self.merger {
+            let _ = merger.cast(MergerMessage::EndAgentScope(uuid, None));
+        }
+    }
+
+    /// Ends an Agent scope and waits until the end event is out.
+    pub async fn end_agent_scope_and_wait(&self, uuid: Uuid) -> Result<(), PipelineError> {
+        if let Some(merger) = &self.merger {
+            match merger
+                .call(
+                    |reply| MergerMessage::EndAgentScope(uuid, Some(reply)),
+                    None,
+                )
+                .await
+            {
+                Ok(CallResult::Success(())) => {}
+                _ => return Err(PipelineError::Stopped),
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes one last energy sample (closing the open interval, so even a pipeline
+    /// younger than one interval has a reading) and returns the report.
+    pub async fn energy_report(&self) -> Result<EnergyReport, PipelineError> {
+        let energy = self.energy.as_ref().ok_or(PipelineError::EnergyDisabled)?;
+        sample_energy_now(
+            &self.registry,
+            energy,
+            &self.root,
+            self.energy_interval.max(Duration::from_secs(1)),
+        )
+        .await;
+        let mut report = match energy.call(EnergyMessage::Report, None).await {
+            Ok(CallResult::Success(report)) => report,
+            _ => return Err(PipelineError::Stopped),
+        };
+        if report.gpu_source.is_none() {
+            report.gpu_source = self
+                .gpu_source_name
+                .lock()
+                .ok()
+                .and_then(|name| name.clone());
+        }
+        report.diagnostics = self
+            .diagnostics
+            .as_ref()
+            .and_then(|d| d.snapshot().ok())
+            .and_then(|snapshot| serde_json::to_value(snapshot).ok());
+        Ok(report)
+    }
+
+    /// How many times a category's sampler was restarted.
+    pub async fn restart_count(&self, category: SamplerCategory) -> u32 {
+        match self
+            .supervisor
+            .call(
+                |reply| SupervisorMessage::RestartCount(category, reply),
+                None,
+            )
+            .await
+        {
+            Ok(CallResult::Success(count)) => count,
+            _ => 0,
+        }
+    }
+
+    /// Poll ticks missed so far.
+    pub fn missed_ticks(&self) -> u64 {
+        self.missed_ticks
+            .0
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The diagnostics context, when diagnostics are on.
+    pub fn diagnostics(&self) -> Option<&Diagnostics> {
+        self.diagnostics.as_ref()
+    }
+
+    /// The GPU source in use, once the GPU sampler has started.
+    pub fn gpu_source_name(&self) -> Option<String> {
+        self.gpu_source_name
+            .lock()
+            .ok()
+            .and_then(|name| name.clone())
+    }
+
+    /// Stops the clocks, ends every scope, and stops every actor.
+    pub async fn shutdown(&self) {
+        self.cancel.cancel();
+        if let Some(merger) = &self.merger {
+            let _ = merger
+                .call(MergerMessage::Close, Some(Duration::from_secs(10)))
+                .await;
+            merger.stop(None);
+        }
+        let _ = self
+            .supervisor
+            .call(
+                SupervisorMessage::StopChildren,
+                Some(Duration::from_secs(10)),
+            )
+            .await;
+        self.supervisor.stop(None);
+        if let Some(energy) = &self.energy {
+            energy.stop(None);
+        }
+    }
+}

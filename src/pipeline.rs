@@ -1,0 +1,316 @@
+//! The public pipeline API: build, spawn, collect, scope, flush, shut down.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wattline_actors::diagnostics::SamplerCategory;
+use wattline_actors::energy::report::EnergyReport;
+use wattline_actors::events::EventSink;
+use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
+use wattline_actors::pipeline::{GpuSourceFactory, PipelineError, PipelineSpec, RunningPipeline};
+use wattline_actors::scope::ScopeTarget;
+use wattline_actors::snapshot::Snapshot;
+use wattline_config::energy::EnvironmentError;
+use wattline_config::{
+    ConfigError, EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig,
+};
+
+/// Why a pipeline call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration was rejected.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A `GENAI_*` variable had a bad value.
+    #[error(transparent)]
+    Environment(#[from] EnvironmentError),
+    /// The scope could not be set up.
+    #[error(transparent)]
+    Scope(#[from] crate::ScopeError),
+    /// The pipeline failed or is stopped.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// This process is a child forked from the one that started the pipeline.
+    #[error(
+        "this pipeline belongs to process {owner}; after a fork, start a new pipeline in the child (this is process {current})"
+    )]
+    ForkedChild {
+        /// The process that spawned the pipeline.
+        owner: u32,
+        /// This process.
+        current: u32,
+    },
+}
+
+/// Builds a [`Pipeline`].
+pub struct PipelineBuilder {
+    config: Option<EffectiveConfig>,
+    environment: Option<BTreeMap<String, String>>,
+    gpu_source: Option<GpuSourceFactory>,
+    scope: Option<ScopeTarget>,
+    sinks: Vec<Arc<dyn EventSink>>,
+    tick_deadline: Option<Duration>,
+}
+
+impl Default for PipelineBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PipelineBuilder {
+    /// A builder with the default configuration: `resource_metrics` on (polling off),
+    /// `energy` and `diagnostics` on.
+    pub fn new() -> Self {
+        PipelineBuilder {
+            config: None,
+            environment: None,
+            gpu_source: None,
+            scope: None,
+            sinks: Vec::new(),
+            tick_deadline: None,
+        }
+    }
+
+    /// Uses an effective (merged) configuration, e.g. from
+    /// [`load_config`](crate::load_config).
+    pub fn config(mut self, config: EffectiveConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// The environment the `GENAI_*` energy variables are read from (default: this
+    /// process's environment).
+    pub fn environment(mut self, environment: BTreeMap<String, String>) -> Self {
+        self.environment = Some(environment);
+        self
+    }
+
+    /// Replaces GPU source selection: `factory` is called at start and after each
+    /// restart of the GPU sampler; returning `None` turns GPU reading off.
+    pub fn gpu_source(
+        mut self,
+        factory: impl Fn() -> Option<Box<dyn GpuSource>> + Send + Sync + 'static,
+    ) -> Self {
+        self.gpu_source = Some(Arc::new(move |_events| factory()));
+        self
+    }
+
+    /// Measures this target instead of the configured scope.
+    pub fn scope(mut self, target: ScopeTarget) -> Self {
+        self.scope = Some(target);
+        self
+    }
+
+    /// Adds a receiver of scope events, marks and metrics.
+    pub fn event_sink(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.sinks.push(sink);
+        self
+    }
+
+    /// How long a tick waits for its samplers before leaving a category `null`.
+    pub fn tick_deadline(mut self, deadline: Duration) -> Self {
+        self.tick_deadline = Some(deadline);
+        self
+    }
+
+    /// Starts the pipeline on the current Tokio runtime.
+    pub async fn spawn(self) -> Result<Pipeline, Error> {
+        let mut config = self.config.unwrap_or_else(|| EffectiveConfig {
+            resource_metrics: Some(ResourceMetricsConfig::default()),
+            ..EffectiveConfig::default()
+        });
+        let environment = self.environment.unwrap_or_else(|| {
+            std::env::vars()
+                .filter(|(name, _)| name.starts_with("GENAI_"))
+                .collect()
+        });
+        if let Some(energy) = &mut config.energy {
+            energy.apply_environment(&environment)?;
+        }
+        let target = match self.scope {
+            Some(target) => target,
+            None => {
+                let setting = config
+                    .resource_metrics
+                    .as_ref()
+                    .map_or(MeasurementScopeSetting::RuntimeDefault, |c| {
+                        c.measurement_scope
+                    });
+                // The library's runtime_default is the tree rooted at this process.
+                crate::resolve_target(
+                    setting,
+                    MeasurementScopeSetting::ProcessTree,
+                    Some(std::process::id()),
+                )?
+            }
+        };
+        let sink: Arc<dyn EventSink> = match self.sinks.len() {
+            1 => Arc::clone(&self.sinks[0]),
+            _ => Arc::new(wattline_actors::events::FanOutSink(self.sinks)),
+        };
+        let smi_interval = config.energy.as_ref().map_or(Duration::from_secs(5), |e| {
+            Duration::from_millis(e.config.interval_millis)
+        });
+        let gpu_source = self
+            .gpu_source
+            .unwrap_or_else(|| default_gpu_sources(smi_interval));
+        let running = RunningPipeline::spawn(PipelineSpec {
+            root: "/".into(),
+            target,
+            resource: config.resource_metrics.clone(),
+            energy: config.energy.clone(),
+            diagnostics: config.diagnostics,
+            gpu_source,
+            sink,
+            tick_deadline: self.tick_deadline,
+        })
+        .await?;
+        Ok(Pipeline {
+            inner: Arc::new(running),
+            owner: std::process::id(),
+            target,
+        })
+    }
+}
+
+/// NVML when it loads, else `nvidia-smi` when present, plus DRM devices.
+fn default_gpu_sources(smi_interval: Duration) -> GpuSourceFactory {
+    Arc::new(move |events| {
+        let mut environment = GpuSourceEnv::from_process(events);
+        environment.smi_interval = smi_interval;
+        let source = select_default_sources(std::path::Path::new("/"), environment);
+        Some(Box::new(source) as Box<dyn GpuSource>)
+    })
+}
+
+/// A running pipeline. Cheap to clone; every clone talks to the same actors.
+#[derive(Clone)]
+pub struct Pipeline {
+    inner: Arc<RunningPipeline>,
+    owner: u32,
+    target: ScopeTarget,
+}
+
+impl Pipeline {
+    /// A builder.
+    pub fn builder() -> PipelineBuilder {
+        PipelineBuilder::new()
+    }
+
+    /// Errors with [`Error::ForkedChild`] when called in a process forked from the one
+    /// that started the pipeline (its actors live in the parent). Every other method
+    /// checks this first. Allocation-free, so it is safe right after `fork`.
+    pub fn ensure_same_process(&self) -> Result<(), Error> {
+        self.check_process()
+    }
+
+    fn check_process(&self) -> Result<(), Error> {
+        let current = std::process::id();
+        if current == self.owner {
+            Ok(())
+        } else {
+            Err(Error::ForkedChild {
+                owner: self.owner,
+                current,
+            })
+        }
+    }
+
+    /// What the pipeline measures.
+    pub fn target(&self) -> ScopeTarget {
+        self.target
+    }
+
+    /// A fresh snapshot on the on-demand series (no mark). The first one has no rates.
+    pub async fn collect(&self) -> Result<Snapshot, Error> {
+        self.check_process()?;
+        Ok(self.inner.collect().await?)
+    }
+
+    /// Starts an Agent scope: every poll's mark is copied under it until the guard is
+    /// dropped or [`AgentScope::end`] is called.
+    pub async fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
+        self.check_process()?;
+        let uuid = self.inner.start_agent_scope(name).await?;
+        Ok(AgentScope {
+            pipeline: Arc::clone(&self.inner),
+            uuid,
+            ended: false,
+        })
+    }
+
+    /// The energy/cost report so far; takes one last sample first, so even a pipeline
+    /// younger than one interval reports a reading.
+    pub async fn flush(&self) -> Result<EnergyReport, Error> {
+        self.check_process()?;
+        Ok(self.inner.energy_report().await?)
+    }
+
+    /// Flushes, ends every scope, and stops the pipeline; returns the final report when
+    /// the energy component is on.
+    pub async fn shutdown(&self) -> Result<Option<EnergyReport>, Error> {
+        self.check_process()?;
+        let report = match self.inner.energy_report().await {
+            Ok(report) => Some(report),
+            Err(PipelineError::EnergyDisabled) => None,
+            Err(error) => return Err(error.into()),
+        };
+        self.inner.shutdown().await;
+        Ok(report)
+    }
+
+    /// The pipeline's diagnostics as JSON, when diagnostics are on.
+    pub fn diagnostics_json(&self) -> Option<String> {
+        self.inner.diagnostics()?.snapshot().ok()?.to_json().ok()
+    }
+
+    /// The diagnostics context, when diagnostics are on.
+    pub fn diagnostics(&self) -> Option<&wattline_actors::diagnostics::Diagnostics> {
+        self.inner.diagnostics()
+    }
+
+    /// How many times a category's sampler was restarted after failing.
+    pub async fn restart_count(&self, category: SamplerCategory) -> u32 {
+        self.inner.restart_count(category).await
+    }
+
+    /// Poll ticks missed so far (a poll still running when the next was due).
+    pub fn missed_ticks(&self) -> u64 {
+        self.inner.missed_ticks()
+    }
+
+    /// The GPU source in use (`nvml`, `nvidia-smi`, `drm`, a user's), once started.
+    pub fn gpu_source_name(&self) -> Option<String> {
+        self.inner.gpu_source_name()
+    }
+}
+
+/// A live Agent scope. Dropping it ends the scope.
+pub struct AgentScope {
+    pipeline: Arc<RunningPipeline>,
+    uuid: uuid::Uuid,
+    ended: bool,
+}
+
+impl AgentScope {
+    /// The scope's UUID (the `parent_uuid` of its marks).
+    pub fn uuid(&self) -> uuid::Uuid {
+        self.uuid
+    }
+
+    /// Ends the scope and waits until its end event is out.
+    pub async fn end(mut self) -> Result<(), Error> {
+        self.ended = true;
+        Ok(self.pipeline.end_agent_scope_and_wait(self.uuid).await?)
+    }
+}
+
+impl Drop for AgentScope {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.pipeline.end_agent_scope(self.uuid);
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The actor pipeline through the public API: polling marks per Agent scope, the
+//! fixed-rate schedule with a slow sampler, supervision of a panicking sampler, flush
+//! on a young pipeline, and the fork guard.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wattline::config::{EffectiveConfig, ResourceMetricsConfig};
+use wattline::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
+use wattline::{Pipeline, SamplerCategory, ScopeTarget};
+
+use support::{ConstantPowerGpu, PanickingGpu, marks};
+
+fn polling_config(interval_millis: u64, energy: bool) -> EffectiveConfig {
+    let mut resource = ResourceMetricsConfig::default();
+    resource.polling.enabled = true;
+    resource.polling.interval_millis = interval_millis;
+    // Keep the polls light: CPU and GPU only.
+    resource.memory.enabled = false;
+    resource.process.enabled = false;
+    resource.disk.enabled = false;
+    resource.network.enabled = false;
+    let mut config = EffectiveConfig {
+        resource_metrics: Some(resource),
+        ..EffectiveConfig::default()
+    };
+    if !energy {
+        config.energy = None;
+    }
+    config
+}
+
+async fn wait_for(mut condition: impl FnMut() -> bool, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not met within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_live_agent_scope_gets_a_copy_of_every_poll() {
+    let sink = Arc::new(CollectingEventSink::default());
+    let pipeline = Pipeline::builder()
+        .config(polling_config(150, false))
+        .gpu_source(|| None)
+        .event_sink(sink.clone())
+        .spawn()
+        .await
+        .unwrap();
+    // With no Agent scope, one mark under the root scope.
+    wait_for(
+        || !marks(&sink.events()).is_empty(),
+        Duration::from_secs(10),
+    )
+    .await;
+    let root_uuid = match &sink.events()[0] {
+        PipelineEvent::Scope(scope) => {
+            assert_eq!(scope.scope_category, ScopeCategory::Start);
+            assert!(scope.parent_uuid.is_none());
+            scope.uuid
+        }
+        other => panic!("first event should be the root scope start: {other:?}"),
+    };
+    assert_eq!(marks(&sink.events())[0].parent_uuid, Some(root_uuid));
+
+    let agents = [
+        pipeline.agent_scope("planner").await.unwrap(),
+        pipeline.agent_scope("coder").await.unwrap(),
+        pipeline.agent_scope("reviewer").await.unwrap(),
+    ];
+    let uuids: Vec<_> = agents.iter().map(|a| a.uuid()).collect();
+    let before = marks(&sink.events()).len();
+    wait_for(
+        || marks(&sink.events()).len() >= before + 9,
+        Duration::from_secs(10),
+    )
+    .await;
+
+    // Group the marks after the scopes started by timestamp: each poll has 3 copies.
+    let after: Vec<_> = marks(&sink.events()).into_iter().skip(before).collect();
+    let mut by_poll: std::collections::BTreeMap<_, Vec<_>> = Default::default();
+    for mark in &after {
+        by_poll
+            .entry(mark.timestamp)
+            .or_default()
+            .push(mark.clone());
+    }
+    let complete: Vec<_> = by_poll
+        .values()
+        .filter(|copies| copies.len() == 3)
+        .collect();
+    assert!(
+        complete.len() >= 2,
+        "polls: {:?}",
+        by_poll.values().map(Vec::len).collect::<Vec<_>>()
+    );
+    for copies in &complete {
+        let parents: Vec<_> = copies.iter().map(|m| m.parent_uuid.unwrap()).collect();
+        assert_eq!(parents, uuids, "one copy per live scope, in start order");
+        assert!(
+            copies.iter().all(|m| m.data == copies[0].data),
+            "identical data"
+        );
+        let mut distinct: Vec<_> = copies.iter().map(|m| m.uuid).collect();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 3, "each copy has its own uuid");
+        assert!(copies.iter().all(|m| m.uuid.get_version_num() == 7));
+    }
+
+    // End one scope mid-run: later polls have two copies, none under the ended one.
+    let [planner, coder, reviewer] = agents;
+    coder.end().await.unwrap();
+    let ended_at = sink.events().len();
+    wait_for(
+        || marks(&sink.events()[ended_at..]).len() >= 4,
+        Duration::from_secs(10),
+    )
+    .await;
+    let later = marks(&sink.events()[ended_at..]);
+    assert!(later.iter().all(|m| m.parent_uuid != Some(uuids[1])));
+    assert!(later.iter().any(|m| m.parent_uuid == Some(uuids[0])));
+    drop(planner);
+    drop(reviewer);
+    pipeline.shutdown().await.unwrap();
+    let events = sink.events();
+    let ends = events
+        .iter()
+        .filter(|e| matches!(e, PipelineEvent::Scope(s) if s.scope_category == ScopeCategory::End))
+        .count();
+    assert_eq!(ends, 4, "three agents and the root end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_sampler_neither_delays_the_grid_nor_its_snapshot() {
+    let sink = Arc::new(CollectingEventSink::default());
+    let period = Duration::from_millis(200);
+    let pipeline = Pipeline::builder()
+        .config(polling_config(200, false))
+        .gpu_source(|| {
+            let mut slow = ConstantPowerGpu::new(100.0);
+            slow.delay = Duration::from_millis(350);
+            Some(Box::new(slow))
+        })
+        .tick_deadline(Duration::from_millis(80))
+        .event_sink(sink.clone())
+        .spawn()
+        .await
+        .unwrap();
+    wait_for(|| marks(&sink.events()).len() >= 8, Duration::from_secs(20)).await;
+    pipeline.shutdown().await.unwrap();
+    let marks = marks(&sink.events());
+    let first = marks[0].timestamp;
+    for (k, mark) in marks.iter().enumerate().take(8) {
+        // On the fixed-rate grid: k periods after the first, give or take scheduling
+        // noise. A fixed-delay schedule would add the deadline every time (80 ms x k).
+        let offset = (mark.timestamp - first).to_std().unwrap();
+        let expected = period * k as u32;
+        let error = offset.abs_diff(expected);
+        assert!(
+            error < Duration::from_millis(70),
+            "tick {k}: {offset:?} vs {expected:?}"
+        );
+    }
+    // The slow GPU never made a deadline after the first: its category was null.
+    let with_gpu = marks
+        .iter()
+        .filter(|m| {
+            m.data
+                .measurements
+                .iter()
+                .any(|x| x.name.starts_with("nemo.relay.resource.accelerator"))
+        })
+        .count();
+    assert!(with_gpu <= 1, "{with_gpu} polls carried GPU data");
+    // And the CPU data arrived in every poll.
+    assert!(marks.iter().all(|m| {
+        m.data
+            .measurements
+            .iter()
+            .any(|x| x.name == "nemo.relay.resource.cpu.total_time")
+    }));
+    let diagnostics = pipeline.diagnostics_json().unwrap();
+    assert!(
+        diagnostics.contains("sampler.gpu.deadline_missed"),
+        "{diagnostics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_gpu_source_is_restarted_and_its_category_is_null_meanwhile() {
+    let pipeline = Pipeline::builder()
+        .config(polling_config(5000, false))
+        .gpu_source(|| Some(Box::new(PanickingGpu)))
+        .spawn()
+        .await
+        .unwrap();
+    let snapshot = pipeline.collect().await.unwrap();
+    assert!(
+        snapshot.gpu.is_none(),
+        "the failed sampler's category is null"
+    );
+    assert!(snapshot.cpu.is_some(), "the others are unaffected");
+    // Each collect makes the restarted sampler panic again.
+    let mut restarts = 0;
+    for _ in 0..40 {
+        let _ = pipeline.collect().await.unwrap();
+        restarts = pipeline.restart_count(SamplerCategory::Gpu).await;
+        if restarts >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(restarts >= 2, "restarts: {restarts}");
+    let diagnostics: serde_json::Value =
+        serde_json::from_str(&pipeline.diagnostics_json().unwrap()).unwrap();
+    let occurrences = diagnostics["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["codes"].as_array().unwrap().iter())
+        .find(|code| code["code"] == "sampler.gpu.restarted")
+        .map(|code| code["occurrences"].as_u64().unwrap())
+        .unwrap();
+    assert!(
+        occurrences >= u64::from(restarts),
+        "{occurrences} < {restarts}"
+    );
+    pipeline.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_on_a_pipeline_younger_than_one_interval_has_a_reading() {
+    let mut config = polling_config(5000, true);
+    config.resource_metrics.as_mut().unwrap().polling.enabled = false;
+    let started = std::time::Instant::now();
+    let pipeline = Pipeline::builder()
+        .config(config)
+        .environment(Default::default())
+        .gpu_source(|| Some(Box::new(ConstantPowerGpu::new(250.0))))
+        .spawn()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let report = pipeline.flush().await.unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_eq!(report.gpu_source.as_deref(), Some("test-constant"));
+    assert_eq!(report.devices.len(), 1);
+    let device = &report.devices[0];
+    assert!(device.readings >= 2, "{device:?}");
+    // 250 W over the covered time, which lies within the pipeline's lifetime.
+    assert!(
+        device.covered_seconds > 0.2 && device.covered_seconds <= elapsed,
+        "{device:?}"
+    );
+    let expected_kwh = 250.0 * device.covered_seconds / 3_600_000.0;
+    assert!(
+        (device.energy_kwh - expected_kwh).abs() < 1e-12,
+        "{} vs {expected_kwh}",
+        device.energy_kwh
+    );
+    assert!((report.total.cost - device.energy_kwh * 0.12).abs() < 1e-15);
+    assert!(report.total.co2_grams.is_none(), "CO2 is off by default");
+    assert!(report.diagnostics.is_some());
+    pipeline.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_default_scope_is_the_tree_rooted_here() {
+    let pipeline = Pipeline::builder()
+        .gpu_source(|| None)
+        .spawn()
+        .await
+        .unwrap();
+    match pipeline.target() {
+        ScopeTarget::ProcessTree(root) => assert_eq!(root.pid, std::process::id()),
+        other => panic!("{other:?}"),
+    }
+    let first = pipeline.collect().await.unwrap();
+    assert!(first.cpu.as_ref().unwrap().consumption_rate.is_none());
+    let second = pipeline.collect().await.unwrap();
+    assert!(second.cpu.as_ref().unwrap().consumption_rate.is_some());
+    pipeline.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_child_cannot_use_the_parents_pipeline() {
+    let pipeline = Pipeline::builder()
+        .gpu_source(|| None)
+        .spawn()
+        .await
+        .unwrap();
+    assert!(pipeline.ensure_same_process().is_ok());
+    // SAFETY: the child only calls the allocation-free check and `_exit`s.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        let code = match pipeline.ensure_same_process() {
+            Err(wattline::Error::ForkedChild { .. }) => 42,
+            _ => 1,
+        };
+        // SAFETY: _exit ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    assert!(child > 0);
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(libc::WEXITSTATUS(status), 42);
+    pipeline.shutdown().await.unwrap();
+}

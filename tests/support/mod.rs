@@ -1,0 +1,80 @@
+//! Shared test helpers: GPU sources that behave in known ways, and event filters.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use wattline::events::{Mark, PipelineEvent};
+use wattline::gpu::{GpuDeviceReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor};
+
+/// One device drawing a constant power, sampled with a fresh timestamp each call.
+pub struct ConstantPowerGpu {
+    pub watts: f64,
+    pub delay: Duration,
+    pub calls: Arc<AtomicU64>,
+}
+
+impl ConstantPowerGpu {
+    pub fn new(watts: f64) -> Self {
+        ConstantPowerGpu {
+            watts,
+            delay: Duration::ZERO,
+            calls: Arc::default(),
+        }
+    }
+}
+
+pub fn device(id: &str, watts: f64) -> GpuDeviceReading {
+    let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, id);
+    device.device_index = Some(0);
+    device.name = Some("Test GPU".into());
+    device.power_draw_watts = Some(watts);
+    device.memory_used_bytes = Some(512 * 1024 * 1024);
+    device.compute_utilization_percent = Some(40.0);
+    device
+}
+
+impl GpuSource for ConstantPowerGpu {
+    fn name(&self) -> &str {
+        "test-constant"
+    }
+
+    fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(self.delay);
+        Some(GpuSample {
+            devices: if request.device_metrics {
+                vec![device("GPU-test-0", self.watts)]
+            } else {
+                Vec::new()
+            },
+            processes: Vec::new(),
+            taken_at: Instant::now(),
+        })
+    }
+}
+
+/// A source that panics on every sample.
+pub struct PanickingGpu;
+
+impl GpuSource for PanickingGpu {
+    fn name(&self) -> &str {
+        "test-panicking"
+    }
+
+    fn sample(&mut self, _request: &GpuSampleRequest) -> Option<GpuSample> {
+        panic!("test GPU source failure");
+    }
+}
+
+pub fn marks(events: &[PipelineEvent]) -> Vec<Mark> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            PipelineEvent::Mark(mark) => Some(mark.clone()),
+            _ => None,
+        })
+        .collect()
+}
