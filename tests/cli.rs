@@ -180,3 +180,43 @@ fn config_show_prints_the_merged_configuration_with_defaults() {
         Some("kibibytes")
     );
 }
+
+#[test]
+fn diagnostics_shows_what_the_collection_recorded() {
+    let home = tempfile::tempdir().unwrap();
+    let output = wattline(home.path())
+        .args(["diagnostics", "--compact"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let diagnostics: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let components: Vec<&str> = diagnostics["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for expected in ["sampler", "gpu", "exporter", "pipeline"] {
+        assert!(components.contains(&expected), "{components:?}");
+    }
+    let occurrences = |code: &str| {
+        diagnostics["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["codes"].as_array().unwrap())
+            .find(|c| c["code"] == code)
+            .map(|c| c["occurrences"].as_u64().unwrap())
+            .unwrap()
+    };
+    // Global scope reads /proc/1/io; where that is denied (this VM, even as root),
+    // the denial is counted rather than failing the snapshot.
+    if std::fs::read("/proc/1/io").is_err() {
+        assert!(occurrences("sampler.disk.permission_denied") >= 1);
+    }
+    assert_eq!(occurrences("pipeline.tick_missed"), 0);
+}

@@ -1,14 +1,15 @@
-//! `wattline collect`: one snapshot as JSON.
+//! `wattline collect` and `wattline diagnostics`: one snapshot through the pipeline,
+//! printed as JSON, or the diagnostics recorded while taking it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use wattline::config::{MeasurementScopeSetting, ResourceMetricsConfig};
+use wattline::config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};
 
 use super::{ScopeArgument, load_effective_config};
 
-/// Arguments of `wattline collect`.
+/// Arguments of `wattline collect` and `wattline diagnostics`.
 #[derive(Debug, Args)]
 pub struct CollectArgs {
     /// A plugins.toml (or a directory holding one) to use instead of the user's.
@@ -20,29 +21,75 @@ pub struct CollectArgs {
     /// The process to measure in application-process and process-tree scopes.
     #[arg(long, value_name = "N")]
     pid: Option<u32>,
-    /// Print the snapshot on one line.
+    /// Print on one line.
     #[arg(long)]
     compact: bool,
 }
 
-/// Runs `collect`.
-pub fn run(args: CollectArgs) -> Result<ExitCode, String> {
+/// What to print after the collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The snapshot.
+    Snapshot,
+    /// The diagnostics context.
+    Diagnostics,
+}
+
+/// Runs `collect` or `diagnostics`.
+pub fn run(args: CollectArgs, output: Output) -> Result<ExitCode, String> {
     let effective = load_effective_config(args.config)?;
     // The CLI measures with the default component when no file enables it.
-    let config: ResourceMetricsConfig = effective.resource_metrics.unwrap_or_default();
+    let resource: ResourceMetricsConfig = effective.resource_metrics.clone().unwrap_or_default();
     let setting = args
         .scope
         .map(MeasurementScopeSetting::from)
-        .unwrap_or(config.measurement_scope);
+        .unwrap_or(resource.measurement_scope);
     let target = wattline::resolve_target(setting, MeasurementScopeSetting::Global, args.pid)
         .map_err(|error| error.to_string())?;
-    let snapshot = wattline::collect_once(target, config);
-    let json = if args.compact {
-        serde_json::to_string(&snapshot)
-    } else {
-        serde_json::to_string_pretty(&snapshot)
-    }
-    .map_err(|error| format!("cannot write the snapshot as JSON: {error}"))?;
+    let config = EffectiveConfig {
+        resource_metrics: Some(ResourceMetricsConfig {
+            // One snapshot: no polling, and no energy stage to start.
+            polling: Default::default(),
+            ..resource
+        }),
+        energy: None,
+        ..effective
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the async runtime: {error}"))?;
+    let (snapshot, diagnostics) = runtime.block_on(async move {
+        let pipeline = wattline::Pipeline::builder()
+            .config(config)
+            .scope(target)
+            .spawn()
+            .await
+            .map_err(|error| error.to_string())?;
+        let snapshot = pipeline.collect().await.map_err(|error| error.to_string());
+        let diagnostics = pipeline.diagnostics_json();
+        let _ = pipeline.shutdown().await;
+        Ok::<_, String>((snapshot?, diagnostics))
+    })?;
+    let json = match output {
+        Output::Snapshot => if args.compact {
+            serde_json::to_string(&snapshot)
+        } else {
+            serde_json::to_string_pretty(&snapshot)
+        }
+        .map_err(|error| format!("cannot write the snapshot as JSON: {error}"))?,
+        Output::Diagnostics => {
+            let text = diagnostics.ok_or("diagnostics are disabled by the configuration")?;
+            if args.compact {
+                text
+            } else {
+                let value: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|error| format!("diagnostics JSON: {error}"))?;
+                serde_json::to_string_pretty(&value)
+                    .map_err(|error| format!("diagnostics JSON: {error}"))?
+            }
+        }
+    };
     println!("{json}");
     Ok(ExitCode::SUCCESS)
 }

@@ -24,6 +24,8 @@ struct Cli {
 enum Command {
     /// Take one resource snapshot and print it as JSON.
     Collect(collect::CollectArgs),
+    /// Take one snapshot and print the diagnostics recorded meanwhile, as JSON.
+    Diagnostics(collect::CollectArgs),
     /// Check or show configuration.
     #[command(subcommand)]
     Config(config_commands::ConfigCommand),
@@ -55,7 +57,8 @@ pub fn run() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Collect(args) => collect::run(args),
+        Command::Collect(args) => collect::run(args, collect::Output::Snapshot),
+        Command::Diagnostics(args) => collect::run(args, collect::Output::Diagnostics),
         Command::Config(command) => config_commands::run(command),
     };
     match result {

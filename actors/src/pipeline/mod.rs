@@ -87,7 +87,8 @@ pub enum PipelineError {
 pub struct RunningPipeline {
     root: PathBuf,
     supervisor: ActorRef<SupervisorMessage>,
-    merger: Option<ActorRef<MergerMessage>>,
+    merger: ActorRef<MergerMessage>,
+    resource_enabled: bool,
     energy: Option<ActorRef<EnergyMessage>>,
     registry: SamplerRegistry,
     diagnostics: Option<Diagnostics>,
@@ -246,47 +247,50 @@ impl RunningPipeline {
         .map_err(spawn_error)?;
 
         let missed_ticks = Arc::new(MissedTicks::default());
-        let merger = match &resource {
-            Some(config) => {
-                let interval = Duration::from_millis(config.polling.interval_millis);
-                let deadline = spec.tick_deadline.unwrap_or_else(|| {
-                    interval
-                        .mul_f64(0.8)
-                        .clamp(Duration::from_millis(50), Duration::from_secs(10))
-                });
-                let tick_in_flight = Arc::new(AtomicBool::new(false));
-                let (merger, _) = Actor::spawn(
-                    None,
-                    MergerActor,
-                    MergerArguments {
-                        root: spec.root.clone(),
-                        target: spec.target,
-                        config: config.clone(),
-                        categories,
-                        registry: registry.clone(),
-                        sink: Arc::clone(&spec.sink),
-                        energy: energy.clone(),
-                        diagnostics: pipeline_diagnostics.clone(),
-                        deadline,
-                        tick_in_flight: Arc::clone(&tick_in_flight),
-                    },
-                )
-                .await
-                .map_err(spawn_error)?;
-                if config.polling.enabled {
-                    spawn_poll_clock(
-                        merger.clone(),
-                        interval,
-                        tick_in_flight,
-                        Arc::clone(&missed_ticks),
-                        pipeline_diagnostics.clone(),
-                        cancel.clone(),
-                    );
-                }
-                Some(merger)
-            }
-            None => None,
-        };
+        // The merger also keeps the Agent scopes, which the energy stage needs even
+        // when resource_metrics is off: it runs either way, with no categories then.
+        let resource_enabled = resource.is_some();
+        let merger_config = resource.clone().unwrap_or_else(|| {
+            let mut idle = ResourceMetricsConfig::default();
+            idle.polling.enabled = false;
+            idle
+        });
+        let config = &merger_config;
+        let interval = Duration::from_millis(config.polling.interval_millis);
+        let deadline = spec.tick_deadline.unwrap_or_else(|| {
+            interval
+                .mul_f64(0.8)
+                .clamp(Duration::from_millis(50), Duration::from_secs(10))
+        });
+        let tick_in_flight = Arc::new(AtomicBool::new(false));
+        let (merger, _) = Actor::spawn(
+            None,
+            MergerActor,
+            MergerArguments {
+                root: spec.root.clone(),
+                target: spec.target,
+                config: config.clone(),
+                categories,
+                registry: registry.clone(),
+                sink: Arc::clone(&spec.sink),
+                energy: energy.clone(),
+                diagnostics: pipeline_diagnostics.clone(),
+                deadline,
+                tick_in_flight: Arc::clone(&tick_in_flight),
+            },
+        )
+        .await
+        .map_err(spawn_error)?;
+        if resource_enabled && config.polling.enabled {
+            spawn_poll_clock(
+                merger.clone(),
+                interval,
+                tick_in_flight,
+                Arc::clone(&missed_ticks),
+                pipeline_diagnostics.clone(),
+                cancel.clone(),
+            );
+        }
         let energy_interval = spec
             .energy
             .as_ref()
@@ -306,6 +310,7 @@ impl RunningPipeline {
             root: spec.root,
             supervisor,
             merger,
+            resource_enabled,
             energy,
             registry,
             diagnostics,
@@ -318,11 +323,11 @@ impl RunningPipeline {
 
     /// A fresh snapshot on the on-demand series; no mark.
     pub async fn collect(&self) -> Result<Snapshot, PipelineError> {
-        let merger = self
+        if !self.resource_enabled {
+            return Err(PipelineError::ResourceMetricsDisabled);
+        }
+        match self
             .merger
-            .as_ref()
-            .ok_or(PipelineError::ResourceMetricsDisabled)?;
-        match merger
             .call(
                 |reply| MergerMessage::Tick {
                     series: crate::readings::SamplingSeries::OnDemand,
@@ -339,11 +344,8 @@ impl RunningPipeline {
 
     /// Starts an Agent scope; its UUID identifies it for [`Self::end_agent_scope`].
     pub async fn start_agent_scope(&self, name: &str) -> Result<Uuid, PipelineError> {
-        let merger = self
+        match self
             .merger
-            .as_ref()
-            .ok_or(PipelineError::ResourceMetricsDisabled)?;
-        match merger
             .call(
                 |reply| MergerMessage::StartAgentScope(name.to_string(), reply),
                 None,
@@ -357,26 +359,22 @@ impl RunningPipeline {
 
     /// Ends an Agent scope without waiting (safe from `Drop`).
     pub fn end_agent_scope(&self, uuid: Uuid) {
-        if let Some(merger) = &self.merger {
-            let _ = merger.cast(MergerMessage::EndAgentScope(uuid, None));
-        }
+        let _ = self.merger.cast(MergerMessage::EndAgentScope(uuid, None));
     }
 
     /// Ends an Agent scope and waits until the end event is out.
     pub async fn end_agent_scope_and_wait(&self, uuid: Uuid) -> Result<(), PipelineError> {
-        if let Some(merger) = &self.merger {
-            match merger
-                .call(
-                    |reply| MergerMessage::EndAgentScope(uuid, Some(reply)),
-                    None,
-                )
-                .await
-            {
-                Ok(CallResult::Success(())) => {}
-                _ => return Err(PipelineError::Stopped),
-            }
+        match self
+            .merger
+            .call(
+                |reply| MergerMessage::EndAgentScope(uuid, Some(reply)),
+                None,
+            )
+            .await
+        {
+            Ok(CallResult::Success(())) => Ok(()),
+            _ => Err(PipelineError::Stopped),
         }
-        Ok(())
     }
 
     /// Takes one last energy sample (closing the open interval, so even a pipeline
@@ -447,12 +445,11 @@ impl RunningPipeline {
     /// Stops the clocks, ends every scope, and stops every actor.
     pub async fn shutdown(&self) {
         self.cancel.cancel();
-        if let Some(merger) = &self.merger {
-            let _ = merger
-                .call(MergerMessage::Close, Some(Duration::from_secs(10)))
-                .await;
-            merger.stop(None);
-        }
+        let _ = self
+            .merger
+            .call(MergerMessage::Close, Some(Duration::from_secs(10)))
+            .await;
+        self.merger.stop(None);
         let _ = self
             .supervisor
             .call(

@@ -1,0 +1,55 @@
+//! Poll every 200 ms and copy each poll's mark under every live Agent scope.
+//!
+//! Run: `cargo run --example agent_scopes`
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wattline::config::{EffectiveConfig, ResourceMetricsConfig};
+use wattline::events::{CollectingEventSink, PipelineEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut resource = ResourceMetricsConfig::default();
+    resource.polling.enabled = true;
+    resource.polling.interval_millis = 200;
+    let config = EffectiveConfig {
+        resource_metrics: Some(resource),
+        ..EffectiveConfig::default()
+    };
+    let events = Arc::new(CollectingEventSink::default());
+    let pipeline = wattline::Pipeline::builder()
+        .config(config)
+        .event_sink(events.clone())
+        .spawn()
+        .await?;
+
+    let planner = pipeline.agent_scope("planner").await?;
+    let coder = pipeline.agent_scope("coder").await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    coder.end().await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(planner);
+    pipeline.shutdown().await?;
+
+    for event in events.events() {
+        match event {
+            PipelineEvent::Scope(scope) => {
+                println!(
+                    "scope {:?} {:<9} {}",
+                    scope.scope_category, scope.name, scope.uuid
+                )
+            }
+            PipelineEvent::Mark(mark) => println!(
+                "mark  {} under {} ({} measurements; copies of one poll share data and time)",
+                mark.timestamp,
+                mark.parent_uuid.map(|u| u.to_string()).unwrap_or_default(),
+                mark.data.measurements.len()
+            ),
+            PipelineEvent::Metrics { measurements, .. } => {
+                println!("gen_ai metrics: {}", measurements.len())
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,60 @@
+//! Every example runs and prints what it promises. `cargo test` builds the examples
+//! beside the test binaries; this runs them.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn example(name: &str) -> PathBuf {
+    // target/debug/deps/examples-HASH -> target/debug/examples/NAME
+    let mut path = std::env::current_exe().unwrap();
+    path.pop();
+    path.pop();
+    path.push("examples");
+    path.push(name);
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+fn run(name: &str) -> String {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(example(name))
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn collect_once_prints_a_snapshot_with_a_rate_on_the_second_sample() {
+    let out = run("collect_once");
+    assert!(out.contains("cpu consumption rate: Some("), "{out}");
+    assert!(
+        out.contains("\"measurement_scope\": \"process_tree\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn agent_scopes_prints_copies_under_each_scope() {
+    let out = run("agent_scopes");
+    assert!(out.contains("scope Start planner"), "{out}");
+    assert!(out.contains("scope End coder"), "{out}");
+    assert!(out.matches("mark  ").count() >= 3, "{out}");
+}
+
+#[test]
+fn energy_report_prints_the_table_and_json() {
+    let out = run("energy_report");
+    assert!(out.contains("GPU source: simulated"), "{out}");
+    assert!(out.contains("agent training-step"), "{out}");
+    let json_start = out.find('{').unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out[json_start..]).unwrap();
+    assert!(report["total"]["gpu_energy_kwh"].as_f64().unwrap() > 0.0);
+    assert!(report["total"]["co2_grams"].as_f64().unwrap() > 0.0);
+}
