@@ -191,8 +191,8 @@ fn resolve_tree(root: &Path, target: ScopeTarget, identity: ProcessIdentity) -> 
         Ok(()) if children_files_supported(root, identity.pid) => {
             resolve_tree_by_children(root, target, root_stat, children)
         }
-        // Kernels built without CONFIG_PROC_CHILDREN (this VM's among them) have no
-        // `children` files: find descendants from every process's parent pid instead.
+        // Kernels built without CONFIG_PROC_CHILDREN have no `children` files: find
+        // descendants from every process's parent pid instead.
         _ => resolve_tree_by_parent_scan(root, target, root_stat),
     }
 }

@@ -1817,3 +1817,21 @@ fn parsers_never_panic_on_arbitrary_bytes() {
     }
     assert_eq!(accepted_required, 0);
 }
+
+#[test]
+fn v2_a_tree_spread_over_sub_groups_of_its_group_is_exclusive() {
+    let fx = v2_fixture();
+    // The root stays in job.scope; its child moved to a sub-group of it.
+    fx.file(&format!("{JOB}/cgroup.procs"), "100\n")
+        .file(&format!("{JOB}/worker/cgroup.procs"), "101\n")
+        .file("proc/101/cgroup", "0::/wattline.slice/job.scope/worker\n");
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101])
+        .expect("ok")
+        .expect("the group holds exactly the tree");
+    assert_eq!(group.unified.map(|g| g.dir), Some(fx.path(JOB)));
+    // Measured from the child's side, its sub-group misses the root: not exclusive.
+    assert_eq!(
+        find_exclusive_group(fx.root(), &layout_of(&fx), &[101, 100]).expect("ok"),
+        None
+    );
+}

@@ -405,12 +405,15 @@ pub struct ExclusiveGroup {
     pub v1: BTreeMap<String, GroupDir>,
 }
 
-/// Finds the exclusive group(s) of the measured `pids` under `layout`.
+/// Finds the exclusive group(s) of the measured `pids` under `layout`: per hierarchy,
+/// the group of the first live measured pid, when that group and its descendants hold
+/// exactly the measured pids (a tree spread over sub-groups of one group counts).
 ///
-/// Returns `Ok(None)` when `pids` is empty, the layout has no cgroups, a live pid's
-/// `/proc/PID/cgroup` is absent, or no hierarchy is exclusive. Pids that exit during
-/// the check are skipped. Errors reading `/proc/PID/cgroup` or `cgroup.procs` (other
-/// than absence) are returned.
+/// Only one `/proc/PID/cgroup` is read; the group's `cgroup.procs` files prove the
+/// rest. Returns `Ok(None)` when `pids` is empty, the layout has no cgroups, no
+/// measured pid is alive, or no hierarchy is exclusive. Measured pids that exited
+/// during the check are skipped. Errors reading `/proc/PID/cgroup` or `cgroup.procs`
+/// (other than absence) are returned.
 pub fn find_exclusive_group(
     root: &Path,
     layout: &CgroupLayout,
@@ -421,25 +424,27 @@ pub fn find_exclusive_group(
     }
     let measured: HashSet<u32> = pids.iter().copied().collect();
     let mut buf = Vec::with_capacity(512);
-    let mut live: Vec<(u32, ProcCgroup)> = Vec::with_capacity(measured.len());
-    for &pid in &measured {
+    let mut first = None;
+    for &pid in pids {
         match read_proc_cgroup(root, pid, &mut buf) {
-            Ok(Some(groups)) => live.push((pid, groups)),
+            Ok(Some(groups)) => {
+                first = Some(groups);
+                break;
+            }
             Ok(None) => return Ok(None),
             Err(ReadError::Gone { .. }) => {}
             Err(err) => return Err(err),
         }
     }
-    if live.is_empty() {
+    let Some(groups) = first else {
         return Ok(None);
-    }
-    let live_pids: Vec<u32> = live.iter().map(|(pid, _)| *pid).collect();
+    };
     let mut verdicts: HashMap<PathBuf, bool> = HashMap::new();
     let mut judge = |group: GroupDir| -> Result<Option<GroupDir>, ReadError> {
         let exclusive = match verdicts.get(&group.dir) {
             Some(v) => *v,
             None => {
-                let v = holds_exactly(&group.dir, &measured, &live_pids)?;
+                let v = holds_exactly(root, &group.dir, &measured)?;
                 verdicts.insert(group.dir.clone(), v);
                 v
             }
@@ -449,14 +454,14 @@ pub fn find_exclusive_group(
 
     let mut found = ExclusiveGroup::default();
     if let Some(mount) = layout.unified()
-        && let Some(path) = common_path(live.iter().map(|(_, g)| g.unified.as_deref()))
+        && let Some(path) = groups.unified.as_deref()
         && let Some(group) = mount.group(path)
     {
         found.unified = judge(group)?;
     }
     for controller in V1_CONTROLLERS {
         if let Some(mount) = layout.v1_controller(controller)
-            && let Some(path) = common_path(live.iter().map(|(_, g)| g.v1_path(controller)))
+            && let Some(path) = groups.v1_path(controller)
             && let Some(group) = mount.group(path)
             && let Some(group) = judge(group)?
         {
@@ -469,38 +474,48 @@ pub fn find_exclusive_group(
     Ok(Some(found))
 }
 
-/// The path every item names, if all are `Some` and equal.
-fn common_path<'a>(mut paths: impl Iterator<Item = Option<&'a str>>) -> Option<&'a str> {
-    let first = paths.next()??;
-    for path in paths {
-        if path? != first {
-            return None;
-        }
-    }
-    Some(first)
-}
-
 /// Whether the pids in `dir` and its descendants (from `cgroup.procs`) are all in
-/// `measured` and include every pid of `live`. Stops at the first foreign pid.
-fn holds_exactly(dir: &Path, measured: &HashSet<u32>, live: &[u32]) -> Result<bool, ReadError> {
+/// `measured` and include every measured pid that is still alive. Stops at the first
+/// foreign pid.
+fn holds_exactly(root: &Path, dir: &Path, measured: &HashSet<u32>) -> Result<bool, ReadError> {
     if !dir.is_dir() {
         return Ok(false);
     }
-    let mut found: HashSet<u32> = HashSet::with_capacity(live.len());
+    let mut found: HashSet<u32> = HashSet::with_capacity(measured.len());
     let mut stack = vec![dir.to_path_buf()];
-    let mut buf = Vec::with_capacity(256);
+    let mut line = Vec::with_capacity(16);
     while let Some(current) = stack.pop() {
         let procs = current.join("cgroup.procs");
-        if read_file(&procs, &mut buf)? {
-            for (index, line) in String::from_utf8_lossy(&buf).lines().enumerate() {
-                let line = line.trim();
-                if line.is_empty() {
+        // Read line by line through a small buffer and stop at the first foreign pid:
+        // the kernel builds this list as it is read, so a busy group (the hierarchy
+        // root, say) costs one small read instead of its whole list.
+        let file = match fs::File::open(&procs) {
+            Ok(file) => Some(file),
+            Err(err) if is_absent(&err) => None,
+            Err(err) => return Err(ReadError::from_io(&procs, err)),
+        };
+        if let Some(file) = file {
+            let mut reader = std::io::BufReader::with_capacity(512, file);
+            let mut index = 0;
+            loop {
+                line.clear();
+                match std::io::BufRead::read_until(&mut reader, b'\n', &mut line) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(err) => return Err(ReadError::from_io(&procs, err)),
+                }
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim();
+                index += 1;
+                if text.is_empty() {
                     continue;
                 }
-                let pid = parse_u64("cgroup.procs", line)
+                let pid = parse_u64("cgroup.procs", text)
                     .ok()
                     .and_then(|p| u32::try_from(p).ok())
-                    .ok_or_else(|| ReadError::parse(&procs, ParseError::malformed(index, line)))?;
+                    .ok_or_else(|| {
+                        ReadError::parse(&procs, ParseError::malformed(index - 1, text))
+                    })?;
                 if !measured.contains(&pid) {
                     return Ok(false);
                 }
@@ -524,7 +539,11 @@ fn holds_exactly(dir: &Path, measured: &HashSet<u32>, live: &[u32]) -> Result<bo
             }
         }
     }
-    Ok(live.iter().all(|pid| found.contains(pid)))
+    // A measured pid not found in the group is either elsewhere (not exclusive) or gone.
+    Ok(measured
+        .iter()
+        .filter(|pid| !found.contains(pid))
+        .all(|pid| !matches!(proc_pid_dir(root, *pid).try_exists(), Ok(true))))
 }
 
 /// Counters and limits of an exclusive group, base units. Every field is `None` when
