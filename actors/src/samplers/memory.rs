@@ -21,6 +21,8 @@ pub const RESIDENT_FIELD: &str = "memory.resident";
 pub const PRIVATE_FIELD: &str = "memory.private";
 /// See [`RESIDENT_FIELD`].
 pub const VIRTUAL_FIELD: &str = "memory.virtual_memory";
+/// Peak resident memory, application scope only.
+pub const PEAK_RESIDENT_FIELD: &str = "memory.peak_resident";
 /// macOS only; always zero processes here.
 pub const PHYSICAL_FOOTPRINT_FIELD: &str = "memory.physical_footprint";
 
@@ -102,6 +104,10 @@ impl MemorySampler {
                 Ok(status) => reading.peak_resident_bytes = status.and_then(|s| s.vm_hwm_bytes),
                 Err(error) => problems.add(&error),
             }
+            coverage.insert(
+                PEAK_RESIDENT_FIELD,
+                u64::from(reading.peak_resident_bytes.is_some()),
+            );
         }
     }
 }
