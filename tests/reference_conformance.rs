@@ -127,7 +127,7 @@ fn assert_same_shape(reference: &Value, ours: &Value) {
             .cloned()
             .collect()
     };
-    assert_eq!(keys(&ours), keys(&reference), "process_sampling keys");
+    assert_eq!(keys(ours), keys(reference), "process_sampling keys");
     assert_eq!(ours["measurement_scope"], reference["measurement_scope"]);
     assert_eq!(ours["operating_system"], reference["operating_system"]);
 }
