@@ -187,3 +187,90 @@ fn read_filesystems(paths: &[String], problems: &mut ReadProblems) -> Vec<Filesy
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn io(read_bytes: u64, write_bytes: u64) -> ProcessIo {
+        ProcessIo {
+            read_bytes,
+            write_bytes,
+            syscr: 0,
+            syscw: 0,
+        }
+    }
+
+    fn id(pid: u32) -> ProcessIdentity {
+        ProcessIdentity {
+            pid,
+            start_ticks: 100,
+        }
+    }
+
+    fn per_process(
+        values: Vec<(ProcessIdentity, ProcessIo)>,
+        missing: u64,
+        all_or_nothing: bool,
+    ) -> PerProcess<ProcessIo> {
+        PerProcess {
+            values,
+            missing,
+            all_or_nothing,
+            unreadable_in_scope: 0,
+        }
+    }
+
+    #[test]
+    fn first_sample_has_no_throughput() {
+        let io = per_process(vec![(id(1), io(10, 10))], 0, true);
+        assert_eq!(throughput(None, &io, Instant::now()), Throughput::default());
+    }
+
+    #[test]
+    fn change_over_elapsed_time_and_new_processes_count_their_lifetime() {
+        let start = Instant::now();
+        let previous = DiskBaseline {
+            at: start,
+            counters: HashMap::from([(id(1), (100, 1000))]),
+        };
+        let io = per_process(vec![(id(1), io(300, 1000)), (id(2), io(100, 500))], 0, true);
+        let rates = throughput(Some(&previous), &io, start + Duration::from_secs(2));
+        assert_eq!(rates.read, Some(150.0));
+        assert_eq!(rates.write, Some(250.0));
+        assert_eq!(rates.supplied, 2);
+    }
+
+    #[test]
+    fn a_counter_reset_makes_the_interval_unavailable() {
+        let start = Instant::now();
+        let previous = DiskBaseline {
+            at: start,
+            counters: HashMap::from([(id(1), (100, 1000))]),
+        };
+        let io = per_process(vec![(id(1), io(50, 1000))], 0, false);
+        assert_eq!(
+            throughput(Some(&previous), &io, start + Duration::from_secs(1)),
+            Throughput::default()
+        );
+    }
+
+    #[test]
+    fn a_process_scope_needs_every_process() {
+        let start = Instant::now();
+        let previous = DiskBaseline {
+            at: start,
+            counters: HashMap::from([(id(1), (0, 0))]),
+        };
+        let incomplete = per_process(vec![(id(1), io(10, 10))], 1, true);
+        let rates = throughput(Some(&previous), &incomplete, start + Duration::from_secs(1));
+        assert_eq!((rates.read, rates.write), (None, None));
+        // Global scope adds what it could read.
+        let global = per_process(vec![(id(1), io(10, 10))], 1, false);
+        assert_eq!(
+            throughput(Some(&previous), &global, start + Duration::from_secs(1)).read,
+            Some(10.0)
+        );
+    }
+}

@@ -2,16 +2,17 @@
 //! group holds exactly the measured pids, and gathers that group's counters and limits.
 //!
 //! Flow: [`read_cgroup_layout`] parses `root/proc/self/mountinfo` once;
-//! [`find_exclusive_group`] reads `/proc/PID/cgroup` for each measured pid and walks the
-//! candidate group's `cgroup.procs` recursively; [`read_cgroup_readings`] reads the
-//! files of every exclusive hierarchy into one [`CgroupReadings`] (file formats live in
-//! [`super::cgroup_v2`] and [`super::cgroup_v1`]).
+//! [`find_exclusive_group`] reads `/proc/PID/cgroup` of the first measured pid (the
+//! root of the scope) and walks that group's `cgroup.procs` recursively;
+//! [`read_cgroup_readings`] reads the files of every exclusive hierarchy into one
+//! [`CgroupReadings`] (file formats live in [`super::cgroup_v2`] and
+//! [`super::cgroup_v1`]).
 //!
-//! A hierarchy's group is *exclusive* when every measured pid sits directly in the same
-//! group G and the pids found in G and all its descendant groups are exactly the
-//! measured pids. Each hierarchy is judged on its own: on a hybrid host the v1 memory
-//! group can be exclusive while the unified group is not. Measured pids that exit during
-//! the check are ignored. A tree spread over sub-groups of G is not exclusive.
+//! A hierarchy's group G (the root's group) is *exclusive* when the pids found in G
+//! and all its descendant groups are exactly the measured pids, so a tree spread over
+//! sub-groups of G counts. Each hierarchy is judged on its own: on a hybrid host the
+//! v1 memory group can be exclusive while the unified group is not. Measured pids that
+//! exit during the check are ignored.
 //!
 //! # Fields each layout can fill
 //!
