@@ -129,7 +129,7 @@ fn a_failed_sample_is_a_gap_for_every_device() {
         Utc::now(),
     );
     let gpu = &account.report(Utc::now()).devices[0];
-    assert!((gpu.trapezoid_kwh * 3_600_000.0 - 2000.0).abs() < 1e-9);
+    assert!((gpu.trapezoid_kwh.unwrap() * 3_600_000.0 - 2000.0).abs() < 1e-9);
     assert_eq!(gpu.gaps, 1);
 }
 
@@ -162,7 +162,7 @@ fn a_device_that_stops_reporting_is_not_integrated_across_its_absence() {
         .iter()
         .find(|d| d.device_identifier == "GPU-b")
         .unwrap();
-    assert_eq!(b.trapezoid_kwh, 0.0);
+    assert_eq!(b.trapezoid_kwh, Some(0.0));
     assert_eq!(b.gaps, 1);
     // Its gauges reappear only with its readings.
     let powers: Vec<_> = metrics
@@ -294,4 +294,55 @@ fn no_rapl_means_no_cpu_figure_not_zero() {
     let report = account.report(Utc::now());
     assert!(report.total.cpu_energy_kwh.is_none());
     assert!(report.cpu_zones.is_empty());
+}
+
+#[test]
+fn the_report_rebuilt_from_recorded_metrics_matches_the_live_one() {
+    use wattline_actors::energy::replay::report_from_measurements;
+    let start = Instant::now();
+    let mut account = EnergyAccount::new(settings(true), Utc::now());
+    let mut batches = Vec::new();
+    let times = [0.0, 0.5, 1.7, 2.0, 4.25, 9.0];
+    let watts = [120.0, 180.0, 175.5, 300.0, 90.0, 95.0];
+    for (i, (t, w)) in times.iter().zip(watts).enumerate() {
+        let wall = Utc::now() + chrono::Duration::milliseconds((t * 1000.0) as i64);
+        if i == 3 {
+            account.add_gpu_sample(None, wall); // a gap
+        }
+        let sample = sample(
+            start + Duration::from_secs_f64(*t),
+            vec![device("GPU-a", w, 50.0), device("GPU-b", w / 2.0, 10.0)],
+        );
+        batches.push((wall, account.add_gpu_sample(Some(&sample), wall)));
+    }
+    let live = account.report(Utc::now());
+    let replayed = report_from_measurements(batches.iter().map(|(t, m)| (*t, m.as_slice())), "USD");
+    assert_eq!(replayed.devices.len(), 2);
+    for (live, replayed) in live.devices.iter().zip(&replayed.devices) {
+        assert_eq!(live.device_identifier, replayed.device_identifier);
+        assert!(((live.energy_kwh - replayed.energy_kwh) / live.energy_kwh).abs() < 1e-12);
+        assert!(
+            (live.covered_seconds - replayed.covered_seconds).abs() < 1e-9,
+            "{} vs {}",
+            live.covered_seconds,
+            replayed.covered_seconds
+        );
+        assert_eq!(live.readings, replayed.readings);
+        assert_eq!(live.max_watts, replayed.max_watts);
+        assert_eq!(live.energy_source, replayed.energy_source);
+    }
+    assert!(
+        ((live.total.gpu_energy_kwh - replayed.total.gpu_energy_kwh) / live.total.gpu_energy_kwh)
+            .abs()
+            < 1e-12
+    );
+    assert!(((live.total.cost - replayed.total.cost) / live.total.cost).abs() < 1e-12);
+    assert!(
+        ((live.total.co2_grams.unwrap() - replayed.total.co2_grams.unwrap())
+            / live.total.co2_grams.unwrap())
+        .abs()
+            < 1e-12
+    );
+    assert!((replayed.cost_per_kwh.value - 0.2).abs() < 1e-12);
+    assert!((replayed.carbon_intensity.unwrap().value - 400.0).abs() < 1e-9);
 }

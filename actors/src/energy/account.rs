@@ -235,7 +235,7 @@ impl EnergyAccount {
                     energy_kwh,
                     energy_source,
                     counter_kwh: integrator.counter_kilowatt_hours(),
-                    trapezoid_kwh: integrator.trapezoid_kilowatt_hours(),
+                    trapezoid_kwh: Some(integrator.trapezoid_kilowatt_hours()),
                     mean_watts: integrator.mean_watts(),
                     max_watts: integrator.max_watts,
                     covered_seconds: integrator.covered_seconds,

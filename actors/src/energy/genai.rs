@@ -18,6 +18,11 @@ pub const POWER_HISTOGRAM_BOUNDARIES: [f64; 12] = [
 
 const MEBIBYTE: f64 = 1024.0 * 1024.0;
 
+/// Per-device interval length, s; with [`METHOD_ATTRIBUTE`].
+pub const INTERVAL_METRIC: &str = "wattline.energy.interval_duration";
+/// `counter` or `trapezoid`: which figure an interval's energy is.
+pub const METHOD_ATTRIBUTE: &str = "wattline.energy.method";
+
 fn measurement(
     name: &str,
     kind: MetricKind,
@@ -292,6 +297,26 @@ fn energy(
             .find(|d| &d.device_identifier == identifier)
             .map(device_attributes)
             .unwrap_or_default();
+        // The interval's length and method let a reader of the event file rebuild the
+        // report: covered time and which figure the energy is.
+        let mut interval_attributes = attributes.clone();
+        let method = if interval.counter_joules.is_some() {
+            "counter"
+        } else {
+            "trapezoid"
+        };
+        interval_attributes.insert(
+            METHOD_ATTRIBUTE.into(),
+            AttributeValue::String(method.into()),
+        );
+        out.push(measurement(
+            INTERVAL_METRIC,
+            MetricKind::Gauge,
+            interval.seconds(),
+            "s",
+            "Length of the power interval the energy covers",
+            interval_attributes,
+        ));
         attributes.insert("component".into(), AttributeValue::String("gpu".into()));
         out.push(measurement(
             "gen_ai.energy.consumed",

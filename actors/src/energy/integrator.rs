@@ -35,6 +35,11 @@ pub struct Interval {
 }
 
 impl Interval {
+    /// The interval's best energy: the counter delta where known, else the trapezoid, J.
+    pub fn best_joules(&self) -> f64 {
+        self.counter_joules.unwrap_or(self.trapezoid_joules)
+    }
+
     /// Length in seconds.
     pub fn seconds(&self) -> f64 {
         self.end
@@ -91,6 +96,8 @@ pub struct DeviceIntegrator {
     pub trapezoid_joules: f64,
     /// Counter energy over the intervals that had counters at both ends, J.
     pub counter_joules: f64,
+    /// Best energy per interval (its counter delta where known, else its trapezoid), J.
+    pub best_joules: f64,
     /// Intervals integrated.
     pub intervals: u64,
     /// Intervals whose counter energy was known.
@@ -146,6 +153,7 @@ impl DeviceIntegrator {
                 self.counter_joules += joules;
                 self.counter_intervals += 1;
             }
+            self.best_joules += interval.best_joules();
         }
         self.last = Some(point);
         closed
@@ -169,12 +177,17 @@ impl DeviceIntegrator {
             .then(|| self.counter_joules / JOULES_PER_KILOWATT_HOUR)
     }
 
-    /// The primary figure: the counter where it covers everything, else the trapezoid.
+    /// The primary figure: each interval's counter delta where the counter was readable
+    /// at both ends, its trapezoid otherwise; and which method that amounts to.
     pub fn kilowatt_hours(&self) -> (f64, EnergySource) {
-        match self.counter_kilowatt_hours() {
-            Some(kwh) => (kwh, EnergySource::Counter),
-            None => (self.trapezoid_kilowatt_hours(), EnergySource::Trapezoid),
-        }
+        let source = if self.intervals > 0 && self.counter_intervals == self.intervals {
+            EnergySource::Counter
+        } else if self.counter_intervals == 0 {
+            EnergySource::Trapezoid
+        } else {
+            EnergySource::Mixed
+        };
+        (self.best_joules / JOULES_PER_KILOWATT_HOUR, source)
     }
 
     /// Mean power over the covered time, W.
@@ -198,6 +211,8 @@ pub enum EnergySource {
     Trapezoid,
     /// RAPL powercap counters.
     Rapl,
+    /// Counter deltas for some intervals, the trapezoid for the rest.
+    Mixed,
 }
 
 #[cfg(test)]
@@ -322,10 +337,16 @@ mod tests {
         );
         assert_eq!(device.kilowatt_hours().1, EnergySource::Counter);
         assert_eq!(device.trapezoid_joules, 1000.0);
-        // One interval without a counter: the counter no longer covers the run.
+        // One interval without a counter: that interval uses its trapezoid.
         device.add(point(start, 20.0, 100.0));
         assert_eq!(device.counter_kilowatt_hours(), None);
-        assert_eq!(device.kilowatt_hours().1, EnergySource::Trapezoid);
+        assert_eq!(
+            device.kilowatt_hours(),
+            (
+                (1050.0 + 1000.0) / JOULES_PER_KILOWATT_HOUR,
+                EnergySource::Mixed
+            )
+        );
     }
 
     #[test]

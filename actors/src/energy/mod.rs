@@ -3,4 +3,5 @@
 pub mod account;
 pub mod genai;
 pub mod integrator;
+pub mod replay;
 pub mod report;

@@ -31,8 +31,9 @@ pub struct DeviceEnergy {
     pub energy_source: EnergySource,
     /// kWh from the hardware energy counter, when it covered every interval.
     pub counter_kwh: Option<f64>,
-    /// kWh from the trapezoid between power samples (the cross-check).
-    pub trapezoid_kwh: f64,
+    /// kWh from the trapezoid between power samples (the cross-check); `None` when
+    /// rebuilt from a file whose intervals used the counter.
+    pub trapezoid_kwh: Option<f64>,
     /// Mean power over the covered time, W.
     pub mean_watts: Option<f64>,
     /// Highest power reading, W.
@@ -171,6 +172,7 @@ impl EnergyReport {
                         EnergySource::Counter => "counter",
                         EnergySource::Trapezoid => "trapezoid",
                         EnergySource::Rapl => "rapl",
+                        EnergySource::Mixed => "mixed",
                     },
                     optional(device.mean_watts),
                     optional(device.max_watts),
