@@ -346,3 +346,12 @@ fn the_report_rebuilt_from_recorded_metrics_matches_the_live_one() {
     assert!((replayed.cost_per_kwh.value - 0.2).abs() < 1e-12);
     assert!((replayed.carbon_intensity.unwrap().value - 400.0).abs() < 1e-9);
 }
+
+#[test]
+fn an_empty_report_says_zero_not_negative_zero() {
+    let account = EnergyAccount::new(settings(false), Utc::now());
+    let report = account.report(Utc::now());
+    assert!(report.total.gpu_energy_kwh.is_sign_positive());
+    assert!(report.total.cost.is_sign_positive());
+    assert!(!report.to_table().contains("-0.0"), "{}", report.to_table());
+}

@@ -2,6 +2,8 @@
 
 mod collect;
 mod config_commands;
+mod run;
+mod status;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +28,8 @@ enum Command {
     Collect(collect::CollectArgs),
     /// Take one snapshot and print the diagnostics recorded meanwhile, as JSON.
     Diagnostics(collect::CollectArgs),
+    /// Run a command, measure it, and print the energy/cost report at the end.
+    Run(run::RunArgs),
     /// Check or show configuration.
     #[command(subcommand)]
     Config(config_commands::ConfigCommand),
@@ -60,6 +64,7 @@ pub fn run() -> ExitCode {
         Command::Collect(args) => collect::run(args, collect::Output::Snapshot),
         Command::Diagnostics(args) => collect::run(args, collect::Output::Diagnostics),
         Command::Config(command) => config_commands::run(command),
+        Command::Run(args) => run::run(args, Box::new(|_, _| Ok(Vec::new()))),
     };
     match result {
         Ok(code) => code,

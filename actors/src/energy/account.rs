@@ -246,7 +246,7 @@ impl EnergyAccount {
                 }
             })
             .collect();
-        let gpu_energy_kwh: f64 = devices.iter().map(|d| d.energy_kwh).sum();
+        let gpu_energy_kwh = devices.iter().fold(0.0, |total, d| total + d.energy_kwh);
         let cpu_zones: Vec<ZoneEnergy> = self
             .zones
             .iter()
@@ -275,7 +275,8 @@ impl EnergyAccount {
                 gpu_energy_kwh,
                 cost: gpu_energy_kwh * config.cost_per_kwh,
                 co2_grams: co2(gpu_energy_kwh),
-                cpu_energy_kwh: (!package_kwh.is_empty()).then(|| package_kwh.iter().sum()),
+                cpu_energy_kwh: (!package_kwh.is_empty())
+                    .then(|| package_kwh.iter().fold(0.0, |total, kwh| total + kwh)),
             },
             devices,
             cpu_zones,

@@ -68,7 +68,7 @@ pub fn report_from_measurements<'a>(
             }
         }
     }
-    let total_kwh: f64 = devices.values().map(|d| d.kwh).sum();
+    let total_kwh = devices.values().fold(0.0, |total, d| total + d.kwh);
     let price = if total_kwh > 0.0 {
         cost / total_kwh
     } else {

@@ -1,0 +1,240 @@
+//! `wattline run -- CMD ARGS…`: launches a command, measures it, forwards signals to
+//! it, prints the energy/cost report at the end, and exits with the command's code.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use wattline::config::{MeasurementScopeSetting, ResourceMetricsConfig};
+use wattline::events::EventSink;
+
+use super::status::{StatusSink, status_line};
+use super::{ScopeArgument, load_effective_config};
+
+/// How the report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// A table on stderr.
+    Table,
+    /// JSON on stdout.
+    Json,
+}
+
+/// Arguments of `wattline run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A plugins.toml (or a directory holding one) to use instead of the user's.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Milliseconds between polls (default: the configuration's, 5000).
+    #[arg(long, value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Write ATOF JSON lines into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub atof: Option<PathBuf>,
+    /// Send OTLP metrics to this collector endpoint (gRPC; `http://host:4317`).
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+    /// The report's format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub report: ReportFormat,
+    /// What to measure; default global (the CLI's runtime_default), or the launched
+    /// command's tree.
+    #[arg(long, value_enum)]
+    pub scope: Option<ScopeArgument>,
+    /// No live status line.
+    #[arg(long)]
+    pub quiet: bool,
+    /// The command and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<String>,
+}
+
+/// Extra event sinks (exporters) the caller wires in.
+pub type SinkFactory = Box<
+    dyn FnOnce(
+        &RunArgs,
+        &wattline::config::EffectiveConfig,
+    ) -> Result<Vec<Arc<dyn EventSink>>, String>,
+>;
+
+/// Runs `run`.
+pub fn run(args: RunArgs, exporters: SinkFactory) -> Result<ExitCode, String> {
+    let mut effective = load_effective_config(args.config.clone())?;
+    let mut resource: ResourceMetricsConfig =
+        effective.resource_metrics.clone().unwrap_or_default();
+    resource.polling.enabled = true;
+    if let Some(interval) = args.interval {
+        if interval == 0 {
+            return Err("--interval: must be greater than zero (got 0)".into());
+        }
+        resource.polling.interval_millis = interval;
+    }
+    let setting = args
+        .scope
+        .map(MeasurementScopeSetting::from)
+        .unwrap_or(resource.measurement_scope);
+    effective.resource_metrics = Some(resource);
+    let sinks = exporters(&args, &effective)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the async runtime: {error}"))?;
+    runtime.block_on(run_async(args, effective, setting, sinks))
+}
+
+async fn run_async(
+    args: RunArgs,
+    config: wattline::config::EffectiveConfig,
+    setting: MeasurementScopeSetting,
+    sinks: Vec<Arc<dyn EventSink>>,
+) -> Result<ExitCode, String> {
+    let (program, arguments) = args.command.split_first().ok_or("no command to run")?;
+    // Watch the signals before the child exists, so none arrives unhandled.
+    let signals = Signals::new()?;
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(program)
+        .args(arguments)
+        .spawn()
+        .map_err(|error| format!("cannot run {program:?}: {error}"))?;
+    let pid = child
+        .id()
+        .ok_or("the command exited before it could be measured")?;
+    // Process-tree polls start only now that the child exists.
+    let target = match wattline::resolve_target(setting, MeasurementScopeSetting::Global, Some(pid))
+    {
+        Ok(target) => target,
+        Err(error) => {
+            let _ = child.kill().await;
+            return Err(error.to_string());
+        }
+    };
+    let status = Arc::new(StatusSink::default());
+    let mut builder = wattline::Pipeline::builder()
+        .config(config)
+        .scope(target)
+        .event_sink(status.clone());
+    for sink in sinks {
+        builder = builder.event_sink(sink);
+    }
+    let pipeline = builder.spawn().await.map_err(|error| error.to_string())?;
+
+    let show_status = !args.quiet && stderr_is_terminal();
+    let exit = wait_forwarding_signals(
+        &mut child,
+        pid,
+        signals,
+        started,
+        show_status.then_some(status),
+    )
+    .await?;
+    if show_status {
+        eprint!("\r\x1b[2K");
+    }
+    let report = pipeline
+        .shutdown()
+        .await
+        .map_err(|error| error.to_string())?;
+    if let Some(report) = report {
+        match args.report {
+            ReportFormat::Table => eprint!("{}", report.to_table()),
+            ReportFormat::Json => println!(
+                "{}",
+                report
+                    .to_json()
+                    .map_err(|error| format!("cannot write the report: {error}"))?
+            ),
+        }
+    }
+    Ok(exit)
+}
+
+fn stderr_is_terminal() -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    unsafe { libc::isatty(libc::STDERR_FILENO) == 1 }
+}
+
+/// True when SIGINT most likely came from this terminal's Ctrl-C, which the kernel
+/// already delivered to the whole foreground process group, the child included.
+fn interrupt_came_from_terminal() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only inspect process state.
+    unsafe {
+        libc::isatty(libc::STDIN_FILENO) == 1
+            && libc::tcgetpgrp(libc::STDIN_FILENO) == libc::getpgrp()
+    }
+}
+
+/// The signals `run` forwards to its command.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Self, String> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())
+                .map_err(|e| format!("cannot watch SIGINT: {e}"))?,
+            terminate: signal(SignalKind::terminate())
+                .map_err(|e| format!("cannot watch SIGTERM: {e}"))?,
+        })
+    }
+}
+
+async fn wait_forwarding_signals(
+    child: &mut tokio::process::Child,
+    pid: u32,
+    signals: Signals,
+    started: Instant,
+    status: Option<Arc<StatusSink>>,
+) -> Result<ExitCode, String> {
+    let Signals {
+        mut interrupt,
+        mut terminate,
+    } = signals;
+    let mut ticker = tokio::time::interval(Duration::from_millis(500));
+    let forward = |signal: libc::c_int| {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return;
+        };
+        // SAFETY: kill sends a signal to our own child.
+        unsafe { libc::kill(pid, signal) };
+    };
+    loop {
+        tokio::select! {
+            exit = child.wait() => {
+                let exit = exit.map_err(|error| format!("waiting for the command: {error}"))?;
+                return Ok(exit_code(exit));
+            }
+            _ = interrupt.recv() => {
+                if !interrupt_came_from_terminal() {
+                    forward(libc::SIGINT);
+                }
+            }
+            _ = terminate.recv() => forward(libc::SIGTERM),
+            _ = ticker.tick(), if status.is_some() => {
+                if let Some(status) = &status {
+                    eprint!("\r\x1b[2K{}", status_line(started.elapsed().as_secs_f64(), &status.figures()));
+                }
+            }
+        }
+    }
+}
+
+/// The command's exit code; a command killed by a signal gives 128 + the signal.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|signal| 128 + signal))
+        .unwrap_or(1);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
