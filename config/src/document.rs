@@ -4,15 +4,22 @@ use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
 
+use crate::atof::AtofConfig;
 use crate::diagnostics::DiagnosticsLimits;
 use crate::error::{ConfigError, FieldError};
+use crate::opentelemetry::OpenTelemetryConfig;
 use crate::resource_metrics::ResourceMetricsConfig;
 
 /// The only document version this build reads.
 pub const SUPPORTED_VERSION: i64 = 1;
 
 /// Component kinds this build knows, in the order `config show` writes them.
-pub const KNOWN_KINDS: &[&str] = &[ComponentKind::RESOURCE_METRICS, ComponentKind::DIAGNOSTICS];
+pub const KNOWN_KINDS: &[&str] = &[
+    ComponentKind::RESOURCE_METRICS,
+    ComponentKind::DIAGNOSTICS,
+    ComponentKind::ATOF,
+    ComponentKind::OPENTELEMETRY,
+];
 
 /// A component kind known to this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -21,17 +28,25 @@ pub enum ComponentKind {
     ResourceMetrics,
     /// `diagnostics`: the pipeline's diagnostics context and its limits. On by default.
     Diagnostics,
+    /// `atof`: the ATOF JSON-lines file exporter. Off unless enabled.
+    Atof,
+    /// `opentelemetry`: the OTLP metrics exporter. Off unless enabled.
+    OpenTelemetry,
 }
 
 impl ComponentKind {
     const RESOURCE_METRICS: &'static str = "resource_metrics";
     const DIAGNOSTICS: &'static str = "diagnostics";
+    const ATOF: &'static str = "atof";
+    const OPENTELEMETRY: &'static str = "opentelemetry";
 
     /// The kind's name as written in `plugins.toml`.
     pub fn name(self) -> &'static str {
         match self {
             ComponentKind::ResourceMetrics => Self::RESOURCE_METRICS,
             ComponentKind::Diagnostics => Self::DIAGNOSTICS,
+            ComponentKind::Atof => Self::ATOF,
+            ComponentKind::OpenTelemetry => Self::OPENTELEMETRY,
         }
     }
 
@@ -40,6 +55,8 @@ impl ComponentKind {
         match name {
             Self::RESOURCE_METRICS => Some(ComponentKind::ResourceMetrics),
             Self::DIAGNOSTICS => Some(ComponentKind::Diagnostics),
+            Self::ATOF => Some(ComponentKind::Atof),
+            Self::OPENTELEMETRY => Some(ComponentKind::OpenTelemetry),
             _ => None,
         }
     }
@@ -62,6 +79,14 @@ impl ComponentKind {
                         ),
                     )
                 })
+            }
+            ComponentKind::Atof => {
+                let config: AtofConfig = deserialize_table(table)?;
+                config.validate()
+            }
+            ComponentKind::OpenTelemetry => {
+                let config: OpenTelemetryConfig = deserialize_table(table)?;
+                config.validate()
             }
         }
     }
