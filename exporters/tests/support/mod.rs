@@ -241,6 +241,13 @@ impl Inbox {
     }
 }
 
+/// A listening socket, made without a runtime so receivers can start inside async tests.
+fn bind(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -313,10 +320,13 @@ impl MetricsService for GrpcRecorder {
 pub fn grpc_receiver_on(addr: SocketAddr) -> std::io::Result<Receiver> {
     let runtime = runtime();
     let inbox = Inbox::default();
-    let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
+    let listener = bind(addr)?;
     let addr = listener.local_addr()?;
     let service = MetricsServiceServer::new(GrpcRecorder(inbox.clone()));
     runtime.spawn(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
         let incoming = tonic::transport::server::TcpIncoming::from(listener);
         if let Err(error) = tonic::transport::Server::builder()
             .add_service(service)
@@ -342,10 +352,13 @@ pub fn grpc_receiver() -> Receiver {
 pub fn http_receiver_on(addr: SocketAddr) -> std::io::Result<Receiver> {
     let runtime = runtime();
     let inbox = Inbox::default();
-    let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
+    let listener = bind(addr)?;
     let addr = listener.local_addr()?;
     let accepted = inbox.clone();
     runtime.spawn(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
         while let Ok((stream, _)) = listener.accept().await {
             tokio::spawn(serve_http_connection(stream, accepted.clone()));
         }
@@ -445,13 +458,14 @@ pub struct SilentReceiver {
 impl SilentReceiver {
     pub fn start() -> Self {
         let runtime = runtime();
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind");
+        let listener = bind("127.0.0.1:0".parse().expect("address")).expect("bind");
         let addr = listener.local_addr().expect("address");
         let bytes = Arc::new(Mutex::new(0));
         let counter = Arc::clone(&bytes);
         runtime.spawn(async move {
+            let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                return;
+            };
             while let Ok((mut stream, _)) = listener.accept().await {
                 let counter = Arc::clone(&counter);
                 tokio::spawn(async move {
