@@ -128,6 +128,31 @@ fn type_name(value_type: MetricValueType) -> &'static str {
 /// Validates a whole mark's data: every measurement's own rules, and one kind, unit and
 /// value type per name (names compared case-insensitively). All or nothing: the first
 /// broken rule is returned as `measurements[i]: rule`.
+///
+/// ```
+/// use wattline_actors::events::{
+///     MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
+/// };
+/// use wattline_exporters::validate_metric_measurements;
+///
+/// let power = MetricMeasurement {
+///     name: "gen_ai.gpu.power".into(),
+///     kind: MetricKind::Gauge,
+///     value_type: MetricValueType::F64,
+///     value: MetricValue::F64(312.5),
+///     unit: Some("W".into()),
+///     description: None,
+///     attributes: None,
+///     boundaries: None,
+/// };
+/// let mut data = MetricMeasurements { measurements: vec![power.clone()] };
+/// assert_eq!(validate_metric_measurements(&data), Ok(()));
+///
+/// // The same name again with another unit breaks "one name, one unit".
+/// data.measurements.push(MetricMeasurement { unit: Some("kW".into()), ..power });
+/// let reason = validate_metric_measurements(&data).unwrap_err();
+/// assert!(reason.starts_with("measurements[1]: name \"gen_ai.gpu.power\""));
+/// ```
 pub fn validate_metric_measurements(data: &MetricMeasurements) -> Result<(), String> {
     let mut seen: HashMap<String, (usize, MetricKind, Option<&str>, MetricValueType)> =
         HashMap::new();
