@@ -161,11 +161,11 @@ impl MetricsPipeline {
     }
 
     /// Records the event's measurements (never blocks), then reports periodic exports
-    /// that failed since the last call, if any.
+    /// that failed since the last call, if any; that report comes before refused
+    /// measurements, which the instrument table counts anyway.
     pub(crate) fn record(&mut self, measurements: &[MetricMeasurement]) -> Result<(), ExportError> {
         let recorded = self.instruments.record_all(measurements);
-        let failures = self.unreported_failures();
-        recorded.and(failures)
+        self.unreported_failures().and(recorded)
     }
 
     fn unreported_failures(&mut self) -> Result<(), ExportError> {
