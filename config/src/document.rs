@@ -4,9 +4,11 @@ use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
 
+use crate::atof::AtofConfig;
 use crate::diagnostics::DiagnosticsLimits;
 use crate::energy::EnergyConfig;
 use crate::error::{ConfigError, FieldError};
+use crate::opentelemetry::OpenTelemetryConfig;
 use crate::resource_metrics::ResourceMetricsConfig;
 
 /// The only document version this build reads.
@@ -17,6 +19,8 @@ pub const KNOWN_KINDS: &[&str] = &[
     ComponentKind::RESOURCE_METRICS,
     ComponentKind::ENERGY,
     ComponentKind::DIAGNOSTICS,
+    ComponentKind::ATOF,
+    ComponentKind::OPENTELEMETRY,
 ];
 
 /// A component kind known to this build.
@@ -28,12 +32,18 @@ pub enum ComponentKind {
     Diagnostics,
     /// `energy`: power into kWh, cost and CO2. On by default.
     Energy,
+    /// `atof`: the ATOF JSON-lines file exporter. Off unless enabled.
+    Atof,
+    /// `opentelemetry`: the OTLP metrics exporter. Off unless enabled.
+    OpenTelemetry,
 }
 
 impl ComponentKind {
     const RESOURCE_METRICS: &'static str = "resource_metrics";
     const DIAGNOSTICS: &'static str = "diagnostics";
     const ENERGY: &'static str = "energy";
+    const ATOF: &'static str = "atof";
+    const OPENTELEMETRY: &'static str = "opentelemetry";
 
     /// The kind's name as written in `plugins.toml`.
     pub fn name(self) -> &'static str {
@@ -41,6 +51,8 @@ impl ComponentKind {
             ComponentKind::ResourceMetrics => Self::RESOURCE_METRICS,
             ComponentKind::Diagnostics => Self::DIAGNOSTICS,
             ComponentKind::Energy => Self::ENERGY,
+            ComponentKind::Atof => Self::ATOF,
+            ComponentKind::OpenTelemetry => Self::OPENTELEMETRY,
         }
     }
 
@@ -50,6 +62,8 @@ impl ComponentKind {
             Self::RESOURCE_METRICS => Some(ComponentKind::ResourceMetrics),
             Self::DIAGNOSTICS => Some(ComponentKind::Diagnostics),
             Self::ENERGY => Some(ComponentKind::Energy),
+            Self::ATOF => Some(ComponentKind::Atof),
+            Self::OPENTELEMETRY => Some(ComponentKind::OpenTelemetry),
             _ => None,
         }
     }
@@ -76,6 +90,14 @@ impl ComponentKind {
                         ),
                     )
                 })
+            }
+            ComponentKind::Atof => {
+                let config: AtofConfig = deserialize_table(table)?;
+                config.validate()
+            }
+            ComponentKind::OpenTelemetry => {
+                let config: OpenTelemetryConfig = deserialize_table(table)?;
+                config.validate()
             }
         }
     }

@@ -11,10 +11,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::atof::AtofConfig;
 use crate::diagnostics::DiagnosticsLimits;
 use crate::document::{ComponentKind, PluginsDocument, deserialize_table};
 use crate::energy::{EnergyConfig, EnergySettings, FactorOrigin};
-use crate::error::ConfigError;
+use crate::error::{ConfigError, FieldError};
+use crate::opentelemetry::OpenTelemetryConfig;
 use crate::resource_metrics::ResourceMetricsConfig;
 
 /// The application directory name under the configuration roots.
@@ -124,6 +126,10 @@ pub struct EffectiveConfig {
     pub diagnostics: Option<DiagnosticsLimits>,
     /// The `energy` component, on by default, with where each factor came from.
     pub energy: Option<EnergySettings>,
+    /// The `atof` file exporter, when enabled.
+    pub atof: Option<AtofConfig>,
+    /// The `opentelemetry` metrics exporter, when enabled.
+    pub opentelemetry: Option<OpenTelemetryConfig>,
 }
 
 impl Default for EffectiveConfig {
@@ -132,6 +138,8 @@ impl Default for EffectiveConfig {
             resource_metrics: None,
             diagnostics: Some(DiagnosticsLimits::default()),
             energy: Some(EnergySettings::default()),
+            atof: None,
+            opentelemetry: None,
         }
     }
 }
@@ -174,10 +182,12 @@ impl EffectiveConfig {
             resource_metrics: None,
             diagnostics: None,
             energy: None,
+            atof: None,
+            opentelemetry: None,
         };
         for (kind, table) in &merged {
             let at = format!("components[kind = \"{}\"].config", kind.name());
-            let field_error = |error: crate::error::FieldError| {
+            let field_error = |error: FieldError| {
                 let path = if error.path.is_empty() {
                     at.clone()
                 } else {
@@ -217,12 +227,20 @@ impl EffectiveConfig {
                     let limits: DiagnosticsLimits =
                         deserialize_table(table).map_err(field_error)?;
                     limits.validate().map_err(|error| {
-                        field_error(crate::error::FieldError::new(
-                            error.field,
-                            error.to_string(),
-                        ))
+                        field_error(FieldError::new(error.field, error.to_string()))
                     })?;
                     effective.diagnostics = Some(limits);
+                }
+                ComponentKind::Atof => {
+                    let config: AtofConfig = deserialize_table(table).map_err(field_error)?;
+                    config.validate().map_err(field_error)?;
+                    effective.atof = Some(config);
+                }
+                ComponentKind::OpenTelemetry => {
+                    let config: OpenTelemetryConfig =
+                        deserialize_table(table).map_err(field_error)?;
+                    config.validate().map_err(field_error)?;
+                    effective.opentelemetry = Some(config);
                 }
             }
         }
@@ -252,6 +270,12 @@ impl EffectiveConfig {
                 table.insert("enabled".into(), toml::Value::Boolean(false));
                 components.push(toml::Value::Table(table));
             }
+        }
+        if let Some(config) = &self.atof {
+            components.push(component_table(ComponentKind::Atof, config)?);
+        }
+        if let Some(config) = &self.opentelemetry {
+            components.push(component_table(ComponentKind::OpenTelemetry, config)?);
         }
         let mut document = toml::Table::new();
         document.insert("version".into(), toml::Value::Integer(1));

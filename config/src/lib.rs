@@ -3,15 +3,21 @@
 //!
 //! No OS access beyond reading the configuration files, no async.
 
+pub mod atof;
 pub mod diagnostics;
 pub mod document;
 pub mod energy;
 pub mod error;
 pub mod layers;
+pub mod opentelemetry;
 pub mod resource_metrics;
 pub mod units;
 
+pub use atof::{AtofConfig, AtofWriteMode};
 pub use document::{ComponentEntry, ComponentKind, KNOWN_KINDS, PluginsDocument};
 pub use error::{ConfigError, FieldError};
 pub use layers::{CODE_SOURCE, Discovery, EffectiveConfig, load_file, merge_tables};
+pub use opentelemetry::{
+    MetricTemporality, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport,
+};
 pub use resource_metrics::{MeasurementScopeSetting, ResourceMetricsConfig};

@@ -1,1 +1,31 @@
-//! wattline exporters.
+//! wattline's exporters: the ATOF JSON-lines file, OTLP metrics (gRPC and HTTP/protobuf),
+//! a stdout printer for debugging, and the fan-out that runs each as its own actor with
+//! a bounded mailbox and drop counters.
+//!
+//! Every exporter implements [`Exporter`]; build them from the `atof` and
+//! `opentelemetry` configuration kinds, hand them to a [`FanOut`], and send it
+//! [`PipelineEvent`](wattline_actors::events::PipelineEvent)s. Nothing here reads the
+//! operating system beyond the files it writes and the sockets it sends on (and the
+//! environment variables named in `header_env`, read once at build).
+
+pub mod atof;
+pub mod exporter;
+pub mod fanout;
+pub mod instruments;
+pub mod metric_schema;
+mod metrics_pipeline;
+pub mod otlp;
+mod otlp_grpc;
+pub mod otlp_http;
+pub mod stdout;
+
+pub use atof::AtofExporter;
+pub use exporter::{BuildError, ExportError, Exporter, ExporterKind};
+pub use fanout::{
+    ExportFailureSink, ExporterStats, FanOut, FanOutBuilder, FanOutError, FanOutReport,
+    LaneOutcome, LaneReport,
+};
+pub use metric_schema::{parse_metric_measurements, validate_metric_measurements};
+pub use metrics_pipeline::ExportStatus;
+pub use otlp::{EndpointStatus, EnvLookup, OtlpExporter, OtlpExporterBuilder};
+pub use stdout::StdoutExporter;

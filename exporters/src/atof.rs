@@ -1,0 +1,379 @@
+//! The ATOF file exporter: each pipeline event as one JSON line in a file created 0600,
+//! fsynced at flush and shutdown, that keeps going after a write error.
+//!
+//! Envelope order: `kind, atof_version, uuid, parent_uuid, timestamp, name, data,
+//! data_schema, metadata`, then `scope_category, attributes, category,
+//! category_profile` for scopes and `category, category_profile` (both `null`) for marks.
+//! Absent fields are written as `null`. A [`PipelineEvent::Metrics`] batch is written as
+//! a mark named [`METRICS_MARK_NAME`] with the same schema, under the live root scope
+//! (the last scope started without a parent) or with no parent.
+//!
+//! After a failed write the partial line is cut off, the file is closed, and the line
+//! waits in a bounded backlog ([`MAX_PENDING_LINES`]); the next event (or flush) re-opens
+//! the file in append mode and writes the backlog first, so nothing already written is
+//! lost and a transient failure loses nothing at all.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+use wattline_actors::events::{
+    METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MetricMeasurements,
+    PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
+};
+use wattline_config::{AtofConfig, AtofWriteMode};
+
+use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
+use crate::metric_schema::validate_metric_measurements;
+
+/// The ATOF version written in every line.
+pub const ATOF_VERSION: &str = "0.1";
+/// The mark name a [`PipelineEvent::Metrics`] batch is written under.
+pub const METRICS_MARK_NAME: &str = "wattline.metrics";
+/// The subtype of a custom scope without a parent.
+pub const ROOT_SCOPE_SUBTYPE: &str = "root";
+/// Lines kept for retry after a write error; past this the oldest is dropped and counted.
+pub const MAX_PENDING_LINES: usize = 256;
+/// Permission bits of a file the exporter creates.
+pub const FILE_MODE: u32 = 0o600;
+
+#[derive(Serialize)]
+struct DataSchema {
+    name: &'static str,
+    version: &'static str,
+}
+
+const MEASUREMENTS_SCHEMA: DataSchema = DataSchema {
+    name: METRIC_MEASUREMENTS_SCHEMA,
+    version: METRIC_MEASUREMENTS_SCHEMA_VERSION,
+};
+
+/// The common head of every line, then the kind-specific tail, in order.
+#[derive(Serialize)]
+struct Envelope<'a, Tail: Serialize> {
+    kind: &'static str,
+    atof_version: &'static str,
+    uuid: Uuid,
+    parent_uuid: Option<Uuid>,
+    timestamp: String,
+    name: &'a str,
+    data: Option<&'a MetricMeasurements>,
+    data_schema: Option<DataSchema>,
+    metadata: Option<()>,
+    #[serde(flatten)]
+    tail: Tail,
+}
+
+#[derive(Serialize)]
+struct ScopeTail {
+    scope_category: ScopeCategory,
+    attributes: [&'static str; 0],
+    category: &'static str,
+    category_profile: Option<CategoryProfile>,
+}
+
+#[derive(Serialize)]
+struct CategoryProfile {
+    subtype: String,
+}
+
+#[derive(Serialize)]
+struct MarkTail {
+    category: Option<()>,
+    category_profile: Option<()>,
+}
+
+/// The timestamp as the reference writes it: RFC 3339, `+00:00`, nanoseconds.
+pub fn format_timestamp(timestamp: DateTime<Utc>) -> String {
+    timestamp.to_rfc3339_opts(SecondsFormat::Nanos, false)
+}
+
+/// One scope event as an ATOF line (no trailing newline). Agent scopes have category
+/// `agent`; other scopes `custom` with subtype `root` when they have no parent, else
+/// their name.
+pub fn render_scope(scope: &ScopeEvent) -> Result<String, ExportError> {
+    let (category, category_profile) = match scope.kind {
+        ScopeKind::Agent => ("agent", None),
+        ScopeKind::Custom => {
+            let subtype = match scope.parent_uuid {
+                None => ROOT_SCOPE_SUBTYPE.to_string(),
+                Some(_) => scope.name.clone(),
+            };
+            ("custom", Some(CategoryProfile { subtype }))
+        }
+    };
+    let line = Envelope {
+        kind: "scope",
+        atof_version: ATOF_VERSION,
+        uuid: scope.uuid,
+        parent_uuid: scope.parent_uuid,
+        timestamp: format_timestamp(scope.timestamp),
+        name: &scope.name,
+        data: None,
+        data_schema: None,
+        metadata: None,
+        tail: ScopeTail {
+            scope_category: scope.scope_category,
+            attributes: [],
+            category,
+            category_profile,
+        },
+    };
+    Ok(serde_json::to_string(&line)?)
+}
+
+/// One mark as an ATOF line (no trailing newline), after validating its data against
+/// `nemo.relay.metric_measurements` v1.
+pub fn render_mark(mark: &Mark) -> Result<String, ExportError> {
+    validate_metric_measurements(&mark.data).map_err(|reason| ExportError::InvalidMark {
+        name: mark.name.clone(),
+        reason,
+    })?;
+    let line = Envelope {
+        kind: "mark",
+        atof_version: ATOF_VERSION,
+        uuid: mark.uuid,
+        parent_uuid: mark.parent_uuid,
+        timestamp: format_timestamp(mark.timestamp),
+        name: &mark.name,
+        data: Some(&mark.data),
+        data_schema: Some(MEASUREMENTS_SCHEMA),
+        metadata: None,
+        tail: MarkTail {
+            category: None,
+            category_profile: None,
+        },
+    };
+    Ok(serde_json::to_string(&line)?)
+}
+
+/// Writes pipeline events to one ATOF JSON-lines file.
+#[derive(Debug)]
+pub struct AtofExporter {
+    path: PathBuf,
+    file: Option<File>,
+    /// Length of the file up to the end of the last complete line we wrote.
+    good_len: u64,
+    /// A failed write left bytes past `good_len` that could not be cut off yet.
+    cut_pending: bool,
+    pending: VecDeque<Vec<u8>>,
+    lines_written: u64,
+    lines_lost: u64,
+    root_scope: Option<Uuid>,
+    shut_down: bool,
+}
+
+impl AtofExporter {
+    /// Opens the file for `config`, its name rendered from the current time.
+    pub fn build(config: &AtofConfig) -> Result<Self, BuildError> {
+        Self::build_at(config, Utc::now())
+    }
+
+    /// Opens the file for `config`, its name rendered (in UTC) from `opened_at`.
+    /// Creates `output_directory` if missing; an error names the path that failed.
+    pub fn build_at(config: &AtofConfig, opened_at: DateTime<Utc>) -> Result<Self, BuildError> {
+        config.validate()?;
+        let file_name = config.render_filename(opened_at)?;
+        let directory = PathBuf::from(&config.output_directory);
+        std::fs::create_dir_all(&directory).map_err(|source| BuildError::OutputDirectory {
+            path: directory.clone(),
+            source,
+        })?;
+        let path = directory.join(file_name);
+        let truncate = config.mode == AtofWriteMode::Overwrite;
+        let file = open_file(&path, truncate).map_err(|source| BuildError::OpenFile {
+            path: path.clone(),
+            source,
+        })?;
+        let good_len = file
+            .metadata()
+            .map_err(|source| BuildError::OpenFile {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        Ok(AtofExporter {
+            path,
+            file: Some(file),
+            good_len,
+            cut_pending: false,
+            pending: VecDeque::new(),
+            lines_written: 0,
+            lines_lost: 0,
+            root_scope: None,
+            shut_down: false,
+        })
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Lines written completely since the exporter was built.
+    pub fn lines_written(&self) -> u64 {
+        self.lines_written
+    }
+
+    /// Lines waiting to be written after a write error.
+    pub fn pending_lines(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Lines given up because the backlog was full.
+    pub fn lines_lost(&self) -> u64 {
+        self.lines_lost
+    }
+
+    fn render(&mut self, event: &PipelineEvent) -> Result<String, ExportError> {
+        match event {
+            PipelineEvent::Scope(scope) => {
+                if scope.parent_uuid.is_none() {
+                    match scope.scope_category {
+                        ScopeCategory::Start => self.root_scope = Some(scope.uuid),
+                        ScopeCategory::End if self.root_scope == Some(scope.uuid) => {
+                            self.root_scope = None;
+                        }
+                        ScopeCategory::End => {}
+                    }
+                }
+                render_scope(scope)
+            }
+            PipelineEvent::Mark(mark) => render_mark(mark),
+            PipelineEvent::Metrics {
+                timestamp,
+                measurements,
+            } => render_mark(&Mark {
+                uuid: new_uuid(),
+                parent_uuid: self.root_scope,
+                timestamp: *timestamp,
+                name: METRICS_MARK_NAME.into(),
+                data: MetricMeasurements {
+                    measurements: measurements.clone(),
+                },
+            }),
+        }
+    }
+
+    /// Writes every pending line, re-opening the file first when a previous error
+    /// closed it.
+    fn write_pending(&mut self) -> Result<(), ExportError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        if self.file.is_none() {
+            let file = self
+                .reopen()
+                .map_err(|source| self.io_error("open", source))?;
+            self.file = Some(file);
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        while let Some(line) = self.pending.front() {
+            match file.write_all(line) {
+                Ok(()) => {
+                    self.good_len += line.len() as u64;
+                    self.lines_written += 1;
+                    self.pending.pop_front();
+                }
+                Err(source) => {
+                    // Cut off a partial line so the next one starts on a line of its own.
+                    self.cut_pending = file.set_len(self.good_len).is_err();
+                    self.file = None;
+                    return Err(self.io_error("write", source));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reopen(&mut self) -> std::io::Result<File> {
+        let file = open_file(&self.path, false)?;
+        let length = file.metadata()?.len();
+        if self.cut_pending && length > self.good_len {
+            file.set_len(self.good_len)?;
+        } else {
+            self.good_len = length;
+        }
+        self.cut_pending = false;
+        Ok(file)
+    }
+
+    fn io_error(&self, operation: &'static str, source: std::io::Error) -> ExportError {
+        ExportError::Io {
+            operation,
+            path: self.path.clone(),
+            source,
+            pending: self.pending.len(),
+        }
+    }
+
+    fn queue(&mut self, line: String) {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        if self.pending.len() >= MAX_PENDING_LINES {
+            self.pending.pop_front();
+            self.lines_lost += 1;
+        }
+        self.pending.push_back(bytes);
+    }
+
+    fn sync(&mut self) -> Result<(), ExportError> {
+        self.write_pending()?;
+        match self.file.as_ref() {
+            Some(file) => file
+                .sync_all()
+                .map_err(|source| self.io_error("sync", source)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Exporter for AtofExporter {
+    fn kind(&self) -> ExporterKind {
+        ExporterKind::Atof
+    }
+
+    fn export(&mut self, event: &PipelineEvent) -> Result<(), ExportError> {
+        if self.shut_down {
+            return Err(ExportError::ShutDown("atof"));
+        }
+        let line = self.render(event)?;
+        self.queue(line);
+        self.write_pending()
+    }
+
+    fn flush(&mut self) -> Result<(), ExportError> {
+        if self.shut_down {
+            return Err(ExportError::ShutDown("atof"));
+        }
+        self.sync()
+    }
+
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        if self.shut_down {
+            return Ok(());
+        }
+        let result = self.sync();
+        self.shut_down = true;
+        self.file = None;
+        result
+    }
+}
+
+fn open_file(path: &Path, truncate: bool) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).mode(FILE_MODE);
+    if truncate {
+        options.write(true).truncate(true);
+    } else {
+        options.append(true);
+    }
+    options.open(path)
+}

@@ -1,0 +1,650 @@
+//! The fan-out: every exporter runs as its own ractor actor behind a bounded mailbox, so
+//! a slow, failing or dead exporter never delays the sender or another exporter.
+//!
+//! [`FanOut::send`] never waits: per exporter it either queues the event or, when that
+//! exporter already has `mailbox_capacity` events waiting (or has stopped), drops it
+//! and counts the drop. Each actor runs its exporter's (possibly blocking) calls on the
+//! blocking thread pool, one at a time, in order. Failures and drops are counted per
+//! exporter ([`FanOut::stats`]), logged with `tracing` at the first occurrence and then
+//! every `log_every`-th, and handed (with the exact count since the last report) to an
+//! optional [`ExportFailureSink`], such as the pipeline's diagnostics.
+
+use std::num::NonZeroU64;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use ractor::concurrency::{JoinHandle, OneshotReceiver, oneshot};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio::time::Instant;
+use wattline_actors::diagnostics::{
+    ExporterCode, FailureClass, Observation, PipelineCode, PipelineComponent, PipelineDiagnostics,
+};
+use wattline_actors::events::PipelineEvent;
+
+use crate::exporter::{ExportError, Exporter, ExporterKind};
+
+/// Default events one exporter may have waiting before new ones are dropped for it.
+pub const DEFAULT_MAILBOX_CAPACITY: usize = 1024;
+/// Default spacing of repeated failure and drop reports (the first is always reported).
+pub const DEFAULT_LOG_EVERY: u64 = 100;
+/// How long shutdown waits for an actor to end once it was told to stop.
+const ACTOR_STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Receives exporter failures and drops, rate-limited: called at the first occurrence
+/// and then at every `log_every`-th, with the number of occurrences since the previous
+/// call (so the totals add up exactly), and once more at shutdown for any remainder.
+/// Called on the sending thread for drops: it must be quick and must not block.
+pub trait ExportFailureSink: Send + Sync + 'static {
+    /// `occurrences` calls of `exporter` failed since the last report; `error` is the
+    /// latest (`None` in the report at shutdown).
+    fn export_failed(
+        &self,
+        exporter: &str,
+        kind: ExporterKind,
+        occurrences: NonZeroU64,
+        error: Option<&ExportError>,
+    );
+
+    /// `occurrences` events were dropped for `exporter` since the last report, because
+    /// its mailbox was full or it had stopped.
+    fn events_dropped(&self, exporter: &str, kind: ExporterKind, occurrences: NonZeroU64);
+}
+
+/// Records exporter failures as `exporter.atof.write_failed` / `exporter.otlp.export_failed`
+/// and drops as `exporter.otlp.dropped` (ATOF drops as `exporter.atof.write_failed`:
+/// a dropped event is a line never written).
+impl ExportFailureSink for PipelineDiagnostics {
+    fn export_failed(
+        &self,
+        exporter: &str,
+        kind: ExporterKind,
+        occurrences: NonZeroU64,
+        error: Option<&ExportError>,
+    ) {
+        let (code, class) = match kind {
+            ExporterKind::Atof => {
+                let denied = matches!(error, Some(ExportError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::PermissionDenied);
+                let class = if denied {
+                    FailureClass::PermissionDenied
+                } else {
+                    FailureClass::Io
+                };
+                (ExporterCode::AtofWriteFailed, class)
+            }
+            ExporterKind::Otlp | ExporterKind::Stdout => {
+                (ExporterCode::OtlpExportFailed, FailureClass::Unavailable)
+            }
+        };
+        let detail = match error {
+            Some(error) => format!("{exporter}: {error}"),
+            None => format!("{exporter}: failures since the last report"),
+        };
+        record(self, code, class, detail, occurrences);
+    }
+
+    fn events_dropped(&self, exporter: &str, kind: ExporterKind, occurrences: NonZeroU64) {
+        let (code, class) = match kind {
+            ExporterKind::Atof => (ExporterCode::AtofWriteFailed, FailureClass::Io),
+            ExporterKind::Otlp | ExporterKind::Stdout => {
+                (ExporterCode::OtlpDropped, FailureClass::ResourceExhausted)
+            }
+        };
+        let detail = format!("{exporter}: events dropped, mailbox full or exporter stopped");
+        record(self, code, class, detail, occurrences);
+    }
+}
+
+fn record(
+    diagnostics: &PipelineDiagnostics,
+    code: ExporterCode,
+    class: FailureClass,
+    detail: String,
+    occurrences: NonZeroU64,
+) {
+    let code = PipelineCode::Exporter(code);
+    let outcome = diagnostics
+        .component(PipelineComponent::Exporter)
+        .try_record_lazy(|| Observation::failure(code.position(), class, detail, occurrences));
+    if let Err(error) = outcome {
+        tracing::debug!(code = code.name(), %error, "exporter diagnostic not recorded");
+    }
+}
+
+/// Counters of one exporter in a fan-out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExporterStats {
+    /// The name it was added under.
+    pub name: String,
+    /// Its kind.
+    pub kind: ExporterKind,
+    /// Events it exported without error.
+    pub exported: u64,
+    /// Calls (export, flush, shutdown) that returned an error.
+    pub failed: u64,
+    /// Events dropped for it: mailbox full, or the exporter had stopped.
+    pub dropped: u64,
+    /// Events waiting in its mailbox now.
+    pub queued: usize,
+}
+
+/// How one exporter answered a flush or shutdown.
+#[derive(Debug)]
+pub enum LaneOutcome {
+    /// Done.
+    Done,
+    /// The exporter reported an error.
+    Failed(ExportError),
+    /// No answer before the deadline (the call may still finish later).
+    TimedOut,
+    /// The exporter's actor had stopped (shut down, or its exporter panicked).
+    Stopped,
+}
+
+impl LaneOutcome {
+    /// `done`, `failed`, `timed_out` or `stopped`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LaneOutcome::Done => "done",
+            LaneOutcome::Failed(_) => "failed",
+            LaneOutcome::TimedOut => "timed_out",
+            LaneOutcome::Stopped => "stopped",
+        }
+    }
+}
+
+/// One exporter's answer to a flush or shutdown.
+#[derive(Debug)]
+pub struct LaneReport {
+    /// The exporter's name.
+    pub exporter: String,
+    /// What happened.
+    pub outcome: LaneOutcome,
+}
+
+/// The answers of every exporter, in the order they were added.
+#[derive(Debug)]
+pub struct FanOutReport {
+    /// One per exporter.
+    pub lanes: Vec<LaneReport>,
+}
+
+impl FanOutReport {
+    /// Whether every exporter answered `Done`.
+    pub fn all_done(&self) -> bool {
+        self.lanes
+            .iter()
+            .all(|lane| matches!(lane.outcome, LaneOutcome::Done))
+    }
+
+    /// Each exporter's name with its outcome's [`LaneOutcome::as_str`], in order.
+    pub fn summary(&self) -> Vec<(&str, &'static str)> {
+        self.lanes
+            .iter()
+            .map(|lane| (lane.exporter.as_str(), lane.outcome.as_str()))
+            .collect()
+    }
+
+    /// The outcome of the exporter called `name`.
+    pub fn outcome(&self, name: &str) -> Option<&LaneOutcome> {
+        self.lanes
+            .iter()
+            .find(|lane| lane.exporter == name)
+            .map(|lane| &lane.outcome)
+    }
+}
+
+/// What the sender and the actor of one lane share.
+struct LaneShared {
+    name: String,
+    kind: ExporterKind,
+    capacity: usize,
+    log_every: u64,
+    sink: Option<Arc<dyn ExportFailureSink>>,
+    queued: AtomicUsize,
+    exported: AtomicU64,
+    failed: AtomicU64,
+    failures_reported: AtomicU64,
+    dropped: AtomicU64,
+    drops_reported: AtomicU64,
+}
+
+impl LaneShared {
+    fn due(&self, total: u64) -> bool {
+        total == 1 || total.is_multiple_of(self.log_every)
+    }
+
+    fn note_drop(&self) {
+        let total = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.due(total) {
+            tracing::warn!(
+                exporter = %self.name,
+                dropped = total,
+                capacity = self.capacity,
+                "exporter mailbox full or exporter stopped: event dropped for this exporter"
+            );
+            self.report_drops(total);
+        }
+    }
+
+    fn report_drops(&self, total: u64) {
+        let previous = self.drops_reported.fetch_max(total, Ordering::Relaxed);
+        if let (Some(sink), Some(new)) =
+            (&self.sink, NonZeroU64::new(total.saturating_sub(previous)))
+        {
+            sink.events_dropped(&self.name, self.kind, new);
+        }
+    }
+
+    fn note_failure(&self, error: &ExportError) {
+        let total = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.due(total) {
+            tracing::warn!(exporter = %self.name, failures = total, %error, "exporter call failed");
+            self.report_failures(total, Some(error));
+        }
+    }
+
+    fn report_failures(&self, total: u64, error: Option<&ExportError>) {
+        let previous = self.failures_reported.fetch_max(total, Ordering::Relaxed);
+        if let (Some(sink), Some(new)) =
+            (&self.sink, NonZeroU64::new(total.saturating_sub(previous)))
+        {
+            sink.export_failed(&self.name, self.kind, new, error);
+        }
+    }
+
+    /// Reports what the rate limit held back.
+    fn report_remainders(&self) {
+        self.report_failures(self.failed.load(Ordering::Relaxed), None);
+        self.report_drops(self.dropped.load(Ordering::Relaxed));
+    }
+
+    fn stats(&self) -> ExporterStats {
+        ExporterStats {
+            name: self.name.clone(),
+            kind: self.kind,
+            exported: self.exported.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            queued: self.queued.load(Ordering::Relaxed),
+        }
+    }
+}
+
+enum LaneMessage {
+    Export(Arc<PipelineEvent>),
+    Flush(RpcReplyPort<Result<(), ExportError>>),
+    Shutdown(RpcReplyPort<Result<(), ExportError>>),
+}
+
+struct LaneActor;
+
+struct LaneState {
+    exporter: Option<Box<dyn Exporter>>,
+    shared: Arc<LaneShared>,
+}
+
+impl LaneState {
+    /// Runs one exporter call on the blocking pool. An exporter that panicked is gone:
+    /// the error stops the actor, and later events count as dropped.
+    async fn run<R: Send + 'static>(
+        &mut self,
+        call: impl FnOnce(&mut dyn Exporter) -> Result<R, ExportError> + Send + 'static,
+    ) -> Result<Result<R, ExportError>, ActorProcessingErr> {
+        let Some(mut exporter) = self.exporter.take() else {
+            return Ok(Err(ExportError::ShutDown(self.shared.kind.as_str())));
+        };
+        let (exporter, result) = tokio::task::spawn_blocking(move || {
+            let result = call(exporter.as_mut());
+            (exporter, result)
+        })
+        .await
+        .map_err(|error| {
+            tracing::error!(exporter = %self.shared.name, %error, "exporter panicked; it receives nothing more");
+            ActorProcessingErr::from(format!("exporter {} panicked: {error}", self.shared.name))
+        })?;
+        self.exporter = Some(exporter);
+        if let Err(error) = &result {
+            self.shared.note_failure(error);
+        }
+        Ok(result)
+    }
+}
+
+impl Actor for LaneActor {
+    type Msg = LaneMessage;
+    type State = LaneState;
+    type Arguments = (Box<dyn Exporter>, Arc<LaneShared>);
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        (exporter, shared): Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(LaneState {
+            exporter: Some(exporter),
+            shared,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            LaneMessage::Export(event) => {
+                state.shared.queued.fetch_sub(1, Ordering::Relaxed);
+                if state
+                    .run(move |exporter| exporter.export(&event))
+                    .await?
+                    .is_ok()
+                {
+                    state.shared.exported.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            LaneMessage::Flush(reply) => {
+                let result = state.run(|exporter| exporter.flush()).await?;
+                // The caller may have given up waiting; nothing to do then.
+                let _ = reply.send(result);
+            }
+            LaneMessage::Shutdown(reply) => {
+                let result = state.run(|exporter| exporter.shutdown()).await?;
+                state.shared.report_remainders();
+                let _ = reply.send(result);
+                myself.stop(Some("shut down".into()));
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Dropping an exporter can block (a meter provider's last export): not here.
+        if let Some(exporter) = state.exporter.take() {
+            drop(tokio::task::spawn_blocking(move || drop(exporter)));
+        }
+        Ok(())
+    }
+}
+
+struct Lane {
+    actor: ActorRef<LaneMessage>,
+    shared: Arc<LaneShared>,
+    stopped: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Builds a [`FanOut`].
+pub struct FanOutBuilder {
+    exporters: Vec<(String, Box<dyn Exporter>, Option<usize>)>,
+    mailbox_capacity: usize,
+    log_every: u64,
+    sink: Option<Arc<dyn ExportFailureSink>>,
+}
+
+impl Default for FanOutBuilder {
+    fn default() -> Self {
+        FanOutBuilder {
+            exporters: Vec::new(),
+            mailbox_capacity: DEFAULT_MAILBOX_CAPACITY,
+            log_every: DEFAULT_LOG_EVERY,
+            sink: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for FanOutBuilder {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .exporters
+            .iter()
+            .map(|(name, _, _)| name.as_str())
+            .collect();
+        formatter
+            .debug_struct("FanOutBuilder")
+            .field("exporters", &names)
+            .field("mailbox_capacity", &self.mailbox_capacity)
+            .field("log_every", &self.log_every)
+            .finish()
+    }
+}
+
+/// Why a fan-out could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum FanOutError {
+    /// Two exporters were added under one name.
+    #[error("two exporters are named {0:?}")]
+    DuplicateName(String),
+    /// An exporter's actor did not start.
+    #[error("the actor of exporter {name:?} did not start: {message}")]
+    Spawn {
+        /// The exporter.
+        name: String,
+        /// What ractor said.
+        message: String,
+    },
+}
+
+impl FanOutBuilder {
+    /// An empty fan-out with a 1024-event mailbox per exporter.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds an exporter under `name` (used in logs, counters and reports).
+    pub fn exporter(self, name: impl Into<String>, exporter: impl Exporter) -> Self {
+        self.boxed_exporter(name, Box::new(exporter))
+    }
+
+    /// Adds an already boxed exporter under `name`.
+    pub fn boxed_exporter(mut self, name: impl Into<String>, exporter: Box<dyn Exporter>) -> Self {
+        self.exporters.push((name.into(), exporter, None));
+        self
+    }
+
+    /// Adds an exporter with its own mailbox capacity (at least 1), e.g. a larger one
+    /// for a local file than for a remote collector.
+    pub fn exporter_with_capacity(
+        mut self,
+        name: impl Into<String>,
+        exporter: impl Exporter,
+        capacity: usize,
+    ) -> Self {
+        self.exporters
+            .push((name.into(), Box::new(exporter), Some(capacity.max(1))));
+        self
+    }
+
+    /// Events each exporter without its own capacity may have waiting (at least 1).
+    pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
+        self.mailbox_capacity = capacity.max(1);
+        self
+    }
+
+    /// Report failures and drops at the first one and then every `every`-th (at least 1).
+    pub fn log_every(mut self, every: u64) -> Self {
+        self.log_every = every.max(1);
+        self
+    }
+
+    /// Where failures and drops are reported besides the log.
+    pub fn failure_sink(mut self, sink: Arc<dyn ExportFailureSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// Spawns one actor per exporter. Needs a tokio runtime.
+    pub async fn start(self) -> Result<FanOut, FanOutError> {
+        let mut lanes: Vec<Lane> = Vec::with_capacity(self.exporters.len());
+        for (name, exporter, capacity) in self.exporters {
+            if lanes.iter().any(|lane| lane.shared.name == name) {
+                for lane in &lanes {
+                    lane.actor.kill();
+                }
+                return Err(FanOutError::DuplicateName(name));
+            }
+            let shared = Arc::new(LaneShared {
+                name: name.clone(),
+                kind: exporter.kind(),
+                capacity: capacity.unwrap_or(self.mailbox_capacity),
+                log_every: self.log_every,
+                sink: self.sink.clone(),
+                queued: AtomicUsize::new(0),
+                exported: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                failures_reported: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
+                drops_reported: AtomicU64::new(0),
+            });
+            match Actor::spawn(None, LaneActor, (exporter, Arc::clone(&shared))).await {
+                Ok((actor, join)) => lanes.push(Lane {
+                    actor,
+                    shared,
+                    stopped: std::sync::Mutex::new(Some(join)),
+                }),
+                Err(error) => {
+                    for lane in &lanes {
+                        lane.actor.kill();
+                    }
+                    return Err(FanOutError::Spawn {
+                        name,
+                        message: error.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(FanOut {
+            lanes: Arc::new(lanes),
+        })
+    }
+}
+
+/// Sends every pipeline event to every exporter; cheap to clone (all clones feed the
+/// same exporters).
+#[derive(Clone)]
+pub struct FanOut {
+    lanes: Arc<Vec<Lane>>,
+}
+
+impl std::fmt::Debug for FanOut {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("FanOut")
+            .field("exporters", &self.stats())
+            .finish()
+    }
+}
+
+impl FanOut {
+    /// A builder.
+    pub fn builder() -> FanOutBuilder {
+        FanOutBuilder::new()
+    }
+
+    /// Queues `event` for every exporter without waiting; where an exporter's mailbox
+    /// is full or it has stopped, the event is dropped for that exporter only and
+    /// counted. Returns how many exporters accepted it. Callable from any thread.
+    pub fn send(&self, event: PipelineEvent) -> usize {
+        let event = Arc::new(event);
+        let mut accepted = 0;
+        for lane in self.lanes.iter() {
+            let shared = &lane.shared;
+            if shared.queued.fetch_add(1, Ordering::Relaxed) >= shared.capacity {
+                shared.queued.fetch_sub(1, Ordering::Relaxed);
+                shared.note_drop();
+                continue;
+            }
+            match lane.actor.cast(LaneMessage::Export(Arc::clone(&event))) {
+                Ok(()) => accepted += 1,
+                Err(_) => {
+                    shared.queued.fetch_sub(1, Ordering::Relaxed);
+                    shared.note_drop();
+                }
+            }
+        }
+        accepted
+    }
+
+    /// Counters of every exporter, in the order they were added.
+    pub fn stats(&self) -> Vec<ExporterStats> {
+        self.lanes.iter().map(|lane| lane.shared.stats()).collect()
+    }
+
+    /// Counters of the exporter called `name`.
+    pub fn stats_of(&self, name: &str) -> Option<ExporterStats> {
+        self.lanes
+            .iter()
+            .find(|lane| lane.shared.name == name)
+            .map(|lane| lane.shared.stats())
+    }
+
+    /// Asks every exporter to flush once the events queued before this call are
+    /// exported, and waits at most `timeout` for all the answers together.
+    pub async fn flush(&self, timeout: Duration) -> FanOutReport {
+        self.ask(timeout, LaneMessage::Flush).await
+    }
+
+    /// Asks every exporter to shut down after the events queued before this call, and
+    /// waits at most `timeout`. Exporters that did not answer in time are stopped (a
+    /// blocked call finishes on its own thread). When this returns, every exporter's
+    /// actor has ended; later events count as dropped.
+    pub async fn shutdown(&self, timeout: Duration) -> FanOutReport {
+        let report = self.ask(timeout, LaneMessage::Shutdown).await;
+        for (lane, answer) in self.lanes.iter().zip(&report.lanes) {
+            if !matches!(answer.outcome, LaneOutcome::Done | LaneOutcome::Failed(_)) {
+                lane.actor.kill();
+                lane.shared.report_remainders();
+            }
+            let join = lane
+                .stopped
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take();
+            if let Some(join) = join {
+                // A stop or kill ends the actor at its next await point: promptly.
+                if tokio::time::timeout(ACTOR_STOP_GRACE, join).await.is_err() {
+                    tracing::warn!(exporter = %lane.shared.name, "exporter actor did not end in time");
+                }
+            }
+        }
+        report
+    }
+
+    async fn ask(
+        &self,
+        timeout: Duration,
+        message: fn(RpcReplyPort<Result<(), ExportError>>) -> LaneMessage,
+    ) -> FanOutReport {
+        let deadline = Instant::now() + timeout;
+        let pending: Vec<Option<OneshotReceiver<Result<(), ExportError>>>> = self
+            .lanes
+            .iter()
+            .map(|lane| {
+                let (reply, answer) = oneshot();
+                lane.actor.cast(message(reply.into())).ok().map(|()| answer)
+            })
+            .collect();
+        let mut lanes = Vec::with_capacity(pending.len());
+        for (lane, answer) in self.lanes.iter().zip(pending) {
+            let outcome = match answer {
+                None => LaneOutcome::Stopped,
+                Some(answer) => match tokio::time::timeout_at(deadline, answer).await {
+                    Ok(Ok(Ok(()))) => LaneOutcome::Done,
+                    Ok(Ok(Err(error))) => LaneOutcome::Failed(error),
+                    Ok(Err(_closed)) => LaneOutcome::Stopped,
+                    Err(_elapsed) => LaneOutcome::TimedOut,
+                },
+            };
+            lanes.push(LaneReport {
+                exporter: lane.shared.name.clone(),
+                outcome,
+            });
+        }
+        FanOutReport { lanes }
+    }
+}

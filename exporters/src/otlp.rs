@@ -1,0 +1,271 @@
+//! The OTLP metrics exporter: one SDK pipeline per configured endpoint (its own meter
+//! provider, periodic reader thread, resource, headers and timeout), delta temporality
+//! unless `cumulative` is configured, and every measurement of marks and metric batches
+//! recorded into instruments by name.
+//!
+//! Recording never blocks the caller: instruments aggregate in memory and each reader
+//! thread exports on its own schedule, so a slow or dead collector delays nobody but
+//! that thread. With delta temporality a gauge that nobody recorded during an interval
+//! is absent from that interval's export: a collector that stopped shows as a gap.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+use opentelemetry::KeyValue;
+use opentelemetry_sdk::Resource;
+use wattline_actors::events::PipelineEvent;
+use wattline_config::{OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
+
+use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
+use crate::instruments::DEFAULT_MAX_INSTRUMENTS;
+use crate::metrics_pipeline::{ExportStatus, MetricsPipeline, PipelineSet, sdk_temporality};
+use crate::otlp_grpc::{grpc_exporter, grpc_runtime};
+use crate::otlp_http::http_exporter;
+
+/// Reads an environment variable for `header_env`; the process environment by default.
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<OsString> + Send + Sync>;
+
+/// Builds an [`OtlpExporter`]; everything is checked at [`OtlpExporterBuilder::build`].
+pub struct OtlpExporterBuilder {
+    config: OpenTelemetryConfig,
+    env: EnvLookup,
+    max_instruments: usize,
+}
+
+impl std::fmt::Debug for OtlpExporterBuilder {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("OtlpExporterBuilder")
+            .field("endpoints", &self.config.endpoints.len())
+            .field("max_instruments", &self.max_instruments)
+            .finish()
+    }
+}
+
+impl OtlpExporterBuilder {
+    /// A builder for `config`, reading `header_env` variables from the process
+    /// environment and creating at most 256 instruments per endpoint.
+    pub fn new(config: OpenTelemetryConfig) -> Self {
+        OtlpExporterBuilder {
+            config,
+            env: Arc::new(|name| std::env::var_os(name)),
+            max_instruments: DEFAULT_MAX_INSTRUMENTS,
+        }
+    }
+
+    /// Where `header_env` values come from (a test's map, a secrets store).
+    pub fn env_lookup(mut self, lookup: EnvLookup) -> Self {
+        self.env = lookup;
+        self
+    }
+
+    /// The most instruments each endpoint creates; measurements of further names are
+    /// refused and counted.
+    pub fn max_instruments(mut self, max_instruments: usize) -> Self {
+        self.max_instruments = max_instruments;
+        self
+    }
+
+    /// Validates the configuration, resolves headers (reading `header_env` now) and
+    /// starts one pipeline per endpoint. Each error names the setting at fault; header
+    /// values never appear in one.
+    pub fn build(self) -> Result<OtlpExporter, BuildError> {
+        self.config.validate()?;
+        if self.config.endpoints.is_empty() {
+            return Err(BuildError::NoEndpoints);
+        }
+        let interval = Duration::from_millis(self.config.export_interval_millis);
+        let temporality = sdk_temporality(self.config.temporality);
+        let mut runtime = None;
+        let mut pipelines = Vec::with_capacity(self.config.endpoints.len());
+        for (index, endpoint) in self.config.endpoints.iter().enumerate() {
+            if endpoint.endpoint.starts_with("https://") {
+                return Err(BuildError::TlsUnsupported {
+                    index,
+                    endpoint: endpoint.endpoint.clone(),
+                });
+            }
+            let headers = resolve_headers(index, endpoint, &self.env)?;
+            let timeout = Duration::from_millis(endpoint.timeout_millis);
+            let exporter = match endpoint.transport {
+                OtlpTransport::Grpc => {
+                    if runtime.is_none() {
+                        runtime = Some(grpc_runtime().map_err(|source| BuildError::Runtime {
+                            what: "gRPC runtime",
+                            source,
+                        })?);
+                    }
+                    let Some(runtime) = runtime.as_ref() else {
+                        continue;
+                    };
+                    grpc_exporter(&endpoint.endpoint, headers, timeout, temporality, runtime)
+                }
+                OtlpTransport::HttpBinary => {
+                    http_exporter(&endpoint.endpoint, &headers, timeout, temporality)
+                }
+            }
+            .map_err(|message| BuildError::Otlp {
+                index,
+                endpoint: endpoint.endpoint.clone(),
+                message,
+            })?;
+            pipelines.push(MetricsPipeline::start(
+                endpoint.endpoint.clone(),
+                exporter,
+                interval,
+                resource(endpoint),
+                self.max_instruments,
+            ));
+        }
+        tracing::info!(
+            endpoints = pipelines.len(),
+            interval_millis = self.config.export_interval_millis,
+            temporality = ?self.config.temporality,
+            "OTLP metrics exporter started"
+        );
+        Ok(OtlpExporter {
+            pipelines: PipelineSet::new("otlp", pipelines),
+            runtime,
+        })
+    }
+}
+
+/// The resource of one endpoint: `service.name` and the configured attributes.
+fn resource(endpoint: &OtlpEndpointConfig) -> Resource {
+    Resource::builder_empty()
+        .with_service_name(endpoint.service_name.clone())
+        .with_attributes(
+            endpoint
+                .resource_attributes
+                .iter()
+                .map(|(key, value)| KeyValue::new(key.clone(), value.clone())),
+        )
+        .build()
+}
+
+/// `headers` and `header_env` (read now) as one header map, every name and value
+/// checked; errors name the header, never its value.
+fn resolve_headers(
+    index: usize,
+    endpoint: &OtlpEndpointConfig,
+    env: &EnvLookup,
+) -> Result<HeaderMap, BuildError> {
+    let mut headers = HeaderMap::new();
+    let invalid = |field: &'static str, header: &str, rule: &str| BuildError::InvalidHeader {
+        index,
+        field,
+        header: header.to_string(),
+        rule: rule.to_string(),
+    };
+    let mut insert = |field: &'static str, name: &str, value: &str| -> Result<(), BuildError> {
+        let header_name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(field, name, "not a valid header name"))?;
+        let mut header_value = HeaderValue::from_str(value)
+            .ok()
+            .filter(|value| value.to_str().is_ok())
+            .ok_or_else(|| invalid(field, name, "value must be visible ASCII"))?;
+        // Kept out of HPACK tables and shown as `Sensitive` by Debug.
+        header_value.set_sensitive(true);
+        headers.insert(header_name, header_value);
+        Ok(())
+    };
+    for (name, value) in &endpoint.headers {
+        insert("headers", name, value)?;
+    }
+    for (name, variable) in &endpoint.header_env {
+        let env_error = |problem| BuildError::HeaderEnv {
+            index,
+            header: name.clone(),
+            variable: variable.clone(),
+            problem,
+        };
+        let value = env(variable).ok_or_else(|| env_error("is not set"))?;
+        let value = value
+            .into_string()
+            .map_err(|_| env_error("is not valid UTF-8"))?;
+        if value.is_empty() {
+            return Err(env_error("is empty"));
+        }
+        insert("header_env", name, &value)?;
+    }
+    Ok(headers)
+}
+
+/// What one endpoint's exports have done so far.
+#[derive(Debug, Clone)]
+pub struct EndpointStatus {
+    /// The endpoint URL as configured.
+    pub endpoint: String,
+    /// Export outcomes, updated by the endpoint's reader thread.
+    pub exports: Arc<ExportStatus>,
+}
+
+/// Sends metrics to every configured OTLP endpoint.
+#[derive(Debug)]
+pub struct OtlpExporter {
+    pipelines: PipelineSet,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl OtlpExporter {
+    /// A builder for `config`.
+    pub fn builder(config: OpenTelemetryConfig) -> OtlpExporterBuilder {
+        OtlpExporterBuilder::new(config)
+    }
+
+    /// Live export counters of each endpoint, in configuration order.
+    pub fn endpoint_status(&self) -> Vec<EndpointStatus> {
+        self.pipelines
+            .pipelines()
+            .iter()
+            .map(|pipeline| EndpointStatus {
+                endpoint: pipeline.target().to_string(),
+                exports: pipeline.status(),
+            })
+            .collect()
+    }
+
+    /// Measurements refused so far, summed over endpoints.
+    pub fn refused_measurements(&self) -> u64 {
+        self.pipelines
+            .pipelines()
+            .iter()
+            .map(MetricsPipeline::refused)
+            .sum()
+    }
+}
+
+impl Exporter for OtlpExporter {
+    fn kind(&self) -> ExporterKind {
+        ExporterKind::Otlp
+    }
+
+    fn export(&mut self, event: &PipelineEvent) -> Result<(), ExportError> {
+        self.pipelines.export(event)
+    }
+
+    fn flush(&mut self) -> Result<(), ExportError> {
+        self.pipelines.flush()
+    }
+
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        let result = self.pipelines.shutdown();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+        result
+    }
+}
+
+impl Drop for OtlpExporter {
+    fn drop(&mut self) {
+        // Providers first (their last export still needs the gRPC runtime), then the
+        // runtime without blocking, which is allowed even inside an async context.
+        self.pipelines.clear();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! The fan-out on its own: a stuck, failing or panicking exporter never delays the
+//! sender or another exporter; drops and failures are counted exactly and reported
+//! rate-limited; flush and shutdown are ordered after queued events and bounded.
+
+mod support;
+
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use support::{at, resource_mark, uuid};
+use wattline_actors::diagnostics::{Diagnostics, DiagnosticsLimits, PipelineDiagnostics};
+use wattline_actors::events::PipelineEvent;
+use wattline_exporters::{ExportError, ExportFailureSink, Exporter, ExporterKind, FanOut};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn event(n: u64) -> PipelineEvent {
+    resource_mark(uuid(u128::from(n)), None, at(n as i64, 0), n)
+}
+
+/// Counts what it exports; remembers the count at each flush.
+#[derive(Clone, Default)]
+struct Counting {
+    exported: Arc<AtomicU64>,
+    at_flush: Arc<Mutex<Vec<u64>>>,
+    last_sample: Arc<AtomicU64>,
+}
+
+impl Exporter for Counting {
+    fn kind(&self) -> ExporterKind {
+        ExporterKind::Stdout
+    }
+    fn export(&mut self, event: &PipelineEvent) -> Result<(), ExportError> {
+        let previous = self.exported.fetch_add(1, Ordering::SeqCst);
+        if let PipelineEvent::Mark(mark) = event
+            && let wattline_actors::events::MetricValue::U64(n) = mark.data.measurements[0].value
+        {
+            // Events arrive in the order they were sent.
+            assert_eq!(n, previous + 1, "out of order");
+            self.last_sample.store(n, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), ExportError> {
+        self.at_flush
+            .lock()
+            .unwrap()
+            .push(self.exported.load(Ordering::SeqCst));
+        Ok(())
+    }
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}
+
+/// Blocks every call until the gate opens.
+#[derive(Clone, Default)]
+struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+/// Opens the gate when dropped, so a failing test cannot leave a thread blocked
+/// (the runtime waits for its blocking threads at the end of the test).
+struct OpenOnDrop(Gate);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.0.0.lock().unwrap() = true;
+        self.0.1.notify_all();
+    }
+    fn wait(&self) {
+        let mut open = self.0.0.lock().unwrap();
+        while !*open {
+            open = self.0.1.wait(open).unwrap();
+        }
+    }
+}
+
+struct Stuck {
+    gate: Gate,
+    exported: Arc<AtomicU64>,
+}
+
+impl Exporter for Stuck {
+    fn kind(&self) -> ExporterKind {
+        ExporterKind::Otlp
+    }
+    fn export(&mut self, _: &PipelineEvent) -> Result<(), ExportError> {
+        self.gate.wait();
+        self.exported.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<(), ExportError> {
+        self.gate.wait();
+        Ok(())
+    }
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}
+
+struct Failing(ExporterKind);
+
+impl Exporter for Failing {
+    fn kind(&self) -> ExporterKind {
+        self.0
+    }
+    fn export(&mut self, _: &PipelineEvent) -> Result<(), ExportError> {
+        Err(ExportError::Otlp {
+            operation: "export",
+            endpoint: "http://127.0.0.1:1".into(),
+            message: "connection refused".into(),
+        })
+    }
+    fn flush(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}
+
+struct Panicking;
+
+impl Exporter for Panicking {
+    fn kind(&self) -> ExporterKind {
+        ExporterKind::Otlp
+    }
+    fn export(&mut self, _: &PipelineEvent) -> Result<(), ExportError> {
+        panic!("exporter bug");
+    }
+    fn flush(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+    fn shutdown(&mut self) -> Result<(), ExportError> {
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct RecordingSink {
+    failures: Mutex<Vec<(String, u64)>>,
+    drops: Mutex<Vec<(String, u64)>>,
+}
+
+impl ExportFailureSink for RecordingSink {
+    fn export_failed(
+        &self,
+        exporter: &str,
+        _: ExporterKind,
+        occurrences: NonZeroU64,
+        _: Option<&ExportError>,
+    ) {
+        self.failures
+            .lock()
+            .unwrap()
+            .push((exporter.into(), occurrences.get()));
+    }
+    fn events_dropped(&self, exporter: &str, _: ExporterKind, occurrences: NonZeroU64) {
+        self.drops
+            .lock()
+            .unwrap()
+            .push((exporter.into(), occurrences.get()));
+    }
+}
+
+/// Waits (bounded) for a condition that the exporters make true on their own threads.
+async fn wait_until(condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "condition not reached in {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_exporter_never_delays_the_sender_or_another_exporter() {
+    let gate = Gate::default();
+    let _open_at_exit = OpenOnDrop(gate.clone());
+    let stuck_exported = Arc::new(AtomicU64::new(0));
+    let counting = Counting::default();
+    let fanout = FanOut::builder()
+        .exporter_with_capacity(
+            "stuck",
+            Stuck {
+                gate: gate.clone(),
+                exported: Arc::clone(&stuck_exported),
+            },
+            64,
+        )
+        .exporter_with_capacity("counting", counting.clone(), 20_000)
+        .start()
+        .await
+        .unwrap();
+
+    // The sender finishes 10 000 sends while one exporter cannot take a single event.
+    let mut accepted = 0;
+    for n in 1..=10_000 {
+        accepted += fanout.send(event(n));
+    }
+    let stuck = fanout.stats_of("stuck").unwrap();
+    assert!(stuck.dropped >= 10_000 - 64 - 1, "{stuck:?}");
+    assert!(stuck.queued <= 64, "{stuck:?}");
+    assert_eq!(accepted as u64, 10_000 + (10_000 - stuck.dropped));
+
+    // The other exporter gets everything, in order, while the first is still stuck.
+    wait_until(|| fanout.stats_of("counting").unwrap().exported == 10_000).await;
+    let report = fanout.flush(Duration::from_millis(300)).await;
+    assert_eq!(
+        report.summary(),
+        [("stuck", "timed_out"), ("counting", "done")]
+    );
+    assert_eq!(counting.exported.load(Ordering::SeqCst), 10_000);
+    assert_eq!(counting.last_sample.load(Ordering::SeqCst), 10_000);
+    assert_eq!(fanout.stats_of("counting").unwrap().dropped, 0);
+
+    // Released, the stuck one works through what it kept; nothing is unaccounted for.
+    gate.open();
+    let report = fanout.flush(WAIT).await;
+    assert!(report.all_done(), "{report:?}");
+    let stuck = fanout.stats_of("stuck").unwrap();
+    assert_eq!(stuck.exported + stuck.dropped, 10_000, "{stuck:?}");
+    assert_eq!(stuck_exported.load(Ordering::SeqCst), stuck.exported);
+    assert_eq!(stuck.queued, 0);
+    assert!(fanout.shutdown(WAIT).await.all_done());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_answers_after_every_event_queued_before_it() {
+    let counting = Counting::default();
+    let fanout = FanOut::builder()
+        .mailbox_capacity(5_000)
+        .exporter("counting", counting.clone())
+        .start()
+        .await
+        .unwrap();
+    for n in 1..=1_000 {
+        fanout.send(event(n));
+    }
+    assert!(fanout.flush(WAIT).await.all_done());
+    for n in 1_001..=1_500 {
+        fanout.send(event(n));
+    }
+    assert!(fanout.flush(WAIT).await.all_done());
+    assert_eq!(*counting.at_flush.lock().unwrap(), [1_000, 1_500]);
+    let stats = fanout.stats_of("counting").unwrap();
+    assert_eq!((stats.exported, stats.failed, stats.dropped), (1_500, 0, 0));
+    assert!(fanout.shutdown(WAIT).await.all_done());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_counted_and_reported_rate_limited_with_exact_totals() {
+    let sink = Arc::new(RecordingSink::default());
+    let counting = Counting::default();
+    let fanout = FanOut::builder()
+        .mailbox_capacity(1_000)
+        .log_every(10)
+        .failure_sink(sink.clone())
+        .exporter("failing", Failing(ExporterKind::Otlp))
+        .exporter("counting", counting.clone())
+        .start()
+        .await
+        .unwrap();
+    for n in 1..=95 {
+        fanout.send(event(n));
+    }
+    assert!(fanout.shutdown(WAIT).await.all_done());
+    let failing = fanout.stats_of("failing").unwrap();
+    assert_eq!(
+        (failing.exported, failing.failed, failing.dropped),
+        (0, 95, 0)
+    );
+    assert_eq!(
+        counting.exported.load(Ordering::SeqCst),
+        95,
+        "the failing one did not hold it back"
+    );
+    let reports: Vec<u64> = sink
+        .failures
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, n)| *n)
+        .collect();
+    // First failure, then every 10th, then the remainder at shutdown.
+    assert_eq!(reports, [1, 9, 10, 10, 10, 10, 10, 10, 10, 10, 5]);
+    assert!(sink.drops.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_exporter_stops_alone_and_later_events_count_as_dropped() {
+    let counting = Counting::default();
+    let fanout = FanOut::builder()
+        .exporter("panicking", Panicking)
+        .exporter("counting", counting.clone())
+        .start()
+        .await
+        .unwrap();
+    fanout.send(event(1));
+    let report = fanout.flush(WAIT).await;
+    // Its flush was queued behind the event that killed it.
+    assert_eq!(
+        report.summary(),
+        [("panicking", "stopped"), ("counting", "done")]
+    );
+    assert_eq!(fanout.send(event(2)), 1, "only the live exporter accepts");
+    assert_eq!(fanout.stats_of("panicking").unwrap().dropped, 1);
+    assert_eq!(
+        fanout.flush(WAIT).await.summary(),
+        [("panicking", "stopped"), ("counting", "done")]
+    );
+    assert_eq!(counting.exported.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_shutdown_events_are_dropped_and_counted() {
+    let counting = Counting::default();
+    let fanout = FanOut::builder()
+        .exporter("counting", counting.clone())
+        .start()
+        .await
+        .unwrap();
+    fanout.send(event(1));
+    let report = fanout.shutdown(WAIT).await;
+    assert!(report.all_done(), "{report:?}");
+    assert_eq!(fanout.send(event(2)), 0);
+    assert_eq!(fanout.stats_of("counting").unwrap().dropped, 1);
+    assert_eq!(counting.exported.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        fanout.flush(WAIT).await.summary(),
+        [("counting", "stopped")]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_of_a_stuck_exporter_times_out_and_the_rest_still_shut_down() {
+    let gate = Gate::default();
+    let _open_at_exit = OpenOnDrop(gate.clone());
+    let counting = Counting::default();
+    let fanout = FanOut::builder()
+        .exporter(
+            "stuck",
+            Stuck {
+                gate: gate.clone(),
+                exported: Arc::default(),
+            },
+        )
+        .exporter("counting", counting.clone())
+        .start()
+        .await
+        .unwrap();
+    fanout.send(event(1));
+    let report = fanout.shutdown(Duration::from_secs(2)).await;
+    assert_eq!(
+        report.summary(),
+        [("stuck", "timed_out"), ("counting", "done")]
+    );
+    gate.open();
+    // The stuck exporter's actor was stopped: nothing more reaches it.
+    assert_eq!(fanout.send(event(2)), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipeline_diagnostics_receive_exact_failure_and_drop_counts() {
+    let diagnostics = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
+    let pipeline = PipelineDiagnostics::register(&diagnostics).unwrap();
+    let gate = Gate::default();
+    let _open_at_exit = OpenOnDrop(gate.clone());
+    let fanout = FanOut::builder()
+        .log_every(7)
+        .failure_sink(Arc::new(pipeline))
+        .exporter_with_capacity("atof", Failing(ExporterKind::Atof), 1_000)
+        .exporter_with_capacity(
+            "otlp",
+            Stuck {
+                gate: gate.clone(),
+                exported: Arc::default(),
+            },
+            4,
+        )
+        .start()
+        .await
+        .unwrap();
+    for n in 1..=50 {
+        fanout.send(event(n));
+    }
+    gate.open();
+    assert!(fanout.shutdown(WAIT).await.all_done());
+    let dropped = fanout.stats_of("otlp").unwrap().dropped;
+    assert!(dropped >= 50 - 4 - 1, "{dropped}");
+
+    let snapshot = diagnostics.snapshot().unwrap();
+    let exporter = snapshot
+        .components
+        .iter()
+        .find(|component| component.name == "exporter")
+        .expect("exporter component");
+    let occurrences = |code: &str| exporter.code(code).map(|code| code.occurrences);
+    assert_eq!(occurrences("exporter.atof.write_failed"), Some(50));
+    assert_eq!(occurrences("exporter.otlp.dropped"), Some(dropped));
+    assert_eq!(occurrences("exporter.otlp.export_failed"), Some(0));
+}

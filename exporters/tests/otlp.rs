@@ -1,0 +1,473 @@
+//! The OTLP exporter against in-test receivers built on the official
+//! `opentelemetry-proto` types: what arrives (names, units, attributes, values,
+//! temporality) over gRPC and HTTP/protobuf, delta gauges that stop, and collectors that
+//! are down, crash and come back, or never answer.
+
+mod support;
+
+use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, metric};
+use support::{
+    Received, SilentReceiver, as_double, at, free_address, gauge_points, gpu_batch,
+    gpu_utilization, grpc_receiver, grpc_receiver_on, http_receiver, named, otel_config,
+    resource_mark, string_attribute, uuid,
+};
+use wattline_config::{MetricTemporality, OtlpTransport};
+use wattline_exporters::{BuildError, ExportError, Exporter, OtlpExporter};
+
+fn exporter(url: &str, transport: OtlpTransport, temporality: MetricTemporality) -> OtlpExporter {
+    OtlpExporter::builder(otel_config(url, transport, temporality, 2_000))
+        .build()
+        .expect("OTLP exporter")
+}
+
+/// Records one resource mark and one GPU batch, then flushes.
+fn record_first_interval(exporter: &mut OtlpExporter) {
+    exporter
+        .export(&resource_mark(uuid(1), None, at(0, 0), 7))
+        .unwrap();
+    exporter
+        .export(&gpu_batch(
+            at(0, 0),
+            &[("GPU-0", 75.0), ("GPU-1", 50.0)],
+            0.25,
+            150.0,
+        ))
+        .unwrap();
+    exporter.flush().expect("flush");
+}
+
+fn assert_first_interval(received: &[Received]) {
+    assert_eq!(received.len(), 1, "one export request per flush");
+    let resource = received[0].request.resource_metrics[0]
+        .resource
+        .as_ref()
+        .expect("resource");
+    assert_eq!(
+        string_attribute(&resource.attributes, "service.name").as_deref(),
+        Some("wattline-test")
+    );
+    assert_eq!(
+        string_attribute(&resource.attributes, "deployment.environment").as_deref(),
+        Some("test")
+    );
+    let scope = received[0].request.resource_metrics[0].scope_metrics[0]
+        .scope
+        .as_ref()
+        .expect("scope");
+    assert_eq!(scope.name, "wattline");
+
+    let samples = named(received, "nemo.relay.resource.sample_count");
+    assert_eq!(samples.len(), 1);
+    assert_eq!(samples[0].unit, "events");
+    assert_eq!(
+        samples[0].description,
+        "Resource metric samples collected in this poll"
+    );
+    let points = gauge_points(samples[0]);
+    assert_eq!(points.len(), 1);
+    assert_eq!(as_double(&points[0]), 7.0);
+    assert_eq!(
+        string_attribute(
+            &points[0].attributes,
+            "nemo_relay.resource.operating_system"
+        )
+        .as_deref(),
+        Some("linux")
+    );
+    let resident = named(received, "nemo.relay.resource.memory.resident");
+    assert_eq!(resident[0].unit, "kibibytes");
+    assert_eq!(as_double(&gauge_points(resident[0])[0]), 2048.5);
+
+    let utilization = gpu_utilization(received);
+    assert_eq!(utilization.get("GPU-0"), Some(&75.0));
+    assert_eq!(utilization.get("GPU-1"), Some(&50.0));
+    assert_eq!(named(received, "gen_ai.gpu.utilization")[0].unit, "%");
+
+    let energy = named(received, "gen_ai.energy.consumed");
+    assert_eq!(energy[0].unit, "kWh");
+    match &energy[0].data {
+        Some(metric::Data::Sum(sum)) => {
+            assert!(sum.is_monotonic);
+            assert_eq!(
+                sum.aggregation_temporality,
+                AggregationTemporality::Delta as i32
+            );
+            assert_eq!(sum.data_points.len(), 1);
+            assert_eq!(as_double(&sum.data_points[0]), 0.25);
+            assert_eq!(
+                string_attribute(&sum.data_points[0].attributes, "component").as_deref(),
+                Some("gpu")
+            );
+        }
+        other => panic!("energy is not a sum: {other:?}"),
+    }
+
+    let power = named(received, "gen_ai.power.consumption");
+    assert_eq!(power[0].unit, "W");
+    match &power[0].data {
+        Some(metric::Data::Histogram(histogram)) => {
+            assert_eq!(
+                histogram.aggregation_temporality,
+                AggregationTemporality::Delta as i32
+            );
+            let point = &histogram.data_points[0];
+            assert_eq!(point.explicit_bounds, [100.0, 200.0, 300.0]);
+            assert_eq!(point.count, 1);
+            assert_eq!(point.sum, Some(150.0));
+            assert_eq!(point.bucket_counts, [0, 1, 0, 0]);
+        }
+        other => panic!("power is not a histogram: {other:?}"),
+    }
+}
+
+#[test]
+fn grpc_export_carries_names_units_attributes_values_and_delta_temporality() {
+    let receiver = grpc_receiver();
+    let mut exporter = exporter(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+    );
+    record_first_interval(&mut exporter);
+    assert_first_interval(&receiver.inbox.take());
+
+    // The next interval carries only what was recorded in it: the counter's increment,
+    // not its running total.
+    exporter
+        .export(&gpu_batch(at(1, 0), &[("GPU-0", 80.0)], 0.5, 250.0))
+        .unwrap();
+    exporter.flush().unwrap();
+    let second = receiver.inbox.take();
+    match &named(&second, "gen_ai.energy.consumed")[0].data {
+        Some(metric::Data::Sum(sum)) => assert_eq!(as_double(&sum.data_points[0]), 0.5),
+        other => panic!("{other:?}"),
+    }
+    exporter.shutdown().unwrap();
+    assert!(matches!(
+        exporter.export(&resource_mark(uuid(2), None, at(2, 0), 1)),
+        Err(ExportError::ShutDown("otlp"))
+    ));
+}
+
+#[test]
+fn http_binary_export_is_posted_to_v1_metrics_with_delta_temporality() {
+    let receiver = http_receiver();
+    let mut exporter = exporter(
+        &receiver.url(),
+        OtlpTransport::HttpBinary,
+        MetricTemporality::Delta,
+    );
+    record_first_interval(&mut exporter);
+    let received = receiver.inbox.take();
+    assert_eq!(received[0].path, "/v1/metrics");
+    assert_eq!(
+        received[0].header("content-type"),
+        Some("application/x-protobuf")
+    );
+    assert_first_interval(&received);
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn a_gpu_that_stops_reporting_is_absent_from_later_delta_exports() {
+    let receiver = grpc_receiver();
+    let mut exporter = exporter(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+    );
+    exporter
+        .export(&gpu_batch(
+            at(0, 0),
+            &[("GPU-0", 10.0), ("GPU-1", 20.0)],
+            0.1,
+            100.0,
+        ))
+        .unwrap();
+    exporter.flush().unwrap();
+    assert_eq!(gpu_utilization(&receiver.inbox.take()).len(), 2);
+
+    // GPU-0's collector stopped: only GPU-1 reports.
+    exporter
+        .export(&gpu_batch(at(1, 0), &[("GPU-1", 30.0)], 0.1, 100.0))
+        .unwrap();
+    exporter.flush().unwrap();
+    let second = gpu_utilization(&receiver.inbox.take());
+    assert_eq!(
+        second.into_iter().collect::<Vec<_>>(),
+        [("GPU-1".to_string(), 30.0)]
+    );
+
+    // Nobody reports: the gauge is gone altogether, not repeated.
+    exporter.flush().unwrap();
+    let third = receiver.inbox.take();
+    assert!(
+        named(&third, "gen_ai.gpu.utilization").is_empty(),
+        "{third:?}"
+    );
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn with_cumulative_temporality_a_silent_gauge_repeats_its_last_value() {
+    // The contrast to the delta test: what delta temporality is there to prevent.
+    let receiver = grpc_receiver();
+    let mut exporter = exporter(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Cumulative,
+    );
+    exporter
+        .export(&gpu_batch(
+            at(0, 0),
+            &[("GPU-0", 10.0), ("GPU-1", 20.0)],
+            0.1,
+            100.0,
+        ))
+        .unwrap();
+    exporter.flush().unwrap();
+    receiver.inbox.take();
+    exporter
+        .export(&gpu_batch(at(1, 0), &[("GPU-1", 30.0)], 0.1, 100.0))
+        .unwrap();
+    exporter.flush().unwrap();
+    let received = receiver.inbox.take();
+    assert_eq!(gpu_utilization(&received).get("GPU-0"), Some(&10.0));
+    match &named(&received, "gen_ai.energy.consumed")[0].data {
+        Some(metric::Data::Sum(sum)) => {
+            assert_eq!(
+                sum.aggregation_temporality,
+                AggregationTemporality::Cumulative as i32
+            );
+            assert!((as_double(&sum.data_points[0]) - 0.2).abs() < 1e-12);
+        }
+        other => panic!("{other:?}"),
+    }
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn a_collector_down_at_start_fails_the_flush_then_exports_once_it_is_up() {
+    let address = free_address();
+    let url = format!("http://{address}");
+    let mut exporter = exporter(&url, OtlpTransport::Grpc, MetricTemporality::Delta);
+    exporter
+        .export(&gpu_batch(at(0, 0), &[("GPU-0", 10.0)], 0.1, 100.0))
+        .unwrap();
+    let error = exporter.flush().unwrap_err();
+    assert!(
+        matches!(&error, ExportError::Otlp { operation: "flush", endpoint, .. } if *endpoint == url),
+        "{error:?}"
+    );
+    assert_eq!(exporter.endpoint_status()[0].exports.failed(), 1);
+
+    let receiver = grpc_receiver_on(address).expect("receiver on the same port");
+    exporter
+        .export(&gpu_batch(at(1, 0), &[("GPU-0", 42.0)], 0.1, 100.0))
+        .unwrap();
+    exporter.flush().expect("exports resume");
+    assert_eq!(
+        gpu_utilization(&receiver.inbox.take()).get("GPU-0"),
+        Some(&42.0)
+    );
+    assert_eq!(exporter.endpoint_status()[0].exports.succeeded(), 1);
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn a_collector_killed_mid_run_and_restarted_gets_the_later_data() {
+    let receiver = grpc_receiver();
+    let address = receiver.addr;
+    let mut exporter = exporter(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+    );
+    exporter
+        .export(&gpu_batch(at(0, 0), &[("GPU-0", 1.0)], 0.1, 100.0))
+        .unwrap();
+    exporter.flush().unwrap();
+    assert_eq!(receiver.inbox.len(), 1);
+    receiver.kill();
+
+    exporter
+        .export(&gpu_batch(at(1, 0), &[("GPU-0", 2.0)], 0.1, 100.0))
+        .unwrap();
+    assert!(exporter.flush().is_err(), "the collector is gone");
+
+    let restarted = grpc_receiver_on(address).expect("same port again");
+    exporter
+        .export(&gpu_batch(at(2, 0), &[("GPU-0", 3.0)], 0.1, 100.0))
+        .unwrap();
+    exporter.flush().expect("exports resume after the restart");
+    let received = restarted.inbox.take();
+    assert_eq!(gpu_utilization(&received).get("GPU-0"), Some(&3.0));
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn a_collector_that_never_answers_times_out_instead_of_hanging() {
+    for transport in [OtlpTransport::Grpc, OtlpTransport::HttpBinary] {
+        let silent = SilentReceiver::start();
+        let mut exporter = OtlpExporter::builder(otel_config(
+            &silent.url(),
+            transport,
+            MetricTemporality::Delta,
+            300,
+        ))
+        .build()
+        .unwrap();
+        exporter
+            .export(&gpu_batch(at(0, 0), &[("GPU-0", 1.0)], 0.1, 100.0))
+            .unwrap();
+        let error = exporter.flush().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ExportError::Otlp {
+                    operation: "flush",
+                    ..
+                }
+            ),
+            "{transport:?}: {error:?}"
+        );
+        assert!(
+            silent.bytes_received() > 0,
+            "{transport:?}: the request did reach the receiver"
+        );
+        // A periodic failure not yet reported is reported by the next call.
+        assert_eq!(exporter.endpoint_status()[0].exports.failed(), 1);
+        drop(exporter);
+        silent.kill();
+    }
+}
+
+#[test]
+fn two_endpoints_each_get_every_measurement() {
+    let grpc = grpc_receiver();
+    let http = http_receiver();
+    let mut config = otel_config(
+        &grpc.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        2_000,
+    );
+    let mut second = config.endpoints[0].clone();
+    second.endpoint = http.url();
+    second.transport = OtlpTransport::HttpBinary;
+    second.service_name = "second".into();
+    config.endpoints.push(second);
+    let mut exporter = OtlpExporter::builder(config).build().unwrap();
+    exporter
+        .export(&gpu_batch(at(0, 0), &[("GPU-0", 5.0)], 0.1, 100.0))
+        .unwrap();
+    exporter.flush().unwrap();
+    for (receiver, service) in [(&grpc, "wattline-test"), (&http, "second")] {
+        let received = receiver.inbox.take();
+        assert_eq!(gpu_utilization(&received).get("GPU-0"), Some(&5.0));
+        let resource = received[0].request.resource_metrics[0]
+            .resource
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            string_attribute(&resource.attributes, "service.name").as_deref(),
+            Some(service)
+        );
+    }
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn instruments_are_capped_and_conflicts_refused_and_counted() {
+    let receiver = grpc_receiver();
+    let mut exporter = OtlpExporter::builder(otel_config(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        2_000,
+    ))
+    .max_instruments(2)
+    .build()
+    .unwrap();
+    // Four names: utilization, energy, power fit two; the third name is refused.
+    let error = exporter
+        .export(&gpu_batch(at(0, 0), &[("GPU-0", 5.0)], 0.1, 100.0))
+        .unwrap_err();
+    assert!(
+        matches!(&error, ExportError::MeasurementsRefused { refused: 1, first } if first.contains("instrument limit of 2")),
+        "{error:?}"
+    );
+    // Same name, other kind: refused, the instrument keeps its first kind.
+    let mut conflicting = support::gauge_f64("gen_ai.energy.consumed", 1.0, "kWh", &[]);
+    conflicting.kind = wattline_actors::events::MetricKind::Gauge;
+    let event = wattline_actors::events::PipelineEvent::Metrics {
+        timestamp: at(1, 0),
+        measurements: vec![conflicting],
+    };
+    assert!(matches!(
+        exporter.export(&event),
+        Err(ExportError::MeasurementsRefused { refused: 1, .. })
+    ));
+    assert_eq!(exporter.refused_measurements(), 2);
+    exporter.flush().unwrap();
+    let received = receiver.inbox.take();
+    assert_eq!(support::metrics(&received).len(), 2);
+    assert!(named(&received, "gen_ai.power.consumption").is_empty());
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn build_errors_name_the_setting() {
+    let mut config = otel_config(
+        "https://collector.example:4317",
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        1_000,
+    );
+    let error = OtlpExporter::builder(config.clone()).build().unwrap_err();
+    assert!(
+        matches!(error, BuildError::TlsUnsupported { index: 0, .. }),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("endpoints[0].endpoint: https://collector.example:4317 needs TLS")
+    );
+
+    config.endpoints.clear();
+    assert!(matches!(
+        OtlpExporter::builder(config.clone()).build(),
+        Err(BuildError::NoEndpoints)
+    ));
+
+    let mut bad = otel_config(
+        "http://127.0.0.1:4317",
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        0,
+    );
+    bad.endpoints[0].timeout_millis = 0;
+    let error = OtlpExporter::builder(bad).build().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "endpoints[0].timeout_millis: must be greater than zero (got 0)"
+    );
+}
+
+#[test]
+fn http_metrics_url_appends_the_signal_path_only_without_a_path() {
+    use wattline_exporters::otlp_http::metrics_url;
+    assert_eq!(
+        metrics_url("http://127.0.0.1:4318"),
+        "http://127.0.0.1:4318/v1/metrics"
+    );
+    assert_eq!(
+        metrics_url("http://127.0.0.1:4318/"),
+        "http://127.0.0.1:4318/v1/metrics"
+    );
+    assert_eq!(
+        metrics_url("http://gw:80/otlp/v1/metrics"),
+        "http://gw:80/otlp/v1/metrics"
+    );
+}
