@@ -4,6 +4,7 @@
 //! (`wattline-config`) and the snapshot model (`wattline-actors`), and offers the
 //! actor [`Pipeline`] and [`collect_once`] for a single synchronous snapshot.
 
+mod exporting;
 mod pipeline;
 
 use std::path::PathBuf;
@@ -80,4 +81,17 @@ pub fn load_config(
 ) -> Result<wattline_config::EffectiveConfig, wattline_config::ConfigError> {
     let layers = wattline_config::Discovery::from_environment(explicit).load()?;
     wattline_config::EffectiveConfig::merge(&layers)
+}
+
+/// The energy/cost report rebuilt from an ATOF file alone (the `gen_ai.*` figures it
+/// recorded).
+pub fn report_from_atof(
+    path: &std::path::Path,
+) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
+    let marks = wattline_exporters::read_atof_marks(path)?;
+    Ok(wattline_actors::energy::replay::report_from_measurements(
+        marks
+            .iter()
+            .map(|mark| (mark.timestamp, mark.measurements.as_slice())),
+    ))
 }

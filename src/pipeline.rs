@@ -8,7 +8,9 @@ use wattline_actors::diagnostics::SamplerCategory;
 use wattline_actors::energy::report::EnergyReport;
 use wattline_actors::events::EventSink;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
-use wattline_actors::pipeline::{GpuSourceFactory, PipelineError, PipelineSpec, RunningPipeline};
+use wattline_actors::pipeline::{
+    GpuSourceFactory, PipelineError, PipelineSpec, RunningPipeline, open_diagnostics,
+};
 use wattline_actors::scope::ScopeTarget;
 use wattline_actors::snapshot::Snapshot;
 use wattline_config::energy::EnvironmentError;
@@ -31,6 +33,9 @@ pub enum Error {
     /// The pipeline failed or is stopped.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
+    /// An exporter could not start.
+    #[error(transparent)]
+    Exporter(#[from] crate::exporting::ExporterError),
     /// This process is a child forked from the one that started the pipeline.
     #[error(
         "this pipeline belongs to process {owner}; after a fork, start a new pipeline in the child (this is process {current})"
@@ -146,9 +151,21 @@ impl PipelineBuilder {
                 )?
             }
         };
-        let sink: Arc<dyn EventSink> = match self.sinks.len() {
-            1 => Arc::clone(&self.sinks[0]),
-            _ => Arc::new(wattline_actors::events::FanOutSink(self.sinks)),
+        let diagnostics = open_diagnostics(config.diagnostics)?;
+        let exporters = crate::exporting::start_exporters(
+            &config,
+            diagnostics
+                .as_ref()
+                .map(|(_, components)| components.clone()),
+        )
+        .await?;
+        let mut sinks = self.sinks;
+        if let Some(fan_out) = &exporters {
+            sinks.push(Arc::new(crate::exporting::FanOutSink(Arc::clone(fan_out))));
+        }
+        let sink: Arc<dyn EventSink> = match sinks.len() {
+            1 => Arc::clone(&sinks[0]),
+            _ => Arc::new(wattline_actors::events::FanOutSink(sinks)),
         };
         let smi_interval = config.energy.as_ref().map_or(Duration::from_secs(5), |e| {
             Duration::from_millis(e.config.interval_millis)
@@ -161,7 +178,7 @@ impl PipelineBuilder {
             target,
             resource: config.resource_metrics.clone(),
             energy: config.energy.clone(),
-            diagnostics: config.diagnostics,
+            diagnostics,
             gpu_source,
             sink,
             tick_deadline: self.tick_deadline,
@@ -169,6 +186,7 @@ impl PipelineBuilder {
         .await?;
         Ok(Pipeline {
             inner: Arc::new(running),
+            exporters,
             owner: std::process::id(),
             target,
         })
@@ -189,6 +207,7 @@ fn default_gpu_sources(smi_interval: Duration) -> GpuSourceFactory {
 #[derive(Clone)]
 pub struct Pipeline {
     inner: Arc<RunningPipeline>,
+    exporters: Option<Arc<wattline_exporters::FanOut>>,
     owner: u32,
     target: ScopeTarget,
 }
@@ -243,21 +262,37 @@ impl Pipeline {
 
     /// The energy/cost report so far; takes one last sample first, so even a pipeline
     /// younger than one interval reports a reading.
+    /// The exporters flush too (the ATOF file is fsynced) and the report counts what
+    /// each exporter dropped.
     pub async fn flush(&self) -> Result<EnergyReport, Error> {
         self.check_process()?;
-        Ok(self.inner.energy_report().await?)
+        let mut report = self.inner.energy_report().await?;
+        if let Some(exporters) = &self.exporters {
+            exporters.flush(crate::exporting::EXPORTER_DEADLINE).await;
+            report.exporter_drops = exporter_drops(exporters);
+        }
+        Ok(report)
     }
 
     /// Flushes, ends every scope, and stops the pipeline; returns the final report when
     /// the energy component is on.
     pub async fn shutdown(&self) -> Result<Option<EnergyReport>, Error> {
         self.check_process()?;
-        let report = match self.inner.energy_report().await {
+        let mut report = match self.inner.energy_report().await {
             Ok(report) => Some(report),
             Err(PipelineError::EnergyDisabled) => None,
             Err(error) => return Err(error.into()),
         };
         self.inner.shutdown().await;
+        if let Some(exporters) = &self.exporters {
+            // After the pipeline's last events (scope ends); fsyncs the ATOF file.
+            exporters
+                .shutdown(crate::exporting::EXPORTER_DEADLINE)
+                .await;
+            if let Some(report) = &mut report {
+                report.exporter_drops = exporter_drops(exporters);
+            }
+        }
         Ok(report)
     }
 
@@ -285,6 +320,14 @@ impl Pipeline {
     pub fn gpu_source_name(&self) -> Option<String> {
         self.inner.gpu_source_name()
     }
+}
+
+fn exporter_drops(exporters: &wattline_exporters::FanOut) -> Vec<(String, u64)> {
+    exporters
+        .stats()
+        .into_iter()
+        .map(|stats| (stats.name, stats.dropped))
+        .collect()
 }
 
 /// A live Agent scope. Dropping it ends the scope.

@@ -316,7 +316,8 @@ fn the_report_rebuilt_from_recorded_metrics_matches_the_live_one() {
         batches.push((wall, account.add_gpu_sample(Some(&sample), wall)));
     }
     let live = account.report(Utc::now());
-    let replayed = report_from_measurements(batches.iter().map(|(t, m)| (*t, m.as_slice())), "USD");
+    let replayed = report_from_measurements(batches.iter().map(|(t, m)| (*t, m.as_slice())));
+    assert_eq!(replayed.currency, "USD");
     assert_eq!(replayed.devices.len(), 2);
     for (live, replayed) in live.devices.iter().zip(&replayed.devices) {
         assert_eq!(live.device_identifier, replayed.device_identifier);

@@ -380,7 +380,8 @@ fn exporter_configuration_round_trips_through_toml() {
     );
     let effective = effective(&text);
     let shown = effective.to_toml().unwrap();
-    let reparsed = EffectiveConfig::merge(&[PluginsDocument::parse("shown", &shown).unwrap()]).unwrap();
+    let reparsed =
+        EffectiveConfig::merge(&[PluginsDocument::parse("shown", &shown).unwrap()]).unwrap();
     assert_eq!(reparsed.atof, effective.atof);
     assert_eq!(reparsed.opentelemetry, effective.opentelemetry);
     assert!(shown.contains("kind = \"atof\""), "{shown}");

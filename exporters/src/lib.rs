@@ -9,6 +9,7 @@
 //! environment variables named in `header_env`, read once at build).
 
 pub mod atof;
+pub mod atof_reader;
 pub mod exporter;
 pub mod fanout;
 pub mod instruments;
@@ -20,6 +21,7 @@ pub mod otlp_http;
 pub mod stdout;
 
 pub use atof::AtofExporter;
+pub use atof_reader::{AtofReadError, RecordedMark, read_atof_marks};
 pub use exporter::{BuildError, ExportError, Exporter, ExporterKind};
 pub use fanout::{
     ExportFailureSink, ExporterStats, FanOut, FanOutBuilder, FanOutError, FanOutReport,

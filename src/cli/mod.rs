@@ -2,6 +2,7 @@
 
 mod collect;
 mod config_commands;
+mod report;
 mod run;
 mod status;
 
@@ -30,6 +31,8 @@ enum Command {
     Diagnostics(collect::CollectArgs),
     /// Run a command, measure it, and print the energy/cost report at the end.
     Run(run::RunArgs),
+    /// Recompute the energy/cost report from an ATOF file alone.
+    Report(report::ReportArgs),
     /// Check or show configuration.
     #[command(subcommand)]
     Config(config_commands::ConfigCommand),
@@ -64,7 +67,8 @@ pub fn run() -> ExitCode {
         Command::Collect(args) => collect::run(args, collect::Output::Snapshot),
         Command::Diagnostics(args) => collect::run(args, collect::Output::Diagnostics),
         Command::Config(command) => config_commands::run(command),
-        Command::Run(args) => run::run(args, Box::new(|_, _| Ok(Vec::new()))),
+        Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use wattline::config::{MeasurementScopeSetting, ResourceMetricsConfig};
-use wattline::events::EventSink;
 
 use super::status::{StatusSink, status_line};
 use super::{ScopeArgument, load_effective_config};
@@ -34,7 +33,8 @@ pub struct RunArgs {
     /// Write ATOF JSON lines into this directory.
     #[arg(long, value_name = "DIR")]
     pub atof: Option<PathBuf>,
-    /// Send OTLP metrics to this collector endpoint (gRPC; `http://host:4317`).
+    /// Send OTLP metrics to this collector: gRPC (`http://host:4317`), or HTTP/protobuf
+    /// when the URL ends in `/v1/metrics`.
     #[arg(long, value_name = "URL")]
     pub otlp: Option<String>,
     /// The report's format.
@@ -57,16 +57,8 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
-/// Extra event sinks (exporters) the caller wires in.
-pub type SinkFactory = Box<
-    dyn FnOnce(
-        &RunArgs,
-        &wattline::config::EffectiveConfig,
-    ) -> Result<Vec<Arc<dyn EventSink>>, String>,
->;
-
 /// Runs `run`.
-pub fn run(args: RunArgs, exporters: SinkFactory) -> Result<ExitCode, String> {
+pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let mut effective = load_effective_config(args.config.clone())?;
     let mut resource: ResourceMetricsConfig =
         effective.resource_metrics.clone().unwrap_or_default();
@@ -82,19 +74,49 @@ pub fn run(args: RunArgs, exporters: SinkFactory) -> Result<ExitCode, String> {
         .map(MeasurementScopeSetting::from)
         .unwrap_or(resource.measurement_scope);
     effective.resource_metrics = Some(resource);
-    let sinks = exporters(&args, &effective)?;
+    apply_exporter_flags(&args, &mut effective)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| format!("cannot start the async runtime: {error}"))?;
-    runtime.block_on(run_async(args, effective, setting, sinks))
+    runtime.block_on(run_async(args, effective, setting))
+}
+
+/// `--atof DIR` and `--otlp URL` turn those exporters on over the configuration's.
+fn apply_exporter_flags(
+    args: &RunArgs,
+    config: &mut wattline::config::EffectiveConfig,
+) -> Result<(), String> {
+    use wattline::config::{OtlpEndpointConfig, OtlpTransport};
+    if let Some(directory) = &args.atof {
+        let mut atof = config.atof.clone().unwrap_or_default();
+        atof.output_directory = directory.to_string_lossy().into_owned();
+        atof.validate()
+            .map_err(|error| format!("--atof: {}: {}", error.path, error.rule))?;
+        config.atof = Some(atof);
+    }
+    if let Some(url) = &args.otlp {
+        // An OTLP/HTTP URL names its path; anything else is a gRPC endpoint.
+        let transport = if url.trim_end_matches('/').ends_with("/v1/metrics") {
+            OtlpTransport::HttpBinary
+        } else {
+            OtlpTransport::Grpc
+        };
+        let endpoint = OtlpEndpointConfig::new(url.clone(), transport);
+        endpoint
+            .validate()
+            .map_err(|error| format!("--otlp: {}", error.rule))?;
+        let mut otlp = config.opentelemetry.clone().unwrap_or_default();
+        otlp.endpoints = vec![endpoint];
+        config.opentelemetry = Some(otlp);
+    }
+    Ok(())
 }
 
 async fn run_async(
     args: RunArgs,
     config: wattline::config::EffectiveConfig,
     setting: MeasurementScopeSetting,
-    sinks: Vec<Arc<dyn EventSink>>,
 ) -> Result<ExitCode, String> {
     let (program, arguments) = args.command.split_first().ok_or("no command to run")?;
     // Watch the signals before the child exists, so none arrives unhandled.
@@ -117,14 +139,19 @@ async fn run_async(
         }
     };
     let status = Arc::new(StatusSink::default());
-    let mut builder = wattline::Pipeline::builder()
+    let spawned = wattline::Pipeline::builder()
         .config(config)
         .scope(target)
-        .event_sink(status.clone());
-    for sink in sinks {
-        builder = builder.event_sink(sink);
-    }
-    let pipeline = builder.spawn().await.map_err(|error| error.to_string())?;
+        .event_sink(status.clone())
+        .spawn()
+        .await;
+    let pipeline = match spawned {
+        Ok(pipeline) => pipeline,
+        Err(error) => {
+            let _ = child.kill().await;
+            return Err(error.to_string());
+        }
+    };
 
     let show_status = !args.quiet && stderr_is_terminal();
     let exit = wait_forwarding_signals(

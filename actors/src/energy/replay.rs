@@ -30,11 +30,12 @@ fn text(measurement: &MetricMeasurement, key: &str) -> Option<String> {
     }
 }
 
-/// Rebuilds the report from `(timestamp, measurements)` batches in file order.
+/// Rebuilds the report from `(timestamp, measurements)` batches in file order. The
+/// currency is the unit of the recorded `gen_ai.power.cost` (`USD` when none was).
 pub fn report_from_measurements<'a>(
     batches: impl IntoIterator<Item = (DateTime<Utc>, &'a [MetricMeasurement])>,
-    currency: &str,
 ) -> EnergyReport {
+    let mut currency = String::from("USD");
     let mut devices: BTreeMap<String, ReplayedDevice> = BTreeMap::new();
     let (mut cost, mut co2, mut first, mut last) = (0.0, None::<f64>, None, None);
     for (timestamp, measurements) in batches {
@@ -62,7 +63,12 @@ pub fn report_from_measurements<'a>(
                     device.readings += 1;
                     device.max_watts = Some(device.max_watts.map_or(value, |max| max.max(value)));
                 }
-                ("gen_ai.power.cost", None) => cost += value,
+                ("gen_ai.power.cost", None) => {
+                    cost += value;
+                    if let Some(unit) = &measurement.unit {
+                        currency.clone_from(unit);
+                    }
+                }
                 ("gen_ai.co2.emissions", None) => *co2.get_or_insert(0.0) += value,
                 _ => {}
             }
@@ -123,7 +129,7 @@ pub fn report_from_measurements<'a>(
             unit: format!("{currency}/kWh"),
             origin: FactorOrigin::File("recorded cost / recorded energy".into()),
         },
-        currency: currency.to_string(),
+        currency,
         carbon_intensity: intensity.map(|value| Factor {
             value,
             unit: "gCO2e/kWh".into(),

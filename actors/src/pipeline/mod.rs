@@ -52,8 +52,9 @@ pub struct PipelineSpec {
     pub resource: Option<ResourceMetricsConfig>,
     /// The `energy` component; `None` when it is off.
     pub energy: Option<EnergySettings>,
-    /// The `diagnostics` component's limits; `None` when it is off.
-    pub diagnostics: Option<DiagnosticsLimits>,
+    /// The diagnostics context and the pipeline's components in it (see
+    /// [`open_diagnostics`]); `None` when the `diagnostics` component is off.
+    pub diagnostics: Option<(Diagnostics, PipelineDiagnostics)>,
     /// The GPU source.
     pub gpu_source: GpuSourceFactory,
     /// Where events go.
@@ -98,6 +99,21 @@ pub struct RunningPipeline {
     gpu_source_name: Arc<Mutex<Option<String>>>,
 }
 
+/// Opens the diagnostics context with `limits` and registers the pipeline's components
+/// in it, once; the exporters record into the same components.
+pub fn open_diagnostics(
+    limits: Option<DiagnosticsLimits>,
+) -> Result<Option<(Diagnostics, PipelineDiagnostics)>, PipelineError> {
+    let Some(limits) = limits else {
+        return Ok(None);
+    };
+    let context =
+        Diagnostics::new(limits).map_err(|error| PipelineError::Diagnostics(error.to_string()))?;
+    let components = PipelineDiagnostics::register(&context)
+        .map_err(|error| PipelineError::Diagnostics(error.to_string()))?;
+    Ok(Some((context, components)))
+}
+
 fn sampler_factory<S: CategorySampler>(
     make: impl Fn() -> S + Send + Sync + 'static,
 ) -> SamplerFactory {
@@ -107,19 +123,9 @@ fn sampler_factory<S: CategorySampler>(
 impl RunningPipeline {
     /// Starts every actor and clock of `spec`.
     pub async fn spawn(spec: PipelineSpec) -> Result<Self, PipelineError> {
-        let diagnostics = match &spec.diagnostics {
-            Some(limits) => Some(
-                Diagnostics::new(*limits)
-                    .map_err(|error| PipelineError::Diagnostics(error.to_string()))?,
-            ),
-            None => None,
-        };
-        let pipeline_diagnostics = match &diagnostics {
-            Some(context) => match PipelineDiagnostics::register(context) {
-                Ok(registered) => Some(registered),
-                Err(error) => return Err(PipelineError::Diagnostics(error.to_string())),
-            },
-            None => None,
+        let (diagnostics, pipeline_diagnostics) = match &spec.diagnostics {
+            Some((context, components)) => (Some(context.clone()), Some(components.clone())),
+            None => (None, None),
         };
         let cancel = CancellationToken::new();
         let registry = SamplerRegistry::default();

@@ -1,0 +1,102 @@
+//! Reads an ATOF JSON-lines file back: every mark's timestamp and measurements, each
+//! line checked against the envelope and the `nemo.relay.metric_measurements` rules.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use wattline_actors::events::MetricMeasurement;
+
+use crate::metric_schema::{parse_metric_measurements, validate_metric_measurements};
+
+/// One mark read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedMark {
+    /// The mark's name (`nemo.relay.resource_metrics`, `wattline.metrics`, ...).
+    pub name: String,
+    /// Its timestamp.
+    pub timestamp: DateTime<Utc>,
+    /// Its measurements.
+    pub measurements: Vec<MetricMeasurement>,
+}
+
+/// Why a file could not be read back; names the file and the line.
+#[derive(Debug, thiserror::Error)]
+pub enum AtofReadError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A line is not a valid ATOF event.
+    #[error("{path}:{line}: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// Reads every mark of `path`, in file order. Scope events are checked and skipped.
+pub fn read_atof_marks(path: &Path) -> Result<Vec<RecordedMark>, AtofReadError> {
+    let io = |source| AtofReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut marks = Vec::new();
+    for (index, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(io)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let invalid = |reason: String| AtofReadError::Invalid {
+            path: path.to_path_buf(),
+            line: index + 1,
+            reason,
+        };
+        let event: serde_json::Value =
+            serde_json::from_str(&line).map_err(|error| invalid(format!("not JSON: {error}")))?;
+        if event.get("atof_version").and_then(|v| v.as_str()) != Some("0.1") {
+            return Err(invalid(
+                "missing or unsupported atof_version (expected \"0.1\")".into(),
+            ));
+        }
+        match event.get("kind").and_then(|v| v.as_str()) {
+            Some("scope") => continue,
+            Some("mark") => {}
+            other => return Err(invalid(format!("unknown kind {other:?}"))),
+        }
+        let name = event
+            .get("name")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| invalid("a mark without a name".into()))?
+            .to_string();
+        let timestamp = event
+            .get("timestamp")
+            .and_then(|v| v.as_str())
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .ok_or_else(|| invalid("a mark without an RFC 3339 timestamp".into()))?
+            .with_timezone(&Utc);
+        let measurements = match event.get("data") {
+            Some(serde_json::Value::Null) | None => Vec::new(),
+            Some(data) => {
+                let parsed = parse_metric_measurements(data).map_err(&invalid)?;
+                validate_metric_measurements(&parsed).map_err(invalid)?;
+                parsed.measurements
+            }
+        };
+        marks.push(RecordedMark {
+            name,
+            timestamp,
+            measurements,
+        });
+    }
+    Ok(marks)
+}

@@ -1,0 +1,34 @@
+//! `wattline report FILE.jsonl`: the energy/cost report recomputed from an ATOF file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::run::ReportFormat;
+
+/// Arguments of `wattline report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// An ATOF JSON-lines file written by `wattline run --atof DIR` (or the `atof`
+    /// component).
+    file: PathBuf,
+    /// The report's format (`table` prints to stdout here).
+    #[arg(long, value_enum, default_value = "table")]
+    report: ReportFormat,
+}
+
+/// Runs `report`.
+pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
+    let report = wattline::report_from_atof(&args.file).map_err(|error| error.to_string())?;
+    match args.report {
+        ReportFormat::Table => print!("{}", report.to_table()),
+        ReportFormat::Json => println!(
+            "{}",
+            report
+                .to_json()
+                .map_err(|error| format!("cannot write the report: {error}"))?
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,74 @@
+//! Builds the exporters the configuration enables (`atof`, `opentelemetry`) behind one
+//! fan-out, and hands the pipeline a sink that never waits on them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wattline_actors::diagnostics::PipelineDiagnostics;
+use wattline_actors::events::{EventSink, PipelineEvent};
+use wattline_config::EffectiveConfig;
+use wattline_exporters::{
+    AtofExporter, BuildError, ExportFailureSink, FanOut, FanOutError, OtlpExporter,
+};
+
+/// How long flush and shutdown wait for the exporters together.
+pub const EXPORTER_DEADLINE: Duration = Duration::from_secs(15);
+
+/// Why the exporters could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ExporterError {
+    /// An exporter's settings or target were rejected.
+    #[error("exporter {name}: {source}")]
+    Build {
+        /// `atof` or `opentelemetry`.
+        name: &'static str,
+        /// Why.
+        source: BuildError,
+    },
+    /// The fan-out's actors could not start.
+    #[error("exporters: {0}")]
+    FanOut(#[from] FanOutError),
+}
+
+/// The pipeline's view of the fan-out: queue or drop, never wait.
+pub struct FanOutSink(pub Arc<FanOut>);
+
+impl EventSink for FanOutSink {
+    fn send(&self, event: PipelineEvent) {
+        self.0.send(event);
+    }
+}
+
+/// Starts the exporters `config` enables; `None` when it enables none.
+pub async fn start_exporters(
+    config: &EffectiveConfig,
+    diagnostics: Option<PipelineDiagnostics>,
+) -> Result<Option<Arc<FanOut>>, ExporterError> {
+    let mut builder = FanOut::builder();
+    let mut any = false;
+    if let Some(atof) = &config.atof {
+        let exporter = AtofExporter::build(atof).map_err(|source| ExporterError::Build {
+            name: "atof",
+            source,
+        })?;
+        builder = builder.exporter("atof", exporter);
+        any = true;
+    }
+    if let Some(otlp) = &config.opentelemetry {
+        let exporter = OtlpExporter::builder(otlp.clone())
+            .build()
+            .map_err(|source| ExporterError::Build {
+                name: "opentelemetry",
+                source,
+            })?;
+        builder = builder.exporter("opentelemetry", exporter);
+        any = true;
+    }
+    if !any {
+        return Ok(None);
+    }
+    if let Some(diagnostics) = diagnostics {
+        builder = builder.failure_sink(Arc::new(diagnostics) as Arc<dyn ExportFailureSink>);
+    }
+    Ok(Some(Arc::new(builder.start().await?)))
+}
