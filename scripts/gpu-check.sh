@@ -6,8 +6,9 @@
 #   uuid    the set of NVIDIA device identifiers equals nvidia-smi's UUIDs
 #   memory  memory used within 1 % (of the larger value, at least 2 MiB) of an
 #           nvidia-smi reading taken just before or just after, or between them
-#   power   within 5 % of the nvidia-smi readings around it, only when the JSON has a
-#           power value for the device; otherwise SKIP
+#   power   the mean power wattline's energy stage measured over a few seconds
+#           (`wattline run --report json`, sampling every 0.5 s) within 5 % of the
+#           mean of nvidia-smi power readings taken every 0.5 s in the same window
 # Prints PASS/FAIL/SKIP per field and exits 1 on any FAIL, 2 when it cannot run.
 #
 # Environment:
@@ -74,12 +75,19 @@ query=(--query-gpu=uuid,memory.used,power.draw --format=csv,noheader,nounits)
 "$wattline" collect --compact > "$work/wattline.json" || die "wattline collect failed"
 "$smi" "${query[@]}" > "$work/smi-after.csv" || die "nvidia-smi query failed"
 
-python3 - "$work/smi-before.csv" "$work/smi-after.csv" "$work/wattline.json" <<'PY'
+# Power: wattline's energy stage over a 4 s window, nvidia-smi sampled alongside.
+( for _ in $(seq 1 8); do "$smi" --query-gpu=uuid,power.draw --format=csv,noheader,nounits; sleep 0.5; done ) \
+    > "$work/smi-power.csv" &
+smi_power_pid=$!
+GENAI_GPU_COLLECTION_INTERVAL=0.5 "$wattline" run --quiet --report json -- sleep 4 > "$work/report.json" \
+    || die "wattline run failed"
+wait "$smi_power_pid" || true
+
+python3 - "$work/smi-before.csv" "$work/smi-after.csv" "$work/wattline.json" "$work/report.json" "$work/smi-power.csv" <<'PY'
 import json, sys
 
 KIB_PER = {"bytes": 1 / 1024, "kibibytes": 1, "kilobytes": 1000 / 1024,
            "mebibytes": 1024, "megabytes": 1e6 / 1024, "gibibytes": 1024 * 1024}
-WATTS_PER = {"watts": 1.0, "milliwatts": 0.001, "kilowatts": 1000.0}
 
 
 def number(text):
@@ -114,6 +122,16 @@ def measurement(record, names, units):
 
 
 before, after = smi_rows(sys.argv[1]), smi_rows(sys.argv[2])
+with open(sys.argv[4]) as f:
+    energy_report = json.load(f)
+energy_devices = {d["device_identifier"]: d for d in energy_report.get("devices", [])}
+print(f"INFO gpu source: {energy_report.get('gpu_source')}")
+smi_power = []
+with open(sys.argv[5]) as f:
+    for line in f:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2:
+            smi_power.append((parts[0], number(parts[1])))
 with open(sys.argv[3]) as f:
     snapshot = json.load(f)
 gpu = snapshot.get("gpu") or {}
@@ -159,19 +177,21 @@ for uuid in sorted(smi_uuids):
 
     util = measurement(record, ["compute_utilization"], {"percentage": 1.0, "percent": 1.0})
     print(f"INFO compute {uuid}: wattline {util} %")
-    power = measurement(record, ["power_draw", "power", "power_usage"], WATTS_PER)
-    if power is None:
-        report("SKIP", f"power {uuid}", "the snapshot has no power reading")
-        continue
-    refs = [r[uuid]["power_w"] for r in (before, after)
-            if uuid in r and r[uuid]["power_w"] is not None]
+    ours_power = energy_devices.get(uuid, {}).get("mean_watts")
+    refs = [w for (u, w) in smi_power if u == uuid and w is not None]
     if not refs:
         report("SKIP", f"power {uuid}", "nvidia-smi reports no power for this device")
         continue
-    low, high = min(refs) * 0.95, max(refs) * 1.05
-    status = "PASS" if low <= power <= high else "FAIL"
+    if ours_power is None:
+        report("FAIL", f"power {uuid}", "wattline's report has no mean power for this device")
+        continue
+    theirs = sum(refs) / len(refs)
+    status = "PASS" if abs(ours_power - theirs) <= 0.05 * theirs else "FAIL"
     report(status, f"power {uuid}",
-           f"wattline {power:.2f} W, nvidia-smi {' / '.join(f'{r:.2f}' for r in refs)} W (5 %)")
+           f"wattline mean {ours_power:.2f} W, nvidia-smi mean {theirs:.2f} W over {len(refs)} readings (5 %)")
+    print(f"INFO energy {uuid}: {energy_devices[uuid].get('energy_kwh')} kWh by "
+          f"{energy_devices[uuid].get('energy_source')}, trapezoid {energy_devices[uuid].get('trapezoid_kwh')}, "
+          f"counter {energy_devices[uuid].get('counter_kwh')}")
 
 
 sys.exit(1 if failed else 0)

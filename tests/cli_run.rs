@@ -140,3 +140,59 @@ fn a_missing_command_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// A stand-in `nvidia-smi` answering in the real CSV format: one H200 at 250 W.
+const FAKE_NVIDIA_SMI: &str = r#"#!/bin/sh
+case "$*" in
+  *-L*) echo "GPU 0: NVIDIA H200 (UUID: GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c)";;
+  *) echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, NVIDIA H200, 7, 3, 1377, 143771, 46, 250.00, 700.00, 1980, 3201, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0";;
+esac
+"#;
+
+#[test]
+fn run_measures_gpu_energy_through_nvidia_smi() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let smi = bin.path().join("nvidia-smi");
+    std::fs::write(&smi, FAKE_NVIDIA_SMI).unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = wattline(home.path())
+        .env("PATH", path)
+        .env("GENAI_GPU_COLLECTION_INTERVAL", "0.2")
+        .args(["run", "--quiet", "--report", "json", "--", "sleep", "1.2"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["gpu_source"], "nvidia-smi");
+    let device = &report["devices"][0];
+    assert_eq!(
+        device["device_identifier"],
+        "GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c"
+    );
+    assert_eq!(device["name"], "NVIDIA H200");
+    assert_eq!(device["energy_source"], "trapezoid");
+    // Constant 250 W: the mean is exact, and the energy is 250 W over the covered time.
+    assert!(
+        (device["mean_watts"].as_f64().unwrap() - 250.0).abs() < 1e-9,
+        "{device}"
+    );
+    let covered = device["covered_seconds"].as_f64().unwrap();
+    assert!(covered > 0.4, "{device}");
+    let expected = 250.0 * covered / 3_600_000.0;
+    assert!(
+        (device["energy_kwh"].as_f64().unwrap() - expected).abs() < 1e-12,
+        "{device}"
+    );
+    assert_eq!(report["total"]["gpu_energy_kwh"], device["energy_kwh"]);
+}
