@@ -278,6 +278,7 @@ impl Pipeline {
     /// the energy component is on.
     pub async fn shutdown(&self) -> Result<Option<EnergyReport>, Error> {
         self.check_process()?;
+        self.inner.stop_clocks().await;
         let mut report = match self.inner.energy_report().await {
             Ok(report) => Some(report),
             Err(PipelineError::EnergyDisabled) => None,

@@ -1,16 +1,9 @@
 //! The `wattline` binary: `collect`, `config check`, `config show`.
 
-use assert_cmd::Command;
-use wattline::snapshot::{MeasurementScope, Snapshot};
+mod support;
 
-fn wattline(home: &std::path::Path) -> Command {
-    let mut command = Command::cargo_bin("wattline").unwrap();
-    // Keep the user's own configuration out of the tests.
-    command
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("xdg"));
-    command
-}
+use support::wattline;
+use wattline::snapshot::{MeasurementScope, Snapshot};
 
 #[test]
 fn collect_prints_a_snapshot() {

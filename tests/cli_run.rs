@@ -1,17 +1,12 @@
 //! `wattline run -- CMD`: exit codes, signal forwarding, the report, process-tree scope.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn wattline(home: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_wattline"));
-    command
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("xdg"))
-        .env_remove("GENAI_ENABLE_CO2_TRACKING");
-    command
-}
+mod support;
+
+use support::wattline;
 
 #[test]
 fn run_exits_with_the_commands_exit_code_and_prints_the_report() {

@@ -93,9 +93,7 @@ async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
 fn wattline_report_prints_the_recomputed_report() {
     let home = tempfile::tempdir().unwrap();
     let directory = tempfile::tempdir().unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_wattline"))
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path())
+    let status = support::wattline(home.path())
         .args(["run", "--quiet", "--interval", "100", "--atof"])
         .arg(directory.path())
         .args(["--", "sleep", "0.4"])

@@ -110,7 +110,8 @@ impl ResolvedScope {
         self.status == ScopeStatus::Ready && self.unreadable_processes == 0
     }
 
-    fn unavailable(target: ScopeTarget, status: ScopeStatus) -> Self {
+    /// A scope that could not be measured this tick.
+    pub fn unavailable(target: ScopeTarget, status: ScopeStatus) -> Self {
         ResolvedScope {
             target,
             status,
@@ -150,6 +151,8 @@ fn read_root(root: &Path, identity: ProcessIdentity) -> Result<ProcessStat, Scop
     }
 }
 
+/// Lists every process and reads each one's `stat`: the global scope as it is, and
+/// the parents a tree is found from where the kernel has no `children` files.
 fn resolve_global(root: &Path, target: ScopeTarget) -> ResolvedScope {
     let pids = match list_all_process_ids(root) {
         Ok(pids) => pids,
@@ -249,28 +252,18 @@ fn resolve_tree_by_parent_scan(
     target: ScopeTarget,
     root_stat: ProcessStat,
 ) -> ResolvedScope {
-    let pids = match list_all_process_ids(root) {
-        Ok(pids) => pids,
-        Err(error) => {
-            return ResolvedScope::unavailable(
-                target,
-                ScopeStatus::ListingFailed(error.to_string()),
-            );
-        }
-    };
-    let mut stats = Vec::with_capacity(pids.len());
-    let mut buf = Vec::with_capacity(512);
-    for pid in pids {
-        if pid == root_stat.pid {
-            continue;
-        }
-        // A process that vanished or cannot be read here cannot be placed in the tree;
-        // the parent scan sees only what it can read.
-        if let Ok(stat) = read_process_stat(root, pid, &mut buf) {
-            stats.push(stat);
-        }
+    let everything = resolve_global(root, ScopeTarget::Global);
+    if everything.is_unavailable() {
+        return ResolvedScope::unavailable(target, everything.status);
     }
-    let descendants = descendants_of(root_stat, &stats);
+    // A process that vanished or cannot be read here cannot be placed in the tree; the
+    // parent scan sees only what it can read.
+    let others: Vec<ProcessStat> = everything
+        .processes
+        .into_iter()
+        .filter(|p| p.pid != root_stat.pid)
+        .collect();
+    let descendants = descendants_of(root_stat, &others);
     let mut processes = Vec::with_capacity(descendants.len() + 1);
     processes.push(root_stat);
     processes.extend(descendants);

@@ -78,3 +78,17 @@ pub fn marks(events: &[PipelineEvent]) -> Vec<Mark> {
         })
         .collect()
 }
+
+/// The built `wattline` binary with a throwaway home, so a developer's own
+/// configuration and `GENAI_*` settings stay out of the tests.
+pub fn wattline(home: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_wattline"));
+    command
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("xdg"))
+        .env_remove("GENAI_ENABLE_CO2_TRACKING")
+        .env_remove("GENAI_POWER_COST_PER_KWH")
+        .env_remove("GENAI_CARBON_INTENSITY")
+        .env_remove("GENAI_GPU_COLLECTION_INTERVAL");
+    command
+}

@@ -45,6 +45,8 @@ pub enum MergerMessage {
     EndAgentScope(Uuid, Option<RpcReplyPort<()>>),
     /// Ends every live Agent scope and the root scope (shutdown).
     Close(RpcReplyPort<()>),
+    /// Replies once every message sent before it has been handled.
+    Sync(RpcReplyPort<()>),
 }
 
 /// What the merger starts with.
@@ -128,14 +130,10 @@ impl MergerState {
             Ok(resolved) => resolved,
             Err(error) => {
                 tracing::error!(%error, "scope resolution failed");
-                let scope = crate::scope::ResolvedScope {
+                let scope = crate::scope::ResolvedScope::unavailable(
                     target,
-                    status: crate::scope::ScopeStatus::ListingFailed(error.to_string()),
-                    visible_processes: 0,
-                    processes: Vec::new(),
-                    exited_after_listing: 0,
-                    unreadable_processes: 0,
-                };
+                    crate::scope::ScopeStatus::ListingFailed(error.to_string()),
+                );
                 (scope, Default::default(), Vec::new())
             }
         };
@@ -323,6 +321,9 @@ impl Actor for MergerActor {
                 if let Some(reply) = reply {
                     let _ = reply.send(());
                 }
+            }
+            MergerMessage::Sync(reply) => {
+                let _ = reply.send(());
             }
             MergerMessage::Close(reply) => {
                 if !state.closed {

@@ -97,6 +97,7 @@ pub struct RunningPipeline {
     missed_ticks: Arc<MissedTicks>,
     energy_interval: Duration,
     gpu_source_name: Arc<Mutex<Option<String>>>,
+    clock_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// Opens the diagnostics context with `limits` and registers the pipeline's components
@@ -287,15 +288,16 @@ impl RunningPipeline {
         )
         .await
         .map_err(spawn_error)?;
+        let mut clock_tasks = Vec::new();
         if resource_enabled && config.polling.enabled {
-            spawn_poll_clock(
+            clock_tasks.push(spawn_poll_clock(
                 merger.clone(),
                 interval,
                 tick_in_flight,
                 Arc::clone(&missed_ticks),
                 pipeline_diagnostics.clone(),
                 cancel.clone(),
-            );
+            ));
         }
         let energy_interval = spec
             .energy
@@ -304,13 +306,13 @@ impl RunningPipeline {
                 Duration::from_millis(settings.config.interval_millis)
             });
         if let Some(energy) = &energy {
-            spawn_energy_clock(
+            clock_tasks.push(spawn_energy_clock(
                 registry.clone(),
                 energy.clone(),
                 spec.root.clone(),
                 energy_interval,
                 cancel.clone(),
-            );
+            ));
         }
         Ok(RunningPipeline {
             root: spec.root,
@@ -324,6 +326,7 @@ impl RunningPipeline {
             missed_ticks,
             energy_interval,
             gpu_source_name,
+            clock_tasks: Mutex::new(clock_tasks),
         })
     }
 
@@ -446,6 +449,21 @@ impl RunningPipeline {
             .lock()
             .ok()
             .and_then(|name| name.clone())
+    }
+
+    /// Stops the poll and energy clocks and waits until no tick is in progress, so a
+    /// report taken next is the last word: no later sample can add to it.
+    pub async fn stop_clocks(&self) {
+        self.cancel.cancel();
+        let tasks: Vec<_> = match self.clock_tasks.lock() {
+            Ok(mut tasks) => tasks.drain(..).collect(),
+            Err(poisoned) => poisoned.into_inner().drain(..).collect(),
+        };
+        for task in tasks {
+            let _ = task.await;
+        }
+        // A poll the clock had already started finishes before this returns.
+        let _ = self.merger.call(MergerMessage::Sync, None).await;
     }
 
     /// Stops the clocks, ends every scope, and stops every actor.
