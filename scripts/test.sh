@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test suite with what its real-system tests need: a venv (.ci/venv) holding the
+# reference system (nemo-relay 0.10.4, for the conformance tests) and the rotel OTLP
+# collector (for the exporter tests), then `cargo test --workspace`. Extra arguments
+# go to cargo test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.ci/venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet --disable-pip-version-check "nemo-relay==0.10.4" "rotel==0.0.1a15"
+export WATTLINE_REFERENCE_PYTHON="$PWD/$venv/bin/python"
+
+# rotel-agent ships inside the rotel wheel.
+WATTLINE_ROTEL_AGENT="$("$venv/bin/python" -c 'import os, rotel; print(os.path.join(os.path.dirname(os.path.abspath(rotel.__file__)), "rotel-agent"))')"
+if [ ! -x "$WATTLINE_ROTEL_AGENT" ]; then
+  echo "rotel-agent not found at $WATTLINE_ROTEL_AGENT" >&2
+  exit 1
+fi
+export WATTLINE_ROTEL_AGENT
+
+exec cargo test --workspace "$@"
