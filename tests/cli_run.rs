@@ -191,3 +191,52 @@ fn run_measures_gpu_energy_through_nvidia_smi() {
     );
     assert_eq!(report["total"]["gpu_energy_kwh"], device["energy_kwh"]);
 }
+
+#[test]
+fn on_a_terminal_run_shows_a_live_status_line() {
+    // `script` (util-linux) gives the command a pseudo-terminal and records it.
+    let home = tempfile::tempdir().unwrap();
+    let binary = env!("CARGO_BIN_EXE_wattline");
+    let transcript = home.path().join("typescript");
+    let output = std::process::Command::new("script")
+        .args(["-q", "-e", "-c"])
+        .arg(format!("{binary} run --interval 200 -- sleep 1.6"))
+        .arg(&transcript)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("xdg"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let screen = std::fs::read_to_string(&transcript).unwrap();
+    let status_lines: Vec<&str> = screen
+        .split('\r')
+        .filter(|l| l.contains("wattline ") && l.contains(" energy "))
+        .collect();
+    assert!(status_lines.len() >= 2, "{screen:?}");
+    assert!(
+        status_lines
+            .iter()
+            .any(|l| l.contains("cpu ") && l.contains("mem ")),
+        "{status_lines:?}"
+    );
+
+    // --quiet: no status line.
+    let output = std::process::Command::new("script")
+        .args(["-q", "-e", "-c"])
+        .arg(format!("{binary} run --quiet --interval 200 -- sleep 0.6"))
+        .arg(&transcript)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("xdg"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let screen = std::fs::read_to_string(&transcript).unwrap();
+    assert!(!screen.contains(" energy 0."), "{screen:?}");
+    assert!(screen.contains("wattline energy report"), "{screen:?}");
+}

@@ -280,3 +280,86 @@ fn wattline_run_sends_its_measurements_to_a_real_collector() {
     );
     assert!(seen.contains("nemo.relay.resource.sample_count"), "{seen}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_never_answers_does_not_move_the_schedule_or_lose_the_file() {
+    use wattline::config::{OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
+    use wattline::events::CollectingEventSink;
+    // Accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let holder = Arc::clone(&held);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            holder.lock().unwrap().push(stream);
+        }
+    });
+    let directory = tempfile::tempdir().unwrap();
+    let period = Duration::from_millis(100);
+    let mut resource = ResourceMetricsConfig::default();
+    resource.polling.enabled = true;
+    resource.polling.interval_millis = 100;
+    let mut endpoint =
+        OtlpEndpointConfig::new(format!("http://127.0.0.1:{port}"), OtlpTransport::Grpc);
+    endpoint.timeout_millis = 200;
+    let config = EffectiveConfig {
+        resource_metrics: Some(resource),
+        atof: Some(AtofConfig {
+            output_directory: directory.path().to_string_lossy().into_owned(),
+            ..AtofConfig::default()
+        }),
+        opentelemetry: Some(OpenTelemetryConfig {
+            export_interval_millis: 100,
+            endpoints: vec![endpoint],
+            ..OpenTelemetryConfig::default()
+        }),
+        ..EffectiveConfig::default()
+    };
+    let seen = Arc::new(CollectingEventSink::default());
+    let pipeline = Pipeline::builder()
+        .config(config)
+        .gpu_source(|| None)
+        .event_sink(seen.clone())
+        .spawn()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let report = pipeline.shutdown().await.unwrap().unwrap();
+
+    // The schedule held: polls on the grid while exports timed out.
+    let marks = support::marks(&seen.events());
+    assert!(marks.len() >= 12, "only {} polls in 1.5 s", marks.len());
+    let first = marks[0].timestamp;
+    for (k, mark) in marks.iter().enumerate() {
+        let offset = (mark.timestamp - first).to_std().unwrap();
+        assert!(
+            offset.abs_diff(period * k as u32) < Duration::from_millis(60),
+            "poll {k} at {offset:?}"
+        );
+    }
+    // The ATOF file beside it has every event the pipeline emitted.
+    let file = &atof_files(directory.path())[0];
+    let lines = std::fs::read_to_string(file).unwrap().lines().count();
+    assert_eq!(lines, seen.events().len());
+    assert!(
+        report
+            .exporter_drops
+            .iter()
+            .any(|(name, _)| name == "opentelemetry")
+    );
+    let diagnostics = pipeline.diagnostics_json().unwrap();
+    let value: serde_json::Value = serde_json::from_str(&diagnostics).unwrap();
+    let failed = value["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["codes"].as_array().unwrap())
+        .find(|c| c["code"] == "exporter.otlp.export_failed")
+        .map(|c| c["occurrences"].as_u64().unwrap())
+        .unwrap();
+    assert!(
+        failed >= 1,
+        "the failing exports are recorded: {diagnostics}"
+    );
+}
