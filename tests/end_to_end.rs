@@ -1,10 +1,11 @@
 //! The whole path: pipeline → fan-out → ATOF file and a real OTLP collector, and the
 //! report rebuilt from the file alone.
 
+#[path = "../exporters/tests/support/rotel_agent.rs"]
+mod rotel_agent;
 mod support;
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -140,22 +141,6 @@ fn wattline_report_prints_the_recomputed_report() {
     );
 }
 
-fn rotel_agent() -> Option<String> {
-    if let Some(path) = std::env::var_os("WATTLINE_ROTEL_AGENT") {
-        return Some(path.to_string_lossy().into_owned());
-    }
-    let help = "WATTLINE_ROTEL_AGENT is not set: bash .ci/run installs rotel and sets it";
-    if std::env::var("WATTLINE_SKIP_ROTEL").as_deref() == Ok("1")
-        && std::env::var_os("CI").is_none()
-    {
-        eprintln!(
-            "\n!!!!!!!! SKIPPED: the end-to-end collector test did not run !!!!!!!!\n{help}\n"
-        );
-        return None;
-    }
-    panic!("{help}");
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -164,69 +149,21 @@ fn free_port() -> u16 {
         .port()
 }
 
-struct Agent {
-    child: Child,
-    output: Arc<Mutex<String>>,
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_rotel(path: &str, grpc: u16, http: u16) -> Agent {
-    let mut child = Command::new(path)
-        .args(["start", "--otlp-grpc-endpoint"])
-        .arg(format!("127.0.0.1:{grpc}"))
-        .arg("--otlp-http-endpoint")
-        .arg(format!("127.0.0.1:{http}"))
-        .args([
-            "--exporter",
-            "blackhole",
-            "--debug-log",
-            "metrics",
-            "--debug-log-verbosity",
-            "detailed",
-        ])
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = Arc::new(Mutex::new(String::new()));
-    for mut stream in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let output = Arc::clone(&output);
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = stream.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                output
-                    .lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        });
-    }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", grpc)).is_err() {
-        assert!(Instant::now() < deadline, "rotel did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Agent { child, output }
-}
-
 #[test]
 fn wattline_run_sends_its_measurements_to_a_real_collector() {
-    let Some(path) = rotel_agent() else { return };
+    let Some(path) = rotel_agent::agent_path() else {
+        return;
+    };
     let (grpc, http) = (free_port(), free_port());
-    let agent = start_rotel(&path, grpc, http);
+    let mut agent = rotel_agent::Agent::start(
+        &path,
+        format!("127.0.0.1:{grpc}").parse().unwrap(),
+        format!("127.0.0.1:{http}").parse().unwrap(),
+    );
+    agent.wait_for("listening", |_| {
+        rotel_agent::listening(format!("127.0.0.1:{grpc}").parse().unwrap())
+            && rotel_agent::listening(format!("127.0.0.1:{http}").parse().unwrap())
+    });
     let home = tempfile::tempdir().unwrap();
     let count = || {
         agent
