@@ -8,7 +8,7 @@ use wattline_actors::diagnostics::PipelineDiagnostics;
 use wattline_actors::events::{EventSink, PipelineEvent};
 use wattline_config::EffectiveConfig;
 use wattline_exporters::{
-    AtofExporter, BuildError, ExportFailureSink, FanOut, FanOutError, OtlpExporter,
+    AtofExporter, BuildError, ExportFailureSink, FanOut, FanOutError, OtlpExporter, StdoutExporter,
 };
 
 /// How long flush and shutdown wait for the exporters together.
@@ -39,13 +39,24 @@ impl EventSink for FanOutSink {
     }
 }
 
-/// Starts the exporters `config` enables; `None` when it enables none.
+/// Starts the exporters `config` enables, plus the OpenTelemetry stdout printer every
+/// `stdout_interval` when given (for debugging); `None` when there are none.
 pub async fn start_exporters(
     config: &EffectiveConfig,
+    stdout_interval: Option<Duration>,
     diagnostics: Option<PipelineDiagnostics>,
 ) -> Result<Option<Arc<FanOut>>, ExporterError> {
     let mut builder = FanOut::builder();
     let mut any = false;
+    if let Some(interval) = stdout_interval {
+        let temporality = config
+            .opentelemetry
+            .as_ref()
+            .map(|otlp| otlp.temporality)
+            .unwrap_or_default();
+        builder = builder.exporter("stdout", StdoutExporter::new(interval, temporality));
+        any = true;
+    }
     if let Some(atof) = &config.atof {
         let exporter = AtofExporter::build(atof).map_err(|source| ExporterError::Build {
             name: "atof",

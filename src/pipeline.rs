@@ -56,6 +56,7 @@ pub struct PipelineBuilder {
     scope: Option<ScopeTarget>,
     sinks: Vec<Arc<dyn EventSink>>,
     tick_deadline: Option<Duration>,
+    stdout_metrics: Option<Duration>,
 }
 
 impl Default for PipelineBuilder {
@@ -75,6 +76,7 @@ impl PipelineBuilder {
             scope: None,
             sinks: Vec::new(),
             tick_deadline: None,
+            stdout_metrics: None,
         }
     }
 
@@ -120,6 +122,13 @@ impl PipelineBuilder {
         self
     }
 
+    /// Also prints the metrics with the OpenTelemetry stdout exporter every `interval`
+    /// (for debugging).
+    pub fn stdout_metrics(mut self, interval: Duration) -> Self {
+        self.stdout_metrics = Some(interval);
+        self
+    }
+
     /// Starts the pipeline on the current Tokio runtime.
     pub async fn spawn(self) -> Result<Pipeline, Error> {
         let mut config = self.config.unwrap_or_else(|| EffectiveConfig {
@@ -154,6 +163,7 @@ impl PipelineBuilder {
         let diagnostics = open_diagnostics(config.diagnostics)?;
         let exporters = crate::exporting::start_exporters(
             &config,
+            self.stdout_metrics,
             diagnostics
                 .as_ref()
                 .map(|(_, components)| components.clone()),

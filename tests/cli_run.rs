@@ -240,3 +240,28 @@ fn on_a_terminal_run_shows_a_live_status_line() {
     assert!(!screen.contains(" energy 0."), "{screen:?}");
     assert!(screen.contains("wattline energy report"), "{screen:?}");
 }
+
+#[test]
+fn metrics_stdout_prints_the_opentelemetry_metrics() {
+    let home = tempfile::tempdir().unwrap();
+    let output = wattline(home.path())
+        .args([
+            "run",
+            "--quiet",
+            "--metrics-stdout",
+            "--interval",
+            "200",
+            "--",
+            "sleep",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("nemo.relay.resource.cpu.total_time"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("milliseconds"), "{stdout}");
+}

@@ -47,6 +47,9 @@ pub struct RunArgs {
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
+    /// Also print the OpenTelemetry metrics on stdout at every poll (debugging).
+    #[arg(long)]
+    pub metrics_stdout: bool,
     /// The command and its arguments.
     #[arg(
         required = true,
@@ -139,7 +142,17 @@ async fn run_async(
         }
     };
     let status = Arc::new(StatusSink::default());
-    let spawned = wattline::Pipeline::builder()
+    let poll = Duration::from_millis(
+        config
+            .resource_metrics
+            .as_ref()
+            .map_or(5000, |resource| resource.polling.interval_millis),
+    );
+    let mut builder = wattline::Pipeline::builder();
+    if args.metrics_stdout {
+        builder = builder.stdout_metrics(poll);
+    }
+    let spawned = builder
         .config(config)
         .scope(target)
         .event_sink(status.clone())
