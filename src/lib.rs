@@ -68,7 +68,9 @@ pub fn resolve_target(
     })
 }
 
-/// Takes one snapshot of `target` with `config`, on the on-demand series.
+/// Takes one snapshot of `target` with `config`, on the on-demand series, synchronously
+/// and without actors or a GPU source (the GPU category is `null`); use [`Pipeline`]
+/// for GPU readings, rates across calls, marks and energy.
 pub fn collect_once(target: ScopeTarget, config: ResourceMetricsConfig) -> snapshot::Snapshot {
     let mut collector = Collector::new(PathBuf::from("/"), target, config);
     collector.collect(SamplingSeries::OnDemand)

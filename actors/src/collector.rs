@@ -98,14 +98,9 @@ impl Collector {
             outputs.push(output);
         }
         if let Some(diagnostics) = &self.diagnostics {
-            let mut problems = crate::samplers::ReadProblems::default();
-            environment_errors
-                .iter()
-                .for_each(|error| problems.add(error));
-            crate::diagnostics::record_read_problems(
+            crate::pipeline::merger_actor::record_environment_errors(
                 diagnostics,
-                crate::diagnostics::SamplerCategory::Cpu,
-                &problems,
+                &environment_errors,
             );
         }
         assemble_snapshot(&self.config, &scope, outputs, Utc::now())

@@ -87,6 +87,17 @@ pub struct MergerState {
     closed: bool,
 }
 
+/// cgroup and pressure files feed the CPU and memory categories; their read failures
+/// are counted under the CPU sampler's codes.
+pub fn record_environment_errors(
+    diagnostics: &PipelineDiagnostics,
+    errors: &[crate::platform::linux::ReadError],
+) {
+    let mut problems = crate::samplers::ReadProblems::default();
+    errors.iter().for_each(|error| problems.add(error));
+    crate::diagnostics::record_read_problems(diagnostics, SamplerCategory::Cpu, &problems);
+}
+
 fn strictly_after(earlier: DateTime<Utc>) -> DateTime<Utc> {
     let now = Utc::now();
     if now > earlier {
@@ -126,7 +137,7 @@ impl MergerState {
             (scope, environment, errors)
         })
         .await;
-        let (scope, environment, _environment_errors) = match resolved {
+        let (scope, environment, environment_errors) = match resolved {
             Ok(resolved) => resolved,
             Err(error) => {
                 tracing::error!(%error, "scope resolution failed");
@@ -137,6 +148,9 @@ impl MergerState {
                 (scope, Default::default(), Vec::new())
             }
         };
+        if let Some(diagnostics) = &self.arguments.diagnostics {
+            record_environment_errors(diagnostics, &environment_errors);
+        }
         let scope = Arc::new(scope);
         let request = SampleRequest {
             series,
