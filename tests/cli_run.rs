@@ -265,3 +265,62 @@ fn metrics_stdout_prints_the_opentelemetry_metrics() {
     );
     assert!(stdout.contains("milliseconds"), "{stdout}");
 }
+
+#[test]
+fn run_with_process_tree_scope_measures_the_command_and_its_children() {
+    let home = tempfile::tempdir().unwrap();
+    let events = tempfile::tempdir().unwrap();
+    let output = wattline(home.path())
+        .args([
+            "run",
+            "--quiet",
+            "--scope",
+            "process-tree",
+            "--interval",
+            "150",
+            "--atof",
+        ])
+        .arg(events.path())
+        .args(["--", "sh", "-c", "sleep 0.8 & sleep 0.8 & wait"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let file = std::fs::read_dir(events.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(file).unwrap();
+    let marks: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["name"] == "nemo.relay.resource_metrics")
+        .collect();
+    assert!(marks.len() >= 3, "{} polls", marks.len());
+    let value = |mark: &serde_json::Value, name: &str| {
+        mark["data"]["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .map(|m| {
+                (
+                    m["value"].as_f64().unwrap(),
+                    m["attributes"]["nemo_relay.resource.measurement_scope"].clone(),
+                )
+            })
+    };
+    // In the middle of the run the tree is the shell and its two sleeps.
+    let middle = &marks[marks.len() / 2];
+    let (descendants, scope) =
+        value(middle, "nemo.relay.resource.process.descendant_count").unwrap();
+    assert_eq!(scope, "process_tree");
+    assert_eq!(descendants, 2.0, "{middle}");
+    let (active, _) = value(middle, "nemo.relay.resource.process.active_count").unwrap();
+    assert_eq!(active, 3.0);
+}
