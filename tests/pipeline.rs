@@ -314,3 +314,33 @@ async fn a_forked_child_cannot_use_the_parents_pipeline() {
     assert_eq!(libc::WEXITSTATUS(status), 42);
     pipeline.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_last_handle_stops_sampling() {
+    let calls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = Arc::clone(&calls);
+    let pipeline = Pipeline::builder()
+        .config(polling_config(50, false))
+        .gpu_source(move || {
+            let mut gpu = ConstantPowerGpu::new(10.0);
+            gpu.calls = Arc::clone(&counted);
+            Some(Box::new(gpu))
+        })
+        .spawn()
+        .await
+        .unwrap();
+    wait_for(
+        || calls.load(std::sync::atomic::Ordering::SeqCst) >= 3,
+        Duration::from_secs(10),
+    )
+    .await;
+    drop(pipeline);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after_drop = calls.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        after_drop,
+        "still sampling after drop"
+    );
+}

@@ -487,3 +487,16 @@ impl RunningPipeline {
         }
     }
 }
+
+impl Drop for RunningPipeline {
+    /// A pipeline dropped without `shutdown` still stops its clocks and actors, so
+    /// nothing keeps sampling for a handle nobody holds.
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.merger.stop(None);
+        self.supervisor.stop(None);
+        if let Some(energy) = &self.energy {
+            energy.stop(None);
+        }
+    }
+}
