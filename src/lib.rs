@@ -4,6 +4,8 @@
 //! (`wattline-config`) and the snapshot model (`wattline-actors`), and offers the
 //! actor [`Pipeline`] and [`collect_once`] for a single synchronous snapshot.
 
+#![warn(missing_docs)]
+
 mod exporting;
 mod pipeline;
 

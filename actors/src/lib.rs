@@ -1,6 +1,8 @@
 //! wattline's moving parts: the snapshot model and the messages that flow, scope
 //! resolution, the OS readers, the samplers and the merger's unit conversion.
 
+#![warn(missing_docs)]
+
 pub mod collector;
 pub mod diagnostics;
 pub mod energy;

@@ -3,6 +3,8 @@
 //!
 //! No OS access beyond reading the configuration files, no async.
 
+#![warn(missing_docs)]
+
 pub mod atof;
 pub mod diagnostics;
 pub mod document;

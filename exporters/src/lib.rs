@@ -8,6 +8,8 @@
 //! operating system beyond the files it writes and the sockets it sends on (and the
 //! environment variables named in `header_env`, read once at build).
 
+#![warn(missing_docs)]
+
 pub mod atof;
 pub mod atof_reader;
 pub mod exporter;
