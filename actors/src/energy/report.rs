@@ -153,7 +153,7 @@ impl EnergyReport {
             self.gpu_source.as_deref().unwrap_or("none")
         ));
         if self.devices.is_empty() {
-            out.push_str("No GPU power was read.\n");
+            out.push_str("No GPU power was read (no device answered; see diagnostics).\n");
         } else {
             out.push_str(&format!(
                 "{:<40} {:>12} {:>10} {:>9} {:>9} {:>8} {:>5} {:>10}\n",
