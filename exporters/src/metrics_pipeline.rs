@@ -23,11 +23,13 @@ use crate::instruments::{InstrumentTable, measurements_of};
 /// The instrumentation scope name of every wattline instrument.
 pub const METER_NAME: &str = "wattline";
 
-/// The SDK temporality for a configured one.
+/// The SDK temporality for a configured one. With `low_memory` the SDK makes
+/// counters and histograms delta and gauges and up-down counters cumulative.
 pub fn sdk_temporality(temporality: MetricTemporality) -> Temporality {
     match temporality {
         MetricTemporality::Delta => Temporality::Delta,
         MetricTemporality::Cumulative => Temporality::Cumulative,
+        MetricTemporality::LowMemory => Temporality::LowMemory,
     }
 }
 
