@@ -13,6 +13,15 @@ pub const DEFAULT_EXPORT_INTERVAL_MILLIS: u64 = 60_000;
 pub const DEFAULT_TIMEOUT_MILLIS: u64 = 3_000;
 /// Default `service.name` resource attribute.
 pub const DEFAULT_SERVICE_NAME: &str = "wattline";
+/// Default most instruments each endpoint creates.
+pub const DEFAULT_MAX_INSTRUMENTS: usize = 256;
+/// The largest `max_instruments` accepted.
+pub const MAX_MAX_INSTRUMENTS: usize = 65_536;
+/// Default most attribute sets one instrument's stream keeps per export (the SDK's
+/// cardinality limit); further sets are folded into one overflow point.
+pub const DEFAULT_CARDINALITY_LIMIT: usize = 2_000;
+/// The largest `cardinality_limit` accepted.
+pub const MAX_CARDINALITY_LIMIT: usize = 1_000_000;
 
 /// How sums, histograms and gauges are aggregated between exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -24,6 +33,10 @@ pub enum MetricTemporality {
     Delta,
     /// Each export carries totals since start; a gauge repeats its last value.
     Cumulative,
+    /// Counters and histograms are delta, everything else (gauges, up-down counters)
+    /// cumulative: the SDK keeps no per-attribute state across exports for the
+    /// instruments that have the most attribute sets.
+    LowMemory,
 }
 
 /// The OTLP transport of one endpoint.
@@ -44,8 +57,15 @@ pub enum OtlpTransport {
 pub struct OpenTelemetryConfig {
     /// Milliseconds between two exports to each endpoint. Default 60000; > 0.
     pub export_interval_millis: u64,
-    /// `delta` (default) or `cumulative`.
+    /// `delta` (default), `cumulative` or `low_memory`.
     pub temporality: MetricTemporality,
+    /// The most instruments (distinct metric names) each endpoint creates; further
+    /// names are refused and counted. Default 256; 1..=65536.
+    pub max_instruments: usize,
+    /// The most attribute sets each instrument exports per interval; measurements with
+    /// further sets are summed into one point carrying `otel.metric.overflow = true`.
+    /// Default 2000; 1..=1000000.
+    pub cardinality_limit: usize,
     /// Where metrics go; each endpoint gets its own pipeline. Default none.
     pub endpoints: Vec<OtlpEndpointConfig>,
 }
@@ -55,6 +75,8 @@ impl Default for OpenTelemetryConfig {
         OpenTelemetryConfig {
             export_interval_millis: DEFAULT_EXPORT_INTERVAL_MILLIS,
             temporality: MetricTemporality::Delta,
+            max_instruments: DEFAULT_MAX_INSTRUMENTS,
+            cardinality_limit: DEFAULT_CARDINALITY_LIMIT,
             endpoints: Vec::new(),
         }
     }
@@ -82,6 +104,12 @@ pub struct OtlpEndpointConfig {
     /// The `service.name` resource attribute. Default `wattline`.
     #[serde(default = "default_service_name")]
     pub service_name: String,
+    /// The `service.namespace` resource attribute. Default none; non-blank when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_namespace: Option<String>,
+    /// The `service.version` resource attribute. Default none; non-blank when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_version: Option<String>,
     /// Further resource attributes, name → value. Default none.
     #[serde(default)]
     pub resource_attributes: BTreeMap<String, String>,
@@ -105,6 +133,8 @@ impl OtlpEndpointConfig {
             header_env: BTreeMap::new(),
             timeout_millis: DEFAULT_TIMEOUT_MILLIS,
             service_name: DEFAULT_SERVICE_NAME.into(),
+            service_namespace: None,
+            service_version: None,
             resource_attributes: BTreeMap::new(),
         }
     }
@@ -164,11 +194,36 @@ impl OtlpEndpointConfig {
                 format!("must not be blank (got {:?})", self.service_name),
             ));
         }
-        for name in self.resource_attributes.keys() {
-            if name.trim().is_empty() {
+        let dedicated = [
+            (
+                "service_namespace",
+                "service.namespace",
+                &self.service_namespace,
+            ),
+            ("service_version", "service.version", &self.service_version),
+        ];
+        for (field, _, value) in dedicated {
+            if let Some(value) = value
+                && value.trim().is_empty()
+            {
                 return Err(FieldError::new(
-                    format!("resource_attributes.{}", quote_key(name)),
-                    "attribute name must not be blank",
+                    field,
+                    format!("must not be blank when given (got {value:?})"),
+                ));
+            }
+        }
+        for name in self.resource_attributes.keys() {
+            let at = || format!("resource_attributes.{}", quote_key(name));
+            if name.trim().is_empty() {
+                return Err(FieldError::new(at(), "attribute name must not be blank"));
+            }
+            if let Some((field, _, _)) = dedicated
+                .iter()
+                .find(|(_, attribute, value)| value.is_some() && name == attribute)
+            {
+                return Err(FieldError::new(
+                    at(),
+                    format!("{name:?} is also set by `{field}`; set it in one place"),
                 ));
             }
         }
@@ -187,12 +242,36 @@ impl OpenTelemetryConfig {
                 "must be greater than zero (got 0)",
             ));
         }
+        check_range(
+            "max_instruments",
+            self.max_instruments,
+            1,
+            MAX_MAX_INSTRUMENTS,
+        )?;
+        check_range(
+            "cardinality_limit",
+            self.cardinality_limit,
+            1,
+            MAX_CARDINALITY_LIMIT,
+        )?;
         for (index, endpoint) in self.endpoints.iter().enumerate() {
             endpoint.validate().map_err(|error| {
                 FieldError::new(format!("endpoints[{index}].{}", error.path), error.rule)
             })?;
         }
         Ok(())
+    }
+}
+
+/// `value` within `low..=high`, or an error at `path` saying so.
+fn check_range(path: &str, value: usize, low: usize, high: usize) -> Result<(), FieldError> {
+    if (low..=high).contains(&value) {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            path,
+            format!("must be between {low} and {high} (got {value})"),
+        ))
     }
 }
 

@@ -145,25 +145,83 @@ fn opentelemetry_defaults() {
     assert_eq!(first.transport, OtlpTransport::Grpc);
     assert_eq!(first.timeout_millis, 3_000);
     assert_eq!(first.service_name, "wattline");
+    assert_eq!(first.service_namespace, None);
+    assert_eq!(first.service_version, None);
     assert!(first.headers.is_empty() && first.header_env.is_empty());
     assert!(first.resource_attributes.is_empty());
     assert_eq!(config.endpoints[1].transport, OtlpTransport::HttpBinary);
 }
 
 #[test]
-fn opentelemetry_cumulative_is_selectable() {
+fn opentelemetry_cumulative_and_low_memory_are_selectable() {
     let config = effective(&otel("temporality = \"cumulative\""))
         .opentelemetry
         .unwrap();
     assert_eq!(config.temporality, MetricTemporality::Cumulative);
-    let message = rejection(&otel("temporality = \"low_memory\""));
+    let config = effective(&otel("temporality = \"low_memory\""))
+        .opentelemetry
+        .unwrap();
+    assert_eq!(config.temporality, MetricTemporality::LowMemory);
+    let message = rejection(&otel("temporality = \"lowmemory\""));
     assert!(
         message.starts_with("plugins.toml: components[0].config.temporality: "),
         "{message}"
     );
+    for known in ["delta", "cumulative", "low_memory"] {
+        assert!(message.contains(&format!("`{known}`")), "{message}");
+    }
+}
+
+#[test]
+fn opentelemetry_limits_default_to_256_instruments_and_2000_attribute_sets() {
+    let config = effective(&otel("")).opentelemetry.unwrap();
+    assert_eq!(config.max_instruments, 256);
+    assert_eq!(config.cardinality_limit, 2_000);
+}
+
+#[test]
+fn opentelemetry_limits_accept_their_bounds() {
+    let config = effective(&otel("max_instruments = 1\ncardinality_limit = 1"))
+        .opentelemetry
+        .unwrap();
+    assert_eq!((config.max_instruments, config.cardinality_limit), (1, 1));
+    let config = effective(&otel(
+        "max_instruments = 65536\ncardinality_limit = 1000000",
+    ))
+    .opentelemetry
+    .unwrap();
+    assert_eq!(
+        (config.max_instruments, config.cardinality_limit),
+        (65_536, 1_000_000)
+    );
+}
+
+#[test]
+fn max_instruments_out_of_range_is_rejected() {
+    assert_eq!(
+        rejection(&otel("max_instruments = 0")),
+        "plugins.toml: components[0].config.max_instruments: must be between 1 and 65536 (got 0)"
+    );
+    assert_eq!(
+        rejection(&otel("max_instruments = 65537")),
+        "plugins.toml: components[0].config.max_instruments: must be between 1 and 65536 (got 65537)"
+    );
+    let message = rejection(&otel("max_instruments = -1"));
     assert!(
-        message.contains("`delta`") && message.contains("`cumulative`"),
+        message.starts_with("plugins.toml: components[0].config.max_instruments: "),
         "{message}"
+    );
+}
+
+#[test]
+fn cardinality_limit_out_of_range_is_rejected() {
+    assert_eq!(
+        rejection(&otel("cardinality_limit = 0")),
+        "plugins.toml: components[0].config.cardinality_limit: must be between 1 and 1000000 (got 0)"
+    );
+    assert_eq!(
+        rejection(&otel("cardinality_limit = 1000001")),
+        "plugins.toml: components[0].config.cardinality_limit: must be between 1 and 1000000 (got 1000001)"
     );
 }
 
@@ -337,6 +395,63 @@ fn blank_service_name_and_resource_attribute_are_rejected() {
 }
 
 #[test]
+fn service_namespace_and_version_are_read() {
+    let config = effective(&second_endpoint(
+        "endpoint = \"http://127.0.0.1:4317\"\nservice_namespace = \"perf\"\nservice_version = \"1.4.2\"",
+    ))
+    .opentelemetry
+    .unwrap();
+    assert_eq!(
+        config.endpoints[1].service_namespace.as_deref(),
+        Some("perf")
+    );
+    assert_eq!(
+        config.endpoints[1].service_version.as_deref(),
+        Some("1.4.2")
+    );
+}
+
+#[test]
+fn blank_service_namespace_is_rejected() {
+    assert_eq!(
+        rejection(&second_endpoint(
+            "endpoint = \"http://127.0.0.1:4317\"\nservice_namespace = \"\""
+        )),
+        "plugins.toml: components[0].config.endpoints[1].service_namespace: must not be blank when given (got \"\")"
+    );
+}
+
+#[test]
+fn blank_service_version_is_rejected() {
+    assert_eq!(
+        rejection(&second_endpoint(
+            "endpoint = \"http://127.0.0.1:4317\"\nservice_version = \" \""
+        )),
+        "plugins.toml: components[0].config.endpoints[1].service_version: must not be blank when given (got \" \")"
+    );
+}
+
+#[test]
+fn service_version_set_twice_is_rejected() {
+    assert_eq!(
+        rejection(&second_endpoint(
+            "endpoint = \"http://127.0.0.1:4317\"\nservice_version = \"1\"\nresource_attributes = { \"service.version\" = \"2\" }"
+        )),
+        "plugins.toml: components[0].config.endpoints[1].resource_attributes.\"service.version\": \"service.version\" is also set by `service_version`; set it in one place"
+    );
+    // Without the dedicated field, the attribute alone is fine.
+    let config = effective(&second_endpoint(
+        "endpoint = \"http://127.0.0.1:4317\"\nresource_attributes = { \"service.namespace\" = \"perf\" }",
+    ))
+    .opentelemetry
+    .unwrap();
+    assert_eq!(
+        config.endpoints[1].resource_attributes["service.namespace"],
+        "perf"
+    );
+}
+
+#[test]
 fn unknown_endpoint_field_names_the_known_ones() {
     let message = rejection(&second_endpoint(
         "endpoint = \"http://127.0.0.1:4317\"\ncompression = \"gzip\"",
@@ -351,6 +466,8 @@ fn unknown_endpoint_field_names_the_known_ones() {
         "headers",
         "header_env",
         "timeout_millis",
+        "service_namespace",
+        "service_version",
     ] {
         assert!(message.contains(&format!("`{known}`")), "{message}");
     }
@@ -375,7 +492,7 @@ fn exporter_configuration_round_trips_through_toml() {
     let text = format!(
         "{}\n[[components]]\nkind = \"atof\"\n[components.config]\noutput_directory = \"/var/log/wattline\"\nmode = \"overwrite\"\n",
         second_endpoint(
-            "endpoint = \"http://127.0.0.1:4318\"\ntransport = \"http_binary\"\nheaders = { \"x-team\" = \"perf\" }\nheader_env = { authorization = \"WATTLINE_TOKEN\" }\nresource_attributes = { \"deployment.environment\" = \"ci\" }"
+            "endpoint = \"http://127.0.0.1:4318\"\ntransport = \"http_binary\"\nheaders = { \"x-team\" = \"perf\" }\nheader_env = { authorization = \"WATTLINE_TOKEN\" }\nresource_attributes = { \"deployment.environment\" = \"ci\" }\nservice_namespace = \"perf\"\nservice_version = \"1.4.2\""
         )
     );
     let effective = effective(&text);
@@ -388,5 +505,8 @@ fn exporter_configuration_round_trips_through_toml() {
     assert!(shown.contains("kind = \"opentelemetry\""), "{shown}");
     assert!(shown.contains("export_interval_millis = 60000"), "{shown}");
     assert!(shown.contains("timeout_millis = 3000"), "{shown}");
+    assert!(shown.contains("max_instruments = 256"), "{shown}");
+    assert!(shown.contains("cardinality_limit = 2000"), "{shown}");
+    assert!(shown.contains("service_namespace = \"perf\""), "{shown}");
     assert!(shown.contains("WATTLINE_TOKEN"), "{shown}");
 }

@@ -16,12 +16,14 @@ use opentelemetry::{Array, KeyValue, StringValue, Value};
 use wattline_actors::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
 };
+use wattline_config::opentelemetry::DEFAULT_MAX_INSTRUMENTS as CONFIGURED_DEFAULT;
 
 use crate::exporter::ExportError;
 use crate::metric_schema::{check_metric_name, check_unit};
 
-/// Default most instruments one table creates.
-pub const DEFAULT_MAX_INSTRUMENTS: usize = 256;
+/// Default most instruments one table creates (the `opentelemetry` component's
+/// `max_instruments` default).
+pub const DEFAULT_MAX_INSTRUMENTS: usize = CONFIGURED_DEFAULT;
 
 /// The measurements an event carries: a mark's data or a metrics batch; none for a
 /// scope.

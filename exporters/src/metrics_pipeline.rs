@@ -12,7 +12,9 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
+use opentelemetry_sdk::metrics::{
+    Instrument, PeriodicReader, SdkMeterProvider, Stream, Temporality,
+};
 use wattline_config::MetricTemporality;
 
 use wattline_actors::events::{MetricMeasurement, PipelineEvent};
@@ -23,11 +25,13 @@ use crate::instruments::{InstrumentTable, measurements_of};
 /// The instrumentation scope name of every wattline instrument.
 pub const METER_NAME: &str = "wattline";
 
-/// The SDK temporality for a configured one.
+/// The SDK temporality for a configured one. With `low_memory` the SDK makes
+/// counters and histograms delta and gauges and up-down counters cumulative.
 pub fn sdk_temporality(temporality: MetricTemporality) -> Temporality {
     match temporality {
         MetricTemporality::Delta => Temporality::Delta,
         MetricTemporality::Cumulative => Temporality::Cumulative,
+        MetricTemporality::LowMemory => Temporality::LowMemory,
     }
 }
 
@@ -113,13 +117,17 @@ pub(crate) struct MetricsPipeline {
 }
 
 impl MetricsPipeline {
-    /// Starts the reader thread exporting to `exporter` every `interval`.
+    /// Starts the reader thread exporting to `exporter` every `interval`, creating at
+    /// most `max_instruments` instruments, each keeping at most `cardinality_limit`
+    /// attribute sets per export (the SDK folds further sets into one point carrying
+    /// `otel.metric.overflow = true`).
     pub(crate) fn start<E: PushMetricExporter>(
         target: String,
         exporter: E,
         interval: Duration,
         resource: Resource,
         max_instruments: usize,
+        cardinality_limit: usize,
     ) -> Self {
         let status = Arc::new(ExportStatus::default());
         let reader = PeriodicReader::builder(ObservedExporter {
@@ -128,9 +136,17 @@ impl MetricsPipeline {
         })
         .with_interval(interval)
         .build();
+        // The SDK refuses 0 and usize::MAX (and would then silently use its default).
+        let cardinality_limit = cardinality_limit.clamp(1, usize::MAX - 1);
         let provider = SdkMeterProvider::builder()
             .with_resource(resource)
             .with_reader(reader)
+            .with_view(move |_: &Instrument| {
+                Stream::builder()
+                    .with_cardinality_limit(cardinality_limit)
+                    .build()
+                    .ok()
+            })
             .build();
         let scope = InstrumentationScope::builder(METER_NAME)
             .with_version(env!("CARGO_PKG_VERSION"))

@@ -1,7 +1,8 @@
 //! The OTLP metrics exporter: one SDK pipeline per configured endpoint (its own meter
 //! provider, periodic reader thread, resource, headers and timeout), delta temporality
-//! unless `cumulative` is configured, and every measurement of marks and metric batches
-//! recorded into instruments by name.
+//! unless `cumulative` or `low_memory` is configured, and every measurement of marks and
+//! metric batches recorded into instruments by name, within the configured
+//! `max_instruments` and per-instrument `cardinality_limit`.
 //!
 //! Recording never blocks the caller: instruments aggregate in memory and each reader
 //! thread exports on its own schedule, so a slow or dead collector delays nobody but
@@ -19,7 +20,6 @@ use wattline_actors::events::PipelineEvent;
 use wattline_config::{OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
 
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
-use crate::instruments::DEFAULT_MAX_INSTRUMENTS;
 use crate::metrics_pipeline::{ExportStatus, MetricsPipeline, PipelineSet, sdk_temporality};
 use crate::otlp_grpc::{grpc_exporter, grpc_runtime};
 use crate::otlp_http::http_exporter;
@@ -46,12 +46,14 @@ impl std::fmt::Debug for OtlpExporterBuilder {
 
 impl OtlpExporterBuilder {
     /// A builder for `config`, reading `header_env` variables from the process
-    /// environment and creating at most 256 instruments per endpoint.
+    /// environment and creating at most `config.max_instruments` instruments per
+    /// endpoint.
     pub fn new(config: OpenTelemetryConfig) -> Self {
+        let max_instruments = config.max_instruments;
         OtlpExporterBuilder {
             config,
             env: Arc::new(|name| std::env::var_os(name)),
-            max_instruments: DEFAULT_MAX_INSTRUMENTS,
+            max_instruments,
         }
     }
 
@@ -61,8 +63,8 @@ impl OtlpExporterBuilder {
         self
     }
 
-    /// The most instruments each endpoint creates; measurements of further names are
-    /// refused and counted.
+    /// The most instruments each endpoint creates, overriding the configuration's
+    /// `max_instruments`; measurements of further names are refused and counted.
     pub fn max_instruments(mut self, max_instruments: usize) -> Self {
         self.max_instruments = max_instruments;
         self
@@ -117,12 +119,15 @@ impl OtlpExporterBuilder {
                 interval,
                 resource(endpoint),
                 self.max_instruments,
+                self.config.cardinality_limit,
             ));
         }
         tracing::info!(
             endpoints = pipelines.len(),
             interval_millis = self.config.export_interval_millis,
             temporality = ?self.config.temporality,
+            max_instruments = self.max_instruments,
+            cardinality_limit = self.config.cardinality_limit,
             "OTLP metrics exporter started"
         );
         Ok(OtlpExporter {
@@ -132,15 +137,23 @@ impl OtlpExporterBuilder {
     }
 }
 
-/// The resource of one endpoint: `service.name` and the configured attributes.
+/// The resource of one endpoint: `service.name`, the configured attributes, and
+/// `service.namespace` and `service.version` when set.
 fn resource(endpoint: &OtlpEndpointConfig) -> Resource {
+    let service = [
+        ("service.namespace", &endpoint.service_namespace),
+        ("service.version", &endpoint.service_version),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| Some(KeyValue::new(key, value.clone()?)));
     Resource::builder_empty()
         .with_service_name(endpoint.service_name.clone())
         .with_attributes(
             endpoint
                 .resource_attributes
                 .iter()
-                .map(|(key, value)| KeyValue::new(key.clone(), value.clone())),
+                .map(|(key, value)| KeyValue::new(key.clone(), value.clone()))
+                .chain(service),
         )
         .build()
 }

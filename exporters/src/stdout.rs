@@ -6,7 +6,7 @@ use std::time::Duration;
 use opentelemetry_sdk::Resource;
 use wattline_actors::events::PipelineEvent;
 use wattline_config::MetricTemporality;
-use wattline_config::opentelemetry::DEFAULT_SERVICE_NAME;
+use wattline_config::opentelemetry::{DEFAULT_CARDINALITY_LIMIT, DEFAULT_SERVICE_NAME};
 
 use crate::exporter::{ExportError, Exporter, ExporterKind};
 use crate::instruments::DEFAULT_MAX_INSTRUMENTS;
@@ -33,6 +33,7 @@ impl StdoutExporter {
             interval,
             resource,
             DEFAULT_MAX_INSTRUMENTS,
+            DEFAULT_CARDINALITY_LIMIT,
         );
         StdoutExporter {
             pipelines: PipelineSet::new("stdout", vec![pipeline]),

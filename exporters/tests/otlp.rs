@@ -1,15 +1,20 @@
 //! The OTLP exporter against in-test receivers built on the official
 //! `opentelemetry-proto` types: what arrives (names, units, attributes, values,
-//! temporality) over gRPC and HTTP/protobuf, delta gauges that stop, and collectors that
-//! are down, crash and come back, or never answer.
+//! temporality) over gRPC and HTTP/protobuf, delta gauges that stop, the configured
+//! limits and service attributes, and collectors that are down, crash and come back, or
+//! never answer.
 
 mod support;
 
-use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, metric};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::{AggregationTemporality, Metric, metric};
 use support::{
     Received, SilentReceiver, as_double, at, free_address, gauge_points, gpu_batch,
     gpu_utilization, grpc_receiver, grpc_receiver_on, http_receiver, named, otel_config,
     resource_mark, string_attribute, uuid,
+};
+use wattline_actors::events::{
+    MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
 };
 use wattline_config::{MetricTemporality, OtlpTransport};
 use wattline_exporters::{BuildError, ExportError, Exporter, OtlpExporter};
@@ -413,6 +418,335 @@ fn instruments_are_capped_and_conflicts_refused_and_counted() {
     let received = receiver.inbox.take();
     assert_eq!(support::metrics(&received).len(), 2);
     assert!(named(&received, "gen_ai.power.consumption").is_empty());
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn max_instruments_from_the_configuration_caps_instruments() {
+    let receiver = grpc_receiver();
+    let mut config = otel_config(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        2_000,
+    );
+    config.max_instruments = 2;
+    let mut exporter = OtlpExporter::builder(config).build().unwrap();
+    // Three names (utilization, energy, power): the third is refused.
+    let error = exporter
+        .export(&gpu_batch(at(0, 0), &[("GPU-0", 5.0)], 0.1, 100.0))
+        .unwrap_err();
+    assert!(
+        matches!(&error, ExportError::MeasurementsRefused { refused: 1, first } if first.contains("instrument limit of 2")),
+        "{error:?}"
+    );
+    assert_eq!(exporter.refused_measurements(), 1);
+    exporter.flush().unwrap();
+    let received = receiver.inbox.take();
+    let names: Vec<&str> = support::metrics(&received)
+        .iter()
+        .map(|metric| metric.name.as_str())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "exactly two instruments exported: {names:?}"
+    );
+    assert!(named(&received, "gen_ai.power.consumption").is_empty());
+    exporter.shutdown().unwrap();
+}
+
+/// A measurement of `name` with one `worker` attribute.
+fn measurement(
+    name: &str,
+    kind: MetricKind,
+    value: MetricValue,
+    worker: &str,
+) -> MetricMeasurement {
+    let value_type = match value {
+        MetricValue::F64(_) => MetricValueType::F64,
+        MetricValue::U64(_) => MetricValueType::U64,
+        MetricValue::I64(_) => MetricValueType::I64,
+    };
+    MetricMeasurement {
+        name: name.into(),
+        kind,
+        value_type,
+        value,
+        unit: Some("1".into()),
+        description: None,
+        attributes: support::attrs(&[("worker", worker)]),
+        boundaries: match kind {
+            MetricKind::Histogram => Some(vec![5.0]),
+            _ => None,
+        },
+    }
+}
+
+fn batch(seconds: i64, measurements: Vec<MetricMeasurement>) -> PipelineEvent {
+    PipelineEvent::Metrics {
+        timestamp: at(seconds, 0),
+        measurements,
+    }
+}
+
+fn bool_attribute(attributes: &[KeyValue], key: &str) -> Option<bool> {
+    attributes
+        .iter()
+        .find(|kv| kv.key == key)
+        .and_then(|kv| match &kv.value {
+            Some(AnyValue {
+                value: Some(any_value::Value::BoolValue(value)),
+            }) => Some(*value),
+            _ => None,
+        })
+}
+
+/// (worker attribute or `overflow`, value) of every number point of a sum or gauge, or
+/// (.., count) of every histogram point, sorted.
+fn points_by_worker(metric: &Metric) -> Vec<(String, f64)> {
+    let label = |attributes: &[KeyValue]| {
+        if bool_attribute(attributes, "otel.metric.overflow") == Some(true) {
+            assert_eq!(attributes.len(), 1, "{attributes:?}");
+            "overflow".to_string()
+        } else {
+            string_attribute(attributes, "worker").unwrap_or_default()
+        }
+    };
+    let mut points: Vec<(String, f64)> = match &metric.data {
+        Some(metric::Data::Sum(sum)) => sum
+            .data_points
+            .iter()
+            .map(|point| (label(&point.attributes), as_double(point)))
+            .collect(),
+        Some(metric::Data::Gauge(gauge)) => gauge
+            .data_points
+            .iter()
+            .map(|point| (label(&point.attributes), as_double(point)))
+            .collect(),
+        Some(metric::Data::Histogram(histogram)) => histogram
+            .data_points
+            .iter()
+            .map(|point| (label(&point.attributes), point.count as f64))
+            .collect(),
+        other => panic!("{}: unexpected data {other:?}", metric.name),
+    };
+    points.sort_by(|a, b| a.0.cmp(&b.0));
+    points
+}
+
+#[test]
+fn cardinality_limit_keeps_that_many_attribute_sets_and_folds_the_rest_into_one_overflow_point() {
+    let receiver = grpc_receiver();
+    let mut config = otel_config(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        2_000,
+    );
+    config.cardinality_limit = 3;
+    let mut exporter = OtlpExporter::builder(config).build().unwrap();
+    let workers: Vec<String> = (0..10).map(|n| format!("w{n}")).collect();
+    let mut measurements = Vec::new();
+    for (n, worker) in workers.iter().enumerate() {
+        measurements.push(measurement(
+            "test.requests",
+            MetricKind::Counter,
+            MetricValue::U64(1),
+            worker,
+        ));
+        measurements.push(measurement(
+            "test.queue_depth",
+            MetricKind::Gauge,
+            MetricValue::F64(n as f64),
+            worker,
+        ));
+        measurements.push(measurement(
+            "test.latency",
+            MetricKind::Histogram,
+            MetricValue::F64(1.0),
+            worker,
+        ));
+    }
+    exporter.export(&batch(0, measurements)).unwrap();
+    exporter.flush().unwrap();
+    let received = receiver.inbox.take();
+
+    // SDK 0.33: the first `cardinality_limit` attribute sets keep their own point; every
+    // later set is aggregated into one extra point whose only attribute is
+    // `otel.metric.overflow = true`. So 3 + 1 points from 10 sets, on every instrument.
+    let expected = |overflow: f64| {
+        vec![
+            ("overflow".to_string(), overflow),
+            ("w0".to_string(), 1.0),
+            ("w1".to_string(), 1.0),
+            ("w2".to_string(), 1.0),
+        ]
+    };
+    // The counter sums the seven late increments, the histogram counts them.
+    assert_eq!(
+        points_by_worker(named(&received, "test.requests")[0]),
+        expected(7.0)
+    );
+    assert_eq!(
+        points_by_worker(named(&received, "test.latency")[0]),
+        expected(7.0)
+    );
+    // The gauge's overflow point holds the last late value (w9's 9.0).
+    assert_eq!(
+        points_by_worker(named(&received, "test.queue_depth")[0]),
+        vec![
+            ("overflow".to_string(), 9.0),
+            ("w0".to_string(), 0.0),
+            ("w1".to_string(), 1.0),
+            ("w2".to_string(), 2.0),
+        ]
+    );
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn default_cardinality_limit_keeps_ten_attribute_sets_apart() {
+    let receiver = grpc_receiver();
+    let mut exporter = exporter(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+    );
+    let measurements = (0..10)
+        .map(|n| {
+            measurement(
+                "test.requests",
+                MetricKind::Counter,
+                MetricValue::U64(1),
+                &format!("w{n}"),
+            )
+        })
+        .collect();
+    exporter.export(&batch(0, measurements)).unwrap();
+    exporter.flush().unwrap();
+    let points = points_by_worker(named(&receiver.inbox.take(), "test.requests")[0]);
+    assert_eq!(points.len(), 10, "{points:?}");
+    assert!(points.iter().all(|(worker, _)| worker != "overflow"));
+    exporter.shutdown().unwrap();
+}
+
+fn temporality_of(metric: &Metric) -> i32 {
+    match &metric.data {
+        Some(metric::Data::Sum(sum)) => sum.aggregation_temporality,
+        Some(metric::Data::Histogram(histogram)) => histogram.aggregation_temporality,
+        other => panic!("{}: no temporality on {other:?}", metric.name),
+    }
+}
+
+#[test]
+fn low_memory_is_delta_for_counters_and_histograms_and_cumulative_for_the_rest() {
+    for transport in [OtlpTransport::Grpc, OtlpTransport::HttpBinary] {
+        let receiver = match transport {
+            OtlpTransport::Grpc => grpc_receiver(),
+            OtlpTransport::HttpBinary => http_receiver(),
+        };
+        let mut exporter = exporter(&receiver.url(), transport, MetricTemporality::LowMemory);
+        let interval = |seconds: i64, with_gauge: bool| {
+            let mut measurements = vec![
+                measurement(
+                    "test.requests",
+                    MetricKind::Counter,
+                    MetricValue::U64(2),
+                    "w0",
+                ),
+                measurement(
+                    "test.latency",
+                    MetricKind::Histogram,
+                    MetricValue::F64(1.0),
+                    "w0",
+                ),
+                measurement(
+                    "test.in_flight",
+                    MetricKind::UpDownCounter,
+                    MetricValue::I64(3),
+                    "w0",
+                ),
+            ];
+            if with_gauge {
+                measurements.push(measurement(
+                    "test.queue_depth",
+                    MetricKind::Gauge,
+                    MetricValue::F64(4.0),
+                    "w0",
+                ));
+            }
+            batch(seconds, measurements)
+        };
+        for seconds in [0, 1] {
+            exporter.export(&interval(seconds, seconds == 0)).unwrap();
+            exporter.flush().unwrap();
+        }
+        let received = receiver.inbox.take();
+        assert_eq!(received.len(), 2, "{transport:?}: one request per flush");
+        let second = &received[1..];
+        let delta = AggregationTemporality::Delta as i32;
+        let cumulative = AggregationTemporality::Cumulative as i32;
+
+        let requests = named(second, "test.requests")[0];
+        assert_eq!(temporality_of(requests), delta, "{transport:?}");
+        assert!(matches!(&requests.data, Some(metric::Data::Sum(sum)) if sum.is_monotonic));
+        assert_eq!(points_by_worker(requests), [("w0".to_string(), 2.0)]);
+
+        let latency = named(second, "test.latency")[0];
+        assert_eq!(temporality_of(latency), delta, "{transport:?}");
+        assert_eq!(points_by_worker(latency), [("w0".to_string(), 1.0)]);
+
+        let in_flight = named(second, "test.in_flight")[0];
+        assert_eq!(temporality_of(in_flight), cumulative, "{transport:?}");
+        assert!(matches!(&in_flight.data, Some(metric::Data::Sum(sum)) if !sum.is_monotonic));
+        assert_eq!(points_by_worker(in_flight), [("w0".to_string(), 6.0)]);
+
+        // Gauges are cumulative too: one recorded only in the first interval is
+        // repeated in the second (with `delta` it would be absent).
+        let queue_depth = named(second, "test.queue_depth");
+        assert_eq!(queue_depth.len(), 1, "{transport:?}");
+        assert_eq!(points_by_worker(queue_depth[0]), [("w0".to_string(), 4.0)]);
+        exporter.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn resource_carries_service_namespace_and_version_when_set() {
+    let grpc = grpc_receiver();
+    let http = http_receiver();
+    let mut config = otel_config(
+        &grpc.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        2_000,
+    );
+    let mut second = config.endpoints[0].clone();
+    second.endpoint = http.url();
+    second.transport = OtlpTransport::HttpBinary;
+    config.endpoints[0].service_namespace = Some("perf-lab".into());
+    config.endpoints[0].service_version = Some("1.4.2".into());
+    config.endpoints.push(second);
+    let mut exporter = OtlpExporter::builder(config).build().unwrap();
+    exporter
+        .export(&gpu_batch(at(0, 0), &[("GPU-0", 5.0)], 0.1, 100.0))
+        .unwrap();
+    exporter.flush().unwrap();
+    for (receiver, namespace, version) in [
+        (&grpc, Some("perf-lab"), Some("1.4.2")),
+        (&http, None, None),
+    ] {
+        let received = receiver.inbox.take();
+        let resource = received[0].request.resource_metrics[0]
+            .resource
+            .as_ref()
+            .unwrap();
+        let attribute = |key| string_attribute(&resource.attributes, key);
+        assert_eq!(attribute("service.namespace").as_deref(), namespace);
+        assert_eq!(attribute("service.version").as_deref(), version);
+        assert_eq!(attribute("service.name").as_deref(), Some("wattline-test"));
+        assert_eq!(attribute("deployment.environment").as_deref(), Some("test"));
+    }
     exporter.shutdown().unwrap();
 }
 

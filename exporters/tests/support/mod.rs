@@ -193,6 +193,7 @@ pub fn otel_config(
         export_interval_millis: 3_600_000,
         temporality,
         endpoints: vec![endpoint],
+        ..OpenTelemetryConfig::default()
     }
 }
 
