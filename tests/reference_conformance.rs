@@ -162,13 +162,18 @@ fn wattline_and_the_reference_agree_on_the_same_process() {
         our_cpu >= their_cpu && our_cpu - their_cpu <= 100.0,
         "cpu total {our_cpu} vs {their_cpu}"
     );
-    // The process is idle between the readings: memory within 10%.
+    // The measured process is the one measuring itself with the reference, so its
+    // memory moves between the readings (runtime arenas, the JSON it prints): within
+    // 10% or 32 MiB. That still catches a unit error (pages, bytes vs KiB: x4, x1024).
     for field in ["resident", "private", "virtual_memory", "peak_resident"] {
         let (a, b) = (
             number(&ours, &format!("/memory/{field}/value")),
             number(&reference, &format!("/memory/{field}/value")),
         );
-        assert!((a - b).abs() <= b * 0.10, "memory.{field}: {a} vs {b}");
+        assert!(
+            (a - b).abs() <= (b * 0.10).max(32.0 * 1024.0),
+            "memory.{field}: {a} vs {b}"
+        );
     }
 }
 
