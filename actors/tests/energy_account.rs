@@ -356,3 +356,38 @@ fn an_empty_report_says_zero_not_negative_zero() {
     assert!(report.total.cost.is_sign_positive());
     assert!(!report.to_table().contains("-0.0"), "{}", report.to_table());
 }
+
+#[test]
+fn ended_scopes_keep_their_energy_and_leave_the_per_interval_work() {
+    let start = Instant::now();
+    let at = |s: f64| start + Duration::from_secs_f64(s);
+    let mut account = EnergyAccount::new(settings(false), Utc::now());
+    account.add_gpu_sample(
+        Some(&sample(at(0.0), vec![device("GPU-a", 100.0, 1.0)])),
+        Utc::now(),
+    );
+    // 1000 short scopes, each live for one second of a constant 100 W.
+    let uuids: Vec<Uuid> = (0..1000).map(|_| Uuid::now_v7()).collect();
+    for (i, uuid) in uuids.iter().enumerate() {
+        let begin = i as f64 * 0.01;
+        account.scope_started(*uuid, &format!("step-{i}"), at(begin), Utc::now());
+        account.scope_ended(*uuid, at(begin + 1.0), Utc::now());
+    }
+    for second in 1..=20 {
+        account.add_gpu_sample(
+            Some(&sample(
+                at(f64::from(second)),
+                vec![device("GPU-a", 100.0, 1.0)],
+            )),
+            Utc::now(),
+        );
+    }
+    let report = account.report(Utc::now());
+    assert_eq!(report.agent_scopes.len(), 1000);
+    assert_eq!(report.agent_scopes[0].name, "step-0");
+    assert_eq!(report.agent_scopes[999].name, "step-999");
+    for scope in &report.agent_scopes {
+        let joules = scope.gpu_energy_kwh * 3_600_000.0;
+        assert!((joules - 100.0).abs() < 1e-6, "{}: {joules} J", scope.name);
+    }
+}

@@ -52,7 +52,12 @@ pub struct EnergyAccount {
     started_wall: DateTime<Utc>,
     devices: BTreeMap<String, DeviceAccount>,
     zones: BTreeMap<String, ZoneAccount>,
+    /// Agent scopes that can still receive energy (live, or ended after the latest
+    /// sample), in start order.
     scopes: Vec<ScopeWindow>,
+    /// Agent scopes whose window no later interval can reach: kept for the report
+    /// only, out of the per-interval loop.
+    finished_scopes: Vec<ScopeWindow>,
     process_joules: BTreeMap<u32, f64>,
     gpu_source: Option<String>,
 }
@@ -66,6 +71,7 @@ impl EnergyAccount {
             devices: BTreeMap::new(),
             zones: BTreeMap::new(),
             scopes: Vec::new(),
+            finished_scopes: Vec::new(),
             process_joules: BTreeMap::new(),
             gpu_source: None,
         }
@@ -131,6 +137,13 @@ impl EnergyAccount {
         for (identifier, interval) in &closed {
             self.attribute(identifier, interval, sample);
         }
+        // Every device's open run now starts at this sample (or was ended as a gap),
+        // so a scope that ended by now can receive no more energy.
+        let (done, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.scopes)
+            .into_iter()
+            .partition(|scope| scope.ended.is_some_and(|(at, _)| at <= sample.taken_at));
+        self.scopes = live;
+        self.finished_scopes.extend(done);
         genai::sample_measurements(sample, &closed, &self.settings, observed_at)
     }
 
@@ -280,22 +293,26 @@ impl EnergyAccount {
             },
             devices,
             cpu_zones,
-            agent_scopes: self
-                .scopes
-                .iter()
-                .map(|scope| {
-                    let kwh = scope.joules / JOULES_PER_KILOWATT_HOUR;
-                    ScopeEnergy {
-                        uuid: scope.uuid.to_string(),
-                        name: scope.name.clone(),
-                        gpu_energy_kwh: kwh,
-                        cost: kwh * config.cost_per_kwh,
-                        co2_grams: co2(kwh),
-                        started_at: scope.started_wall,
-                        ended_at: scope.ended.map(|(_, wall)| wall),
-                    }
-                })
-                .collect(),
+            agent_scopes: {
+                let mut scopes: Vec<&ScopeWindow> =
+                    self.finished_scopes.iter().chain(&self.scopes).collect();
+                scopes.sort_by_key(|scope| scope.started);
+                scopes
+            }
+            .into_iter()
+            .map(|scope| {
+                let kwh = scope.joules / JOULES_PER_KILOWATT_HOUR;
+                ScopeEnergy {
+                    uuid: scope.uuid.to_string(),
+                    name: scope.name.clone(),
+                    gpu_energy_kwh: kwh,
+                    cost: kwh * config.cost_per_kwh,
+                    co2_grams: co2(kwh),
+                    started_at: scope.started_wall,
+                    ended_at: scope.ended.map(|(_, wall)| wall),
+                }
+            })
+            .collect(),
             processes: self
                 .process_joules
                 .iter()
