@@ -11,7 +11,7 @@ mod pipeline;
 
 use std::path::PathBuf;
 
-pub use pipeline::{AgentScope, Error, Pipeline, PipelineBuilder};
+pub use pipeline::{AgentScope, Error, Pipeline, PipelineBuilder, PreparedPipeline};
 pub use wattline_actors::diagnostics::SamplerCategory;
 pub use wattline_actors::energy::report::EnergyReport;
 pub use wattline_actors::events;

@@ -131,6 +131,14 @@ impl PipelineBuilder {
 
     /// Starts the pipeline on the current Tokio runtime.
     pub async fn spawn(self) -> Result<Pipeline, Error> {
+        self.prepare().await?.spawn().await
+    }
+
+    /// Does everything that can fail on configuration or I/O (the environment
+    /// variables, the diagnostics context, the exporters: files opened, endpoints
+    /// built) without starting to measure, so a host can check it before starting
+    /// the work it wants measured, then choose the scope.
+    pub async fn prepare(self) -> Result<PreparedPipeline, Error> {
         let mut config = self.config.unwrap_or_else(|| EffectiveConfig {
             resource_metrics: Some(ResourceMetricsConfig::default()),
             ..EffectiveConfig::default()
@@ -143,23 +151,6 @@ impl PipelineBuilder {
         if let Some(energy) = &mut config.energy {
             energy.apply_environment(&environment)?;
         }
-        let target = match self.scope {
-            Some(target) => target,
-            None => {
-                let setting = config
-                    .resource_metrics
-                    .as_ref()
-                    .map_or(MeasurementScopeSetting::RuntimeDefault, |c| {
-                        c.measurement_scope
-                    });
-                // The library's runtime_default is the tree rooted at this process.
-                crate::resolve_target(
-                    setting,
-                    MeasurementScopeSetting::ProcessTree,
-                    Some(std::process::id()),
-                )?
-            }
-        };
         let diagnostics = open_diagnostics(config.diagnostics)?;
         let exporters = crate::exporting::start_exporters(
             &config,
@@ -183,20 +174,74 @@ impl PipelineBuilder {
         let gpu_source = self
             .gpu_source
             .unwrap_or_else(|| default_gpu_sources(smi_interval));
+        Ok(PreparedPipeline {
+            config,
+            scope: self.scope,
+            diagnostics,
+            exporters,
+            sink,
+            gpu_source,
+            tick_deadline: self.tick_deadline,
+        })
+    }
+}
+
+/// A pipeline whose configuration, diagnostics and exporters are ready; nothing is
+/// measured until [`PreparedPipeline::spawn`].
+pub struct PreparedPipeline {
+    config: EffectiveConfig,
+    scope: Option<ScopeTarget>,
+    diagnostics: Option<(
+        wattline_actors::diagnostics::Diagnostics,
+        wattline_actors::diagnostics::PipelineDiagnostics,
+    )>,
+    exporters: Option<Arc<wattline_exporters::FanOut>>,
+    sink: Arc<dyn EventSink>,
+    gpu_source: GpuSourceFactory,
+    tick_deadline: Option<Duration>,
+}
+
+impl PreparedPipeline {
+    /// Measures this target instead of the builder's or the configuration's.
+    pub fn scope(mut self, target: ScopeTarget) -> Self {
+        self.scope = Some(target);
+        self
+    }
+
+    /// Starts the actors and clocks: the first poll runs now.
+    pub async fn spawn(self) -> Result<Pipeline, Error> {
+        let config = self.config;
+        let target = match self.scope {
+            Some(target) => target,
+            None => {
+                let setting = config
+                    .resource_metrics
+                    .as_ref()
+                    .map_or(MeasurementScopeSetting::RuntimeDefault, |c| {
+                        c.measurement_scope
+                    });
+                // The library's runtime_default is the tree rooted at this process.
+                crate::resolve_target(
+                    setting,
+                    MeasurementScopeSetting::ProcessTree,
+                    Some(std::process::id()),
+                )?
+            }
+        };
         let running = RunningPipeline::spawn(PipelineSpec {
             root: "/".into(),
             target,
             resource: config.resource_metrics.clone(),
             energy: config.energy.clone(),
-            diagnostics,
-            gpu_source,
-            sink,
+            diagnostics: self.diagnostics,
+            gpu_source: self.gpu_source,
+            sink: self.sink,
             tick_deadline: self.tick_deadline,
         })
         .await?;
         Ok(Pipeline {
             inner: Arc::new(running),
-            exporters,
+            exporters: self.exporters,
             owner: std::process::id(),
             target,
         })

@@ -324,3 +324,25 @@ fn run_with_process_tree_scope_measures_the_command_and_its_children() {
     let (active, _) = value(middle, "nemo.relay.resource.process.active_count").unwrap();
     assert_eq!(active, 3.0);
 }
+
+#[test]
+fn a_bad_exporter_setting_never_starts_the_command() {
+    let home = tempfile::tempdir().unwrap();
+    let marker = home.path().join("started");
+    let blocker = home.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let output = wattline(home.path())
+        .args(["run", "--quiet", "--atof"])
+        .arg(blocker.join("events")) // a directory below a regular file cannot exist
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.starts_with("wattline: exporter atof: "), "{stderr}");
+    assert!(
+        !marker.exists(),
+        "the command ran although wattline could not measure it"
+    );
+}

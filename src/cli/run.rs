@@ -122,6 +122,22 @@ async fn run_async(
     setting: MeasurementScopeSetting,
 ) -> Result<ExitCode, String> {
     let (program, arguments) = args.command.split_first().ok_or("no command to run")?;
+    // Everything that can fail on configuration or I/O (exporters: the ATOF file, the
+    // OTLP endpoints) before the command starts, so a bad flag never starts it.
+    let poll = Duration::from_millis(
+        config
+            .resource_metrics
+            .as_ref()
+            .map_or(5000, |resource| resource.polling.interval_millis),
+    );
+    let status = Arc::new(StatusSink::default());
+    let mut builder = wattline::Pipeline::builder()
+        .config(config)
+        .event_sink(status.clone());
+    if args.metrics_stdout {
+        builder = builder.stdout_metrics(poll);
+    }
+    let prepared = builder.prepare().await.map_err(|error| error.to_string())?;
     // Watch the signals before the child exists, so none arrives unhandled.
     let signals = Signals::new()?;
     let started = Instant::now();
@@ -141,24 +157,7 @@ async fn run_async(
             return Err(error.to_string());
         }
     };
-    let status = Arc::new(StatusSink::default());
-    let poll = Duration::from_millis(
-        config
-            .resource_metrics
-            .as_ref()
-            .map_or(5000, |resource| resource.polling.interval_millis),
-    );
-    let mut builder = wattline::Pipeline::builder();
-    if args.metrics_stdout {
-        builder = builder.stdout_metrics(poll);
-    }
-    let spawned = builder
-        .config(config)
-        .scope(target)
-        .event_sink(status.clone())
-        .spawn()
-        .await;
-    let pipeline = match spawned {
+    let pipeline = match prepared.scope(target).spawn().await {
         Ok(pipeline) => pipeline,
         Err(error) => {
             let _ = child.kill().await;
