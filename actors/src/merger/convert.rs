@@ -390,4 +390,76 @@ mod tests {
         };
         assert_eq!(cpu(&reading, &CpuUnits::default()).consumption_rate, None);
     }
+
+    #[test]
+    fn gpu_groups_are_null_when_off_empty_when_nothing_answered_and_converted_otherwise() {
+        use crate::gpu::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
+        let units = GpuUnits {
+            device_compute_utilization: UtilizationUnit::Fraction,
+            ..GpuUnits::default()
+        };
+        let off = GpuReading {
+            sample: None,
+            device_metrics: false,
+            process_metrics: false,
+        };
+        assert_eq!(
+            gpu_metrics(&off, &units),
+            GpuMetrics {
+                device_metrics: None,
+                process_metrics: None
+            }
+        );
+        let nothing = GpuReading {
+            device_metrics: true,
+            process_metrics: true,
+            ..off.clone()
+        };
+        assert_eq!(
+            gpu_metrics(&nothing, &units),
+            GpuMetrics {
+                device_metrics: Some(Vec::new()),
+                process_metrics: Some(Vec::new())
+            }
+        );
+        let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-1");
+        device.device_index = Some(0);
+        device.memory_used_bytes = Some(1_500_000);
+        device.compute_utilization_percent = Some(50.0);
+        let process = GpuProcessReading {
+            vendor: GpuVendor::Nvidia,
+            device_identifier: "GPU-1".into(),
+            device_index: Some(0),
+            process_id: 42,
+            memory_used_bytes: None,
+            compute_utilization_percent: Some(12.0),
+        };
+        let reading = GpuReading {
+            sample: Some(GpuSample {
+                devices: vec![device],
+                processes: vec![process],
+                taken_at: std::time::Instant::now(),
+            }),
+            device_metrics: true,
+            process_metrics: true,
+        };
+        let metrics = gpu_metrics(&reading, &units);
+        let device = &metrics.device_metrics.unwrap()[0];
+        // 1 500 000 bytes is 1464 whole KiB (the remainder dropped first).
+        assert_eq!(
+            device.memory_used,
+            Some(Measurement::new(Integer(1464), CapacityUnit::Kibibytes))
+        );
+        assert_eq!(
+            device.compute_utilization,
+            Some(Measurement::new(Decimal(0.5), UtilizationUnit::Fraction))
+        );
+        let process = &metrics.process_metrics.unwrap()[0];
+        assert_eq!(process.process_id, 42);
+        assert_eq!(process.memory_used, None, "not read is null, never 0");
+        assert_eq!(
+            process.compute_utilization,
+            Some(Measurement::new(Decimal(12.0), UtilizationUnit::Percentage))
+        );
+    }
 }
