@@ -323,6 +323,17 @@ fn run_with_process_tree_scope_measures_the_command_and_its_children() {
     assert_eq!(descendants, 2.0, "{middle}");
     let (active, _) = value(middle, "nemo.relay.resource.process.active_count").unwrap();
     assert_eq!(active, 3.0);
+    // Above the report, a summary of what the polls saw.
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let summary = stderr.lines().next().unwrap_or_default();
+    assert!(
+        summary.starts_with("measured process_tree scope for "),
+        "{stderr}"
+    );
+    assert!(
+        summary.contains("average CPU use ") && summary.contains("peak resident memory "),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -166,6 +166,7 @@ async fn run_async(
     };
 
     let show_status = !args.quiet && stderr_is_terminal();
+    let status_for_summary = Arc::clone(&status);
     let exit = wait_forwarding_signals(
         &mut child,
         pid,
@@ -183,7 +184,15 @@ async fn run_async(
         .map_err(|error| error.to_string())?;
     if let Some(report) = report {
         match args.report {
-            ReportFormat::Table => eprint!("{}", report.to_table()),
+            ReportFormat::Table => {
+                if let Some(summary) = super::status::resource_summary(
+                    started.elapsed().as_secs_f64(),
+                    &status_for_summary.figures(),
+                ) {
+                    eprint!("{summary}");
+                }
+                eprint!("{}", report.to_table());
+            }
             ReportFormat::Json => println!(
                 "{}",
                 report

@@ -16,7 +16,22 @@ pub struct StatusFigures {
     pub gpu_watts: Option<f64>,
     /// GPU energy so far, kWh.
     pub energy_kwh: f64,
+    /// The first and latest CPU time of the scope seen in a poll, ms, with the poll's
+    /// time.
+    pub cpu_time_ms: Option<CpuTimeSpan>,
+    /// Sum and count of the consumption rates seen, for the average.
+    pub cpu_rates: (f64, u64),
+    /// The highest memory figure seen in a poll, KiB.
+    pub peak_memory_kib: Option<f64>,
+    /// The scope the polls measured.
+    pub scope: Option<String>,
 }
+
+/// (poll time, CPU time ms) at the first and the latest poll.
+pub type CpuTimeSpan = (
+    (chrono::DateTime<chrono::Utc>, f64),
+    (chrono::DateTime<chrono::Utc>, f64),
+);
 
 /// An event sink that keeps [`StatusFigures`].
 #[derive(Debug, Default)]
@@ -33,7 +48,7 @@ impl StatusSink {
         }
     }
 
-    fn update(&self, measurements: &[MetricMeasurement]) {
+    fn update(&self, at: chrono::DateTime<chrono::Utc>, measurements: &[MetricMeasurement]) {
         let mut figures = match self.figures.lock() {
             Ok(figures) => figures,
             Err(poisoned) => poisoned.into_inner(),
@@ -41,10 +56,45 @@ impl StatusSink {
         for measurement in measurements {
             let value = measurement.value.as_f64();
             match measurement.name.as_str() {
-                "nemo.relay.resource.cpu.consumption_rate" => figures.cpu = Some(value),
-                "nemo.relay.resource.memory.resident" => figures.memory_kib = Some(value),
-                "nemo.relay.resource.memory.system.used" if figures.memory_kib.is_none() => {
-                    figures.memory_kib = Some(value)
+                "nemo.relay.resource.cpu.consumption_rate" => {
+                    figures.cpu = Some(value);
+                    figures.cpu_rates = (figures.cpu_rates.0 + value, figures.cpu_rates.1 + 1);
+                }
+                "nemo.relay.resource.cpu.total_time"
+                    if measurement.unit.as_deref() == Some("milliseconds") =>
+                {
+                    let first = figures.cpu_time_ms.map_or((at, value), |(first, _)| first);
+                    figures.cpu_time_ms = Some((first, (at, value)));
+                }
+                "nemo.relay.resource.sample_count" => {
+                    if let Some(wattline::events::AttributeValue::String(scope)) = measurement
+                        .attributes
+                        .as_ref()
+                        .and_then(|a| a.get("nemo_relay.resource.measurement_scope"))
+                    {
+                        figures.scope = Some(scope.clone());
+                    }
+                }
+                "nemo.relay.resource.memory.resident" => {
+                    figures.memory_kib = Some(value);
+                    figures.peak_memory_kib = Some(
+                        figures
+                            .peak_memory_kib
+                            .map_or(value, |peak| peak.max(value)),
+                    );
+                }
+                // Global scope has no resident figure: system memory in use instead.
+                "nemo.relay.resource.memory.system.used"
+                    if !measurements
+                        .iter()
+                        .any(|m| m.name == "nemo.relay.resource.memory.resident") =>
+                {
+                    figures.memory_kib = Some(value);
+                    figures.peak_memory_kib = Some(
+                        figures
+                            .peak_memory_kib
+                            .map_or(value, |peak| peak.max(value)),
+                    );
                 }
                 "gen_ai.gpu.aggregate.total_power" => figures.gpu_watts = Some(value),
                 "gen_ai.energy.total" => figures.energy_kwh += value,
@@ -57,8 +107,11 @@ impl StatusSink {
 impl EventSink for StatusSink {
     fn send(&self, event: PipelineEvent) {
         match &event {
-            PipelineEvent::Mark(mark) => self.update(&mark.data.measurements),
-            PipelineEvent::Metrics { measurements, .. } => self.update(measurements),
+            PipelineEvent::Mark(mark) => self.update(mark.timestamp, &mark.data.measurements),
+            PipelineEvent::Metrics {
+                timestamp,
+                measurements,
+            } => self.update(*timestamp, measurements),
             PipelineEvent::Scope(_) => {}
         }
     }
@@ -74,4 +127,32 @@ pub fn status_line(elapsed: f64, figures: &StatusFigures) -> String {
         or_dash(figures.gpu_watts.map(|w| format!("{w:.0} W"))),
         figures.energy_kwh
     )
+}
+
+/// A one-paragraph summary of what the polls saw, printed above the energy report.
+pub fn resource_summary(elapsed: f64, figures: &StatusFigures) -> Option<String> {
+    let scope = figures.scope.clone()?;
+    let memory_label = if scope == "global" {
+        "peak system memory in use"
+    } else {
+        "peak resident memory"
+    };
+    let mut parts = vec![format!("measured {scope} scope for {elapsed:.1} s")];
+    let (rate_sum, rates) = figures.cpu_rates;
+    if rates > 0 {
+        let polls = if rates == 1 { "poll" } else { "polls" };
+        parts.push(format!(
+            "average CPU use {:.2} logical processors over {rates} {polls}",
+            rate_sum / rates as f64
+        ));
+    }
+    // Process scopes: the tree's lifetime CPU time. (In global scope that sum falls as
+    // processes exit, so only the rate above is shown.)
+    if let Some((_, (_, last))) = figures.cpu_time_ms.filter(|_| scope != "global") {
+        parts.push(format!("CPU time {:.2} s at the last poll", last / 1000.0));
+    }
+    if let Some(peak) = figures.peak_memory_kib {
+        parts.push(format!("{memory_label} {:.0} MiB", peak / 1024.0));
+    }
+    Some(format!("{}\n", parts.join("; ")))
 }
