@@ -2,7 +2,7 @@
 //! each enabled sampler in turn, assemble the snapshot. The pipeline's actors run the
 //! same samplers and the same assembly; this path serves one-shot use and benchmarks.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -67,11 +67,6 @@ impl Collector {
     pub fn with_diagnostics(mut self, diagnostics: PipelineDiagnostics) -> Self {
         self.diagnostics = Some(diagnostics);
         self
-    }
-
-    /// The root directory the OS is read under.
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// Takes one snapshot in `series`.

@@ -1500,3 +1500,39 @@ fn pipeline_on_disabled_context_is_a_no_op() {
         RecordOutcome::Disabled
     );
 }
+
+#[test]
+fn pipeline_recordings_from_many_threads_lose_no_count() {
+    // The pipeline's own recordings retry when the context is busy, so actors on
+    // several threads never drop an occurrence.
+    let diagnostics = context();
+    let pipeline = PipelineDiagnostics::register(&diagnostics).expect("registers");
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let pipeline = pipeline.clone();
+            std::thread::spawn(move || {
+                for _ in 0..500 {
+                    pipeline
+                        .record_counted(
+                            PipelineCode::TickMissed,
+                            Some(FailureClass::Timeout),
+                            NonZeroU64::new(2).expect("two"),
+                            "late",
+                        )
+                        .expect("recorded despite contention");
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("no panic");
+    }
+    let snapshot = diagnostics.snapshot().expect("snapshot");
+    let occurrences = snapshot
+        .components
+        .iter()
+        .flat_map(|c| &c.codes)
+        .find(|c| c.code == "pipeline.tick_missed")
+        .map(|c| c.occurrences);
+    assert_eq!(occurrences, Some(8 * 500 * 2));
+}

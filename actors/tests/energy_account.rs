@@ -41,17 +41,11 @@ fn settings(co2: bool) -> EnergySettings {
 fn one_kilowatt_hour_costs_and_emits_by_the_factors() {
     let start = Instant::now();
     let mut account = EnergyAccount::new(settings(true), Utc::now());
-    account.add_gpu_sample(
-        Some(&sample(start, vec![device("GPU-a", 1000.0, 50.0)])),
-        Utc::now(),
-    );
-    let metrics = account.add_gpu_sample(
-        Some(&sample(
-            start + Duration::from_secs(3600),
-            vec![device("GPU-a", 1000.0, 50.0)],
-        )),
-        Utc::now(),
-    );
+    account.add_gpu_sample(Some(&sample(start, vec![device("GPU-a", 1000.0, 50.0)])));
+    let metrics = account.add_gpu_sample(Some(&sample(
+        start + Duration::from_secs(3600),
+        vec![device("GPU-a", 1000.0, 50.0)],
+    )));
     let report = account.report(Utc::now());
     assert_eq!(report.devices.len(), 1);
     let gpu = &report.devices[0];
@@ -88,13 +82,10 @@ fn with_co2_off_there_is_no_co2_figure_anywhere() {
     let mut account = EnergyAccount::new(settings(false), Utc::now());
     let mut all = Vec::new();
     for second in 0..5 {
-        all.extend(account.add_gpu_sample(
-            Some(&sample(
-                start + Duration::from_secs(second),
-                vec![device("GPU-a", 300.0, 10.0)],
-            )),
-            Utc::now(),
-        ));
+        all.extend(account.add_gpu_sample(Some(&sample(
+            start + Duration::from_secs(second),
+            vec![device("GPU-a", 300.0, 10.0)],
+        ))));
     }
     let report = account.report(Utc::now());
     assert!(report.carbon_intensity.is_none());
@@ -111,23 +102,11 @@ fn a_failed_sample_is_a_gap_for_every_device() {
     let start = Instant::now();
     let mut account = EnergyAccount::new(settings(false), Utc::now());
     let at = |s: u64| start + Duration::from_secs(s);
-    account.add_gpu_sample(
-        Some(&sample(at(0), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
-    account.add_gpu_sample(
-        Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
-    account.add_gpu_sample(None, Utc::now());
-    account.add_gpu_sample(
-        Some(&sample(at(100), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
-    account.add_gpu_sample(
-        Some(&sample(at(110), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
+    account.add_gpu_sample(Some(&sample(at(0), vec![device("GPU-a", 100.0, 1.0)])));
+    account.add_gpu_sample(Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])));
+    account.add_gpu_sample(None);
+    account.add_gpu_sample(Some(&sample(at(100), vec![device("GPU-a", 100.0, 1.0)])));
+    account.add_gpu_sample(Some(&sample(at(110), vec![device("GPU-a", 100.0, 1.0)])));
     let gpu = &account.report(Utc::now()).devices[0];
     assert!((gpu.trapezoid_kwh.unwrap() * 3_600_000.0 - 2000.0).abs() < 1e-9);
     assert_eq!(gpu.gaps, 1);
@@ -138,24 +117,15 @@ fn a_device_that_stops_reporting_is_not_integrated_across_its_absence() {
     let start = Instant::now();
     let at = |s: u64| start + Duration::from_secs(s);
     let mut account = EnergyAccount::new(settings(false), Utc::now());
-    account.add_gpu_sample(
-        Some(&sample(
-            at(0),
-            vec![device("GPU-a", 100.0, 1.0), device("GPU-b", 50.0, 1.0)],
-        )),
-        Utc::now(),
-    );
-    account.add_gpu_sample(
-        Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
-    let metrics = account.add_gpu_sample(
-        Some(&sample(
-            at(20),
-            vec![device("GPU-a", 100.0, 1.0), device("GPU-b", 50.0, 1.0)],
-        )),
-        Utc::now(),
-    );
+    account.add_gpu_sample(Some(&sample(
+        at(0),
+        vec![device("GPU-a", 100.0, 1.0), device("GPU-b", 50.0, 1.0)],
+    )));
+    account.add_gpu_sample(Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])));
+    let metrics = account.add_gpu_sample(Some(&sample(
+        at(20),
+        vec![device("GPU-a", 100.0, 1.0), device("GPU-b", 50.0, 1.0)],
+    )));
     let report = account.report(Utc::now());
     let b = report
         .devices
@@ -186,19 +156,10 @@ fn agent_scopes_get_the_energy_of_their_window_and_overlap() {
     let second = Uuid::now_v7();
     account.scope_started(first, "planner", at(0), Utc::now());
     account.scope_started(second, "coder", at(5), Utc::now());
-    account.add_gpu_sample(
-        Some(&sample(at(0), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
-    account.add_gpu_sample(
-        Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
+    account.add_gpu_sample(Some(&sample(at(0), vec![device("GPU-a", 100.0, 1.0)])));
+    account.add_gpu_sample(Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])));
     account.scope_ended(first, at(15), Utc::now());
-    account.add_gpu_sample(
-        Some(&sample(at(20), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
+    account.add_gpu_sample(Some(&sample(at(20), vec![device("GPU-a", 100.0, 1.0)])));
     let report = account.report(Utc::now());
     let joules = |name: &str| {
         report
@@ -235,10 +196,7 @@ fn agent_scopes_get_the_energy_of_their_window_and_overlap() {
 fn processes_get_their_share_of_gpu_utilization() {
     let start = Instant::now();
     let mut account = EnergyAccount::new(settings(false), Utc::now());
-    account.add_gpu_sample(
-        Some(&sample(start, vec![device("GPU-a", 200.0, 80.0)])),
-        Utc::now(),
-    );
+    account.add_gpu_sample(Some(&sample(start, vec![device("GPU-a", 200.0, 80.0)])));
     let mut second = sample(
         start + Duration::from_secs(10),
         vec![device("GPU-a", 200.0, 80.0)],
@@ -261,7 +219,7 @@ fn processes_get_their_share_of_gpu_utilization() {
             compute_utilization_percent: None,
         },
     ];
-    account.add_gpu_sample(Some(&second), Utc::now());
+    account.add_gpu_sample(Some(&second));
     let report = account.report(Utc::now());
     assert_eq!(report.processes.len(), 1);
     assert_eq!(report.processes[0].process_id, 42);
@@ -307,13 +265,13 @@ fn the_report_rebuilt_from_recorded_metrics_matches_the_live_one() {
     for (i, (t, w)) in times.iter().zip(watts).enumerate() {
         let wall = Utc::now() + chrono::Duration::milliseconds((t * 1000.0) as i64);
         if i == 3 {
-            account.add_gpu_sample(None, wall); // a gap
+            account.add_gpu_sample(None); // a gap
         }
         let sample = sample(
             start + Duration::from_secs_f64(*t),
             vec![device("GPU-a", w, 50.0), device("GPU-b", w / 2.0, 10.0)],
         );
-        batches.push((wall, account.add_gpu_sample(Some(&sample), wall)));
+        batches.push((wall, account.add_gpu_sample(Some(&sample))));
     }
     let live = account.report(Utc::now());
     let replayed = report_from_measurements(batches.iter().map(|(t, m)| (*t, m.as_slice())));
@@ -362,10 +320,7 @@ fn ended_scopes_keep_their_energy_and_leave_the_per_interval_work() {
     let start = Instant::now();
     let at = |s: f64| start + Duration::from_secs_f64(s);
     let mut account = EnergyAccount::new(settings(false), Utc::now());
-    account.add_gpu_sample(
-        Some(&sample(at(0.0), vec![device("GPU-a", 100.0, 1.0)])),
-        Utc::now(),
-    );
+    account.add_gpu_sample(Some(&sample(at(0.0), vec![device("GPU-a", 100.0, 1.0)])));
     // 1000 short scopes, each live for one second of a constant 100 W.
     let uuids: Vec<Uuid> = (0..1000).map(|_| Uuid::now_v7()).collect();
     for (i, uuid) in uuids.iter().enumerate() {
@@ -374,13 +329,10 @@ fn ended_scopes_keep_their_energy_and_leave_the_per_interval_work() {
         account.scope_ended(*uuid, at(begin + 1.0), Utc::now());
     }
     for second in 1..=20 {
-        account.add_gpu_sample(
-            Some(&sample(
-                at(f64::from(second)),
-                vec![device("GPU-a", 100.0, 1.0)],
-            )),
-            Utc::now(),
-        );
+        account.add_gpu_sample(Some(&sample(
+            at(f64::from(second)),
+            vec![device("GPU-a", 100.0, 1.0)],
+        )));
     }
     let report = account.report(Utc::now());
     assert_eq!(report.agent_scopes.len(), 1000);

@@ -17,9 +17,7 @@ use std::time::Duration;
 use ractor::concurrency::{JoinHandle, OneshotReceiver, oneshot};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::time::Instant;
-use wattline_actors::diagnostics::{
-    ExporterCode, FailureClass, Observation, PipelineCode, PipelineComponent, PipelineDiagnostics,
-};
+use wattline_actors::diagnostics::{ExporterCode, FailureClass, PipelineCode, PipelineDiagnostics};
 use wattline_actors::events::PipelineEvent;
 
 use crate::exporter::{ExportError, Exporter, ExporterKind};
@@ -104,9 +102,7 @@ fn record(
     occurrences: NonZeroU64,
 ) {
     let code = PipelineCode::Exporter(code);
-    let outcome = diagnostics
-        .component(PipelineComponent::Exporter)
-        .try_record_lazy(|| Observation::failure(code.position(), class, detail, occurrences));
+    let outcome = diagnostics.record_counted(code, Some(class), occurrences, &detail);
     if let Err(error) = outcome {
         tracing::debug!(code = code.name(), %error, "exporter diagnostic not recorded");
     }

@@ -36,7 +36,7 @@ pub use pipeline_components::{
     ExporterCode, GpuCode, PipelineCode, PipelineComponent, PipelineDiagnostics, SamplerCategory,
     SamplerFailure,
 };
-pub use sampler_problems::{record_read_problems, record_with_retry};
+pub use sampler_problems::record_read_problems;
 pub use snapshot::{
     AdmissionUsage, CodeSnapshot, ComponentSnapshot, ComponentState, DeliveryStats,
     DiagnosticEvent, DiagnosticsSnapshot, EventCorrelation, HistoryStats,

@@ -28,6 +28,9 @@ use super::error::DiagnosticError;
 use super::observation::{Correlation, Observation, RecordOutcome};
 use super::vocabulary::{DiagnosticOutcome, FailureClass, Severity};
 
+/// How often a recording that found the context busy is tried again.
+const BUSY_RETRIES: usize = 1024;
+
 /// Which metric family a sampler collects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SamplerCategory {
@@ -530,16 +533,39 @@ impl PipelineDiagnostics {
         class: Option<FailureClass>,
         detail: &str,
     ) -> Result<RecordOutcome, DiagnosticError> {
-        self.component(code.component())
-            .try_record_lazy(|| Observation {
+        self.record_counted(code, class, NonZeroU64::MIN, detail)
+    }
+
+    /// Records `count` occurrences of `code`. The pipeline's actors record from several
+    /// threads, so a call that finds the context busy is tried again a bounded number
+    /// of times rather than losing the count.
+    pub fn record_counted(
+        &self,
+        code: PipelineCode,
+        class: Option<FailureClass>,
+        count: NonZeroU64,
+        detail: &str,
+    ) -> Result<RecordOutcome, DiagnosticError> {
+        let component = self.component(code.component());
+        let mut attempt = 0;
+        loop {
+            let result = component.try_record_lazy(|| Observation {
                 code: code.position(),
-                count: NonZeroU64::MIN,
+                count,
                 outcome: code.outcome(),
                 severity: code.default_severity(),
                 failure_class: class,
                 detail: (!detail.is_empty()).then_some(detail.into()),
                 correlation: Correlation::default(),
-            })
+            });
+            match result {
+                Err(error) if error.reason() == "busy" && attempt < BUSY_RETRIES => {
+                    attempt += 1;
+                    std::thread::yield_now();
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Records a sampler failure with the kind's default class.

@@ -89,11 +89,7 @@ impl EnergyAccount {
 
     /// Adds one GPU sample (or a failed one: `None`, a gap for every device) and
     /// returns the `gen_ai.*` measurements it produces.
-    pub fn add_gpu_sample(
-        &mut self,
-        sample: Option<&GpuSample>,
-        observed_at: DateTime<Utc>,
-    ) -> Vec<MetricMeasurement> {
+    pub fn add_gpu_sample(&mut self, sample: Option<&GpuSample>) -> Vec<MetricMeasurement> {
         let Some(sample) = sample else {
             for device in self.devices.values_mut() {
                 device.integrator.gap();
@@ -144,7 +140,7 @@ impl EnergyAccount {
             .partition(|scope| scope.ended.is_some_and(|(at, _)| at <= sample.taken_at));
         self.scopes = live;
         self.finished_scopes.extend(done);
-        genai::sample_measurements(sample, &closed, &self.settings, observed_at)
+        genai::sample_measurements(sample, &closed, &self.settings)
     }
 
     fn attribute(&mut self, identifier: &str, interval: &Interval, sample: &GpuSample) {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
 use wattline_config::energy::EnergySettings;
 
 use super::integrator::{Interval, JOULES_PER_KILOWATT_HOUR};
@@ -67,7 +66,6 @@ pub fn sample_measurements(
     sample: &GpuSample,
     closed: &[(String, Interval)],
     settings: &EnergySettings,
-    _observed_at: DateTime<Utc>,
 ) -> Vec<MetricMeasurement> {
     let mut out = Vec::new();
     let flag = |value: bool| if value { 1.0 } else { 0.0 };

@@ -14,7 +14,7 @@ use super::energy_actor::EnergyMessage;
 use super::merger_actor::MergerMessage;
 use super::registry::SamplerRegistry;
 use super::sampler_actor::SamplerMessage;
-use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, record_with_retry};
+use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory};
 use crate::platform::linux::rapl::read_rapl_zones;
 use crate::readings::SamplingSeries;
 
@@ -66,8 +66,7 @@ pub fn spawn_poll_clock(
                     (&diagnostics, std::num::NonZeroU64::new(skipped))
                 {
                     let code = PipelineCode::TickMissed;
-                    let _ = record_with_retry(
-                        diagnostics.component(code.component()),
+                    let _ = diagnostics.record_counted(
                         code,
                         code.allowed_classes().first().copied(),
                         count,

@@ -78,9 +78,7 @@ impl Actor for EnergyActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             EnergyMessage::Power(power) => {
-                let measurements = state
-                    .account
-                    .add_gpu_sample(power.sample.as_deref(), power.observed_at);
+                let measurements = state.account.add_gpu_sample(power.sample.as_deref());
                 if !measurements.is_empty() {
                     state.sink.send(PipelineEvent::Metrics {
                         timestamp: power.observed_at,

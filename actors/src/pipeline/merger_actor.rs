@@ -15,9 +15,7 @@ use wattline_config::ResourceMetricsConfig;
 use super::energy_actor::EnergyMessage;
 use super::registry::SamplerRegistry;
 use super::sampler_actor::SamplerMessage;
-use crate::diagnostics::{
-    PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure, record_with_retry,
-};
+use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
 use crate::environment::EnvironmentReader;
 use crate::events::{
     EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, ScopeCategory, ScopeEvent, ScopeKind,
@@ -214,8 +212,7 @@ impl MergerState {
                 category,
                 failure: SamplerFailure::DeadlineMissed,
             };
-            let _ = record_with_retry(
-                diagnostics.component(code.component()),
+            let _ = diagnostics.record_counted(
                 code,
                 code.allowed_classes().first().copied(),
                 std::num::NonZeroU64::MIN,

@@ -3,7 +3,6 @@
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
-use crate::readings::SamplingSeries;
 use crate::samplers::{CategoryReading, CategorySampler, SampleRequest, SamplerOutput};
 
 /// Messages a sampler actor answers.
@@ -105,12 +104,4 @@ fn panicked(category: &'static str, error: tokio::task::JoinError) -> ActorProce
         Err(error) => error.to_string(),
     };
     Box::new(SamplerActorError::Panicked { category, detail })
-}
-
-/// Which series a sample request is for, as a label for logs.
-pub fn series_label(series: SamplingSeries) -> &'static str {
-    match series {
-        SamplingSeries::Polling => "polling",
-        SamplingSeries::OnDemand => "on_demand",
-    }
 }

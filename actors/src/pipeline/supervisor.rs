@@ -12,9 +12,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use super::registry::SamplerRegistry;
 use super::sampler_actor::SamplerActor;
-use crate::diagnostics::{
-    PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure, record_with_retry,
-};
+use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
 use crate::samplers::CategorySampler;
 
 /// Builds a fresh sampler for a category (at start and after each restart).
@@ -160,8 +158,7 @@ impl Actor for Supervisor {
                 category,
                 failure: SamplerFailure::Restarted,
             };
-            let _ = record_with_retry(
-                diagnostics.component(code.component()),
+            let _ = diagnostics.record_counted(
                 code,
                 code.allowed_classes().first().copied(),
                 NonZeroU64::MIN,
