@@ -12,6 +12,11 @@ use wattline::{ScopeTarget, collect_once, resolve_target};
 
 const ROLE: &str = "WATTLINE_TEST_ROLE";
 
+/// The target the CLI resolves for `setting` and `pid` (its runtime_default is global).
+fn cli_target(setting: MeasurementScopeSetting, pid: u32) -> ScopeTarget {
+    resolve_target(setting, MeasurementScopeSetting::Global, Some(pid)).unwrap()
+}
+
 /// Re-executed as a child: burns at least 200 ms of user CPU time as the kernel counts
 /// it, prints the milliseconds the kernel recorded, then sleeps until killed.
 #[test]
@@ -82,12 +87,7 @@ fn milliseconds(
 #[test]
 fn a_child_burning_cpu_shows_in_its_parents_process_tree() {
     let (mut child, burned_ms) = spawn_burner();
-    let target = resolve_target(
-        MeasurementScopeSetting::ProcessTree,
-        MeasurementScopeSetting::Global,
-        Some(std::process::id()),
-    )
-    .unwrap();
+    let target = cli_target(MeasurementScopeSetting::ProcessTree, std::process::id());
     let snapshot = collect_once(target, ResourceMetricsConfig::default());
     child.kill().unwrap();
     child.wait().unwrap();
@@ -114,12 +114,7 @@ fn a_child_burning_cpu_shows_in_its_parents_process_tree() {
 #[test]
 fn the_child_alone_in_application_scope_has_at_least_what_it_burned() {
     let (mut child, burned_ms) = spawn_burner();
-    let target = resolve_target(
-        MeasurementScopeSetting::ApplicationProcess,
-        MeasurementScopeSetting::Global,
-        Some(child.id()),
-    )
-    .unwrap();
+    let target = cli_target(MeasurementScopeSetting::ApplicationProcess, child.id());
     let snapshot = collect_once(target, ResourceMetricsConfig::default());
     child.kill().unwrap();
     child.wait().unwrap();
@@ -147,18 +142,8 @@ fn assert_unavailable(snapshot: &wattline::snapshot::Snapshot) {
 fn a_root_that_exited_gives_the_unavailable_snapshot() {
     let mut child = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = child.id();
-    let tree = resolve_target(
-        MeasurementScopeSetting::ProcessTree,
-        MeasurementScopeSetting::Global,
-        Some(pid),
-    )
-    .unwrap();
-    let application = resolve_target(
-        MeasurementScopeSetting::ApplicationProcess,
-        MeasurementScopeSetting::Global,
-        Some(pid),
-    )
-    .unwrap();
+    let tree = cli_target(MeasurementScopeSetting::ProcessTree, pid);
+    let application = cli_target(MeasurementScopeSetting::ApplicationProcess, pid);
     // Alive: available.
     assert!(
         collect_once(tree, ResourceMetricsConfig::default())
@@ -178,12 +163,7 @@ fn a_root_that_exited_gives_the_unavailable_snapshot() {
 fn a_reused_pid_is_not_the_same_process() {
     let mut child = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = child.id();
-    let target = resolve_target(
-        MeasurementScopeSetting::ApplicationProcess,
-        MeasurementScopeSetting::Global,
-        Some(pid),
-    )
-    .unwrap();
+    let target = cli_target(MeasurementScopeSetting::ApplicationProcess, pid);
     let ScopeTarget::ApplicationProcess(mut identity) = target else {
         panic!("{target:?}")
     };
@@ -214,12 +194,7 @@ fn a_process_whose_name_has_spaces_and_parentheses_is_measured() {
         assert!(Instant::now() < deadline, "comm stayed {comm:?}");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let target = resolve_target(
-        MeasurementScopeSetting::ApplicationProcess,
-        MeasurementScopeSetting::Global,
-        Some(child.id()),
-    )
-    .unwrap();
+    let target = cli_target(MeasurementScopeSetting::ApplicationProcess, child.id());
     let snapshot = collect_once(target, ResourceMetricsConfig::default());
     child.kill().unwrap();
     child.wait().unwrap();
