@@ -46,6 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 mark.parent_uuid.map(|u| u.to_string()).unwrap_or_default(),
                 mark.data.measurements.len()
             ),
+            PipelineEvent::Energy { .. } => {}
             PipelineEvent::Metrics { measurements, .. } => {
                 println!("gen_ai metrics: {}", measurements.len())
             }

@@ -87,15 +87,19 @@ pub fn load_config(
     wattline_config::EffectiveConfig::merge(&layers)
 }
 
-/// The energy/cost report rebuilt from an ATOF file alone (the `gen_ai.*` figures it
-/// recorded).
+/// The energy/cost report rebuilt from an ATOF file alone: its energy records, fed to
+/// the same account the live pipeline used, as of the last report taken (or, for a run
+/// cut short, its newest record).
 pub fn report_from_atof(
     path: &std::path::Path,
 ) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
     let marks = wattline_exporters::read_atof_marks(path)?;
-    Ok(wattline_actors::energy::replay::report_from_measurements(
-        marks
-            .iter()
-            .map(|mark| (mark.timestamp, mark.measurements.as_slice())),
-    ))
+    wattline_actors::energy::replay::report_from_records(
+        marks.into_iter().filter_map(|mark| mark.energy),
+    )
+    .ok_or_else(|| wattline_exporters::AtofReadError::Invalid {
+        path: path.to_path_buf(),
+        line: 0,
+        reason: "no energy records: the file was written with the energy component off, or by a wattline older than 0.2".into(),
+    })
 }

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wattline_actors::diagnostics::SamplerCategory;
+use wattline_actors::energy::record::Epoch;
 use wattline_actors::energy::report::EnergyReport;
 use wattline_actors::events::EventSink;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_actors::pipeline::{
-    GpuSourceFactory, PipelineError, PipelineSpec, RunningPipeline, open_diagnostics,
+    GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
+    prepare_gpu_source,
 };
 use wattline_actors::scope::ScopeTarget;
 use wattline_actors::snapshot::Snapshot;
@@ -139,13 +141,17 @@ impl PipelineBuilder {
     /// built) without starting to measure, so a host can check it before starting
     /// the work it wants measured, then choose the scope.
     pub async fn prepare(self) -> Result<PreparedPipeline, Error> {
+        // Before any reading, so none is stamped before the energy stage's zero.
+        let epoch = Epoch::now();
         let mut config = self.config.unwrap_or_else(|| EffectiveConfig {
             resource_metrics: Some(ResourceMetricsConfig::default()),
             ..EffectiveConfig::default()
         });
         let environment = self.environment.unwrap_or_else(|| {
             std::env::vars()
-                .filter(|(name, _)| name.starts_with("GENAI_"))
+                .filter(|(name, _)| {
+                    name.starts_with("GENAI_") || name == wattline_config::energy::PUE_VARIABLE
+                })
                 .collect()
         });
         if let Some(energy) = &mut config.energy {
@@ -174,6 +180,25 @@ impl PipelineBuilder {
         let gpu_source = self
             .gpu_source
             .unwrap_or_else(|| default_gpu_sources(smi_interval));
+        // Source selection and the first answer (bounded by the source's own timeout,
+        // 10 s for nvidia-smi) before anything is measured.
+        let gpu_wanted = config.energy.is_some()
+            || config
+                .resource_metrics
+                .as_ref()
+                .is_some_and(|resource| resource.gpu.enabled);
+        let prepared_gpu = if gpu_wanted {
+            Some(
+                prepare_gpu_source(
+                    &gpu_source,
+                    diagnostics.as_ref().map(|(_, components)| components),
+                    wattline_actors::gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
+                )
+                .await,
+            )
+        } else {
+            None
+        };
         Ok(PreparedPipeline {
             config,
             scope: self.scope,
@@ -182,6 +207,9 @@ impl PipelineBuilder {
             sink,
             gpu_source,
             tick_deadline: self.tick_deadline,
+            epoch,
+            prepared_gpu,
+            measuring_from: None,
         })
     }
 }
@@ -199,9 +227,21 @@ pub struct PreparedPipeline {
     sink: Arc<dyn EventSink>,
     gpu_source: GpuSourceFactory,
     tick_deadline: Option<Duration>,
+    epoch: Epoch,
+    prepared_gpu: Option<PreparedGpu>,
+    measuring_from: Option<(std::time::Instant, chrono::DateTime<chrono::Utc>)>,
 }
 
 impl PreparedPipeline {
+    /// Counts energy from this instant (default: when [`Self::spawn`] is called), e.g.
+    /// the moment a measured command was started.
+    pub fn measuring_from(mut self, at: std::time::Instant) -> Self {
+        let wall =
+            chrono::Utc::now() - chrono::Duration::from_std(at.elapsed()).unwrap_or_default();
+        self.measuring_from = Some((at, wall));
+        self
+    }
+
     /// Measures this target instead of the builder's or the configuration's.
     pub fn scope(mut self, target: ScopeTarget) -> Self {
         self.scope = Some(target);
@@ -237,6 +277,9 @@ impl PreparedPipeline {
             gpu_source: self.gpu_source,
             sink: self.sink,
             tick_deadline: self.tick_deadline,
+            epoch: self.epoch,
+            prepared_gpu: self.prepared_gpu,
+            measuring_from: self.measuring_from,
         })
         .await?;
         Ok(Pipeline {
@@ -303,11 +346,12 @@ impl Pipeline {
         Ok(self.inner.collect().await?)
     }
 
-    /// Starts an Agent scope: every poll's mark is copied under it until the guard is
-    /// dropped or [`AgentScope::end`] is called.
+    /// Starts an Agent scope at this instant (never after a poll in flight): every
+    /// poll's mark is copied under it until the guard is dropped or
+    /// [`AgentScope::end`] is called.
     pub async fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
         self.check_process()?;
-        let uuid = self.inner.start_agent_scope(name).await?;
+        let uuid = self.inner.start_agent_scope(name);
         Ok(AgentScope {
             pipeline: Arc::clone(&self.inner),
             uuid,
@@ -334,7 +378,7 @@ impl Pipeline {
     pub async fn shutdown(&self) -> Result<Option<EnergyReport>, Error> {
         self.check_process()?;
         self.inner.stop_clocks().await;
-        let mut report = match self.inner.energy_report().await {
+        let mut report = match self.inner.final_report().await {
             Ok(report) => Some(report),
             Err(PipelineError::EnergyDisabled) => None,
             Err(error) => return Err(error.into()),
@@ -399,10 +443,11 @@ impl AgentScope {
         self.uuid
     }
 
-    /// Ends the scope and waits until its end event is out.
+    /// Ends the scope at this instant; its end event is out when this returns.
     pub async fn end(mut self) -> Result<(), Error> {
         self.ended = true;
-        Ok(self.pipeline.end_agent_scope_and_wait(self.uuid).await?)
+        self.pipeline.end_agent_scope(self.uuid);
+        Ok(())
     }
 }
 

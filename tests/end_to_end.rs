@@ -48,24 +48,27 @@ async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
     let agent = pipeline.agent_scope("trainer").await.unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
     agent.end().await.unwrap();
+    // A scope still live at shutdown ends there, in the report as in the file.
+    let _still_live = pipeline.agent_scope("reviewer").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let live = pipeline.shutdown().await.unwrap().unwrap();
     assert_eq!(live.exporter_drops, vec![("atof".to_string(), 0)]);
 
     let files = atof_files(directory.path());
     assert_eq!(files.len(), 1);
     let replayed = wattline::report_from_atof(&files[0]).unwrap();
-    let relative = |a: f64, b: f64| ((a - b) / b).abs();
-    assert!(live.total.gpu_energy_kwh > 0.0);
-    assert!(relative(replayed.total.gpu_energy_kwh, live.total.gpu_energy_kwh) < 1e-12);
-    assert!(relative(replayed.total.cost, live.total.cost) < 1e-12);
-    assert!(
-        relative(
-            replayed.total.co2_grams.unwrap(),
-            live.total.co2_grams.unwrap()
-        ) < 1e-12
-    );
-    assert_eq!(replayed.devices[0].readings, live.devices[0].readings);
-    assert!((replayed.devices[0].covered_seconds - live.devices[0].covered_seconds).abs() < 1e-9);
+    assert!(live.total.gpu_energy_kwh.unwrap() > 0.0);
+    assert_eq!(live.agent_scopes.len(), 2);
+    assert!(live.agent_scopes[1].ended_at.is_some(), "ended at shutdown");
+    // Field by field: everything but what the file cannot hold (the diagnostics
+    // snapshot and the exporters' own drop counts, taken after the file is written).
+    let comparable = |report: &wattline::EnergyReport| {
+        let mut value = serde_json::to_value(report).unwrap();
+        value["diagnostics"] = serde_json::Value::Null;
+        value["exporter_drops"] = serde_json::Value::Null;
+        value
+    };
+    assert_eq!(comparable(&replayed), comparable(&live));
 
     // Every line is a valid event; scopes open and close; marks sit under the agent
     // while it was live.

@@ -264,7 +264,7 @@ async fn flush_on_a_pipeline_younger_than_one_interval_has_a_reading() {
         "{} vs {expected_kwh}",
         device.energy_kwh
     );
-    assert!((report.total.cost - device.energy_kwh * 0.12).abs() < 1e-15);
+    assert!((report.total.cost.unwrap() - device.energy_kwh * 0.12).abs() < 1e-15);
     assert!(report.total.co2_grams.is_none(), "CO2 is off by default");
     assert!(report.diagnostics.is_some());
     pipeline.shutdown().await.unwrap();

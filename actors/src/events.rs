@@ -187,6 +187,14 @@ pub enum PipelineEvent {
         /// The observations.
         measurements: Vec<MetricMeasurement>,
     },
+    /// An input of the energy account, for event files: `wattline report FILE`
+    /// replays them into the same account. Metric exporters ignore it.
+    Energy {
+        /// When it was recorded.
+        timestamp: DateTime<Utc>,
+        /// The record.
+        record: crate::energy::record::EnergyRecord,
+    },
 }
 
 /// A new UUIDv7.

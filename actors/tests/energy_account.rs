@@ -1,345 +1,478 @@
-//! The energy account over GPU samples: device figures, CO2 only when tracked, Agent
-//! scope and process attribution, gaps and RAPL.
+//! The energy account fed record by record, as the energy actor and a replayed file
+//! feed it: integration, windows, stale readings, scopes, processes, RAPL, totals.
 
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_actors::energy::account::EnergyAccount;
-use wattline_actors::energy::integrator::EnergySource;
-use wattline_actors::gpu::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
+use wattline_actors::energy::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
+use wattline_actors::energy::record::{
+    DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
+};
+use wattline_actors::energy::replay::report_from_records;
+use wattline_actors::energy::report::{EnergyDomain, EnergyReport};
 use wattline_actors::platform::linux::rapl::RaplZoneReading;
 use wattline_config::energy::{EnergySettings, FactorOrigin};
 
-fn device(id: &str, watts: f64, utilization: f64) -> GpuDeviceReading {
-    let mut reading = GpuDeviceReading::new(GpuVendor::Nvidia, id);
-    reading.name = Some("NVIDIA H200".into());
-    reading.power_draw_watts = Some(watts);
-    reading.compute_utilization_percent = Some(utilization);
-    reading.memory_used_bytes = Some(1024 * 1024 * 1024);
-    reading.temperature_celsius = Some(50.0);
-    reading
-}
+const SECOND: f64 = 1e9;
 
-fn sample(at: Instant, devices: Vec<GpuDeviceReading>) -> GpuSample {
-    GpuSample {
-        devices,
-        processes: Vec::new(),
-        taken_at: at,
-    }
+fn at(seconds: f64) -> Nanos {
+    (seconds * SECOND).round() as Nanos
 }
 
 fn settings(co2: bool) -> EnergySettings {
     let mut settings = EnergySettings::default();
-    settings.config.co2_tracking = co2;
-    settings.config.cost_per_kwh = 0.2;
+    settings.config.cost_per_kwh = 0.30;
     settings.config.carbon_intensity = 400.0;
+    settings.config.co2_tracking = co2;
+    settings.cost_origin = FactorOrigin::Code;
     settings
 }
 
-#[test]
-fn one_kilowatt_hour_costs_and_emits_by_the_factors() {
-    let start = Instant::now();
-    let mut account = EnergyAccount::new(settings(true), Utc::now());
-    account.add_gpu_sample(Some(&sample(start, vec![device("GPU-a", 1000.0, 50.0)])));
-    let metrics = account.add_gpu_sample(Some(&sample(
-        start + Duration::from_secs(3600),
-        vec![device("GPU-a", 1000.0, 50.0)],
-    )));
-    let report = account.report(Utc::now());
-    assert_eq!(report.devices.len(), 1);
-    let gpu = &report.devices[0];
-    assert_eq!(gpu.energy_kwh, 1.0);
-    assert_eq!(gpu.energy_source, EnergySource::Trapezoid);
-    assert!((gpu.cost - 0.2).abs() < 1e-12);
-    assert_eq!(gpu.co2_grams, Some(400.0));
-    assert_eq!(report.total.gpu_energy_kwh, 1.0);
-    assert_eq!(
-        report.carbon_intensity.as_ref().unwrap().origin,
-        FactorOrigin::Default
-    );
-    let consumed = metrics
-        .iter()
-        .find(|m| m.name == "gen_ai.energy.consumed")
-        .unwrap();
-    assert_eq!(consumed.value.as_f64(), 1.0);
-    assert_eq!(consumed.unit.as_deref(), Some("kWh"));
-    assert!(
-        metrics
-            .iter()
-            .any(|m| m.name == "gen_ai.co2.emissions" && m.value.as_f64() == 400.0)
-    );
-    assert!(
-        metrics
-            .iter()
-            .any(|m| m.name == "gen_ai.power.cost" && (m.value.as_f64() - 0.2).abs() < 1e-12)
-    );
+/// An account and every record it was given, so each test can also replay them.
+struct Feed {
+    account: EnergyAccount,
+    records: Vec<EnergyRecord>,
+    epoch_wall: DateTime<Utc>,
 }
 
-#[test]
-fn with_co2_off_there_is_no_co2_figure_anywhere() {
-    let start = Instant::now();
-    let mut account = EnergyAccount::new(settings(false), Utc::now());
-    let mut all = Vec::new();
-    for second in 0..5 {
-        all.extend(account.add_gpu_sample(Some(&sample(
-            start + Duration::from_secs(second),
-            vec![device("GPU-a", 300.0, 10.0)],
-        ))));
+impl Feed {
+    fn new(settings: EnergySettings) -> Self {
+        let epoch_wall = Utc::now();
+        let account = EnergyAccount::new(settings, 0, epoch_wall);
+        Feed {
+            records: vec![account.started_record()],
+            account,
+            epoch_wall,
+        }
     }
-    let report = account.report(Utc::now());
-    assert!(report.carbon_intensity.is_none());
-    assert!(report.total.co2_grams.is_none());
-    assert!(report.devices.iter().all(|d| d.co2_grams.is_none()));
-    assert!(all.iter().all(|m| !m.name.starts_with("gen_ai.co2")));
-    let json = report.to_json().unwrap();
-    assert!(!json.contains("gCO2e"), "{json}");
-    assert!(report.to_table().contains("CO2: not tracked"));
+
+    fn apply(&mut self, record: EnergyRecord) -> usize {
+        let closed = self.account.apply(&record).len();
+        self.records.push(record);
+        closed
+    }
+
+    fn wall(&self, seconds: f64) -> DateTime<Utc> {
+        self.epoch_wall + chrono::Duration::nanoseconds(at(seconds) as i64)
+    }
+
+    fn power(&mut self, source: &str, seconds: f64, devices: &[(&str, f64, Option<u64>)]) -> usize {
+        let devices = devices
+            .iter()
+            .map(|(id, watts, counter)| DevicePower {
+                id: (*id).into(),
+                name: Some(format!("card {id}")),
+                watts: Some(*watts),
+                counter_millijoules: *counter,
+                shares: None,
+            })
+            .collect();
+        self.apply(EnergyRecord::Power(PowerRecord {
+            source: source.into(),
+            at: at(seconds),
+            devices: Some(devices),
+        }))
+    }
+
+    fn failed(&mut self, source: &str, seconds: f64) {
+        self.apply(EnergyRecord::Power(PowerRecord {
+            source: source.into(),
+            at: at(seconds),
+            devices: None,
+        }));
+    }
+
+    fn from(&mut self, seconds: f64) {
+        let wall = self.wall(seconds);
+        self.apply(EnergyRecord::MeasuringFrom {
+            at: at(seconds),
+            wall,
+        });
+    }
+
+    fn report(&mut self, seconds: f64) -> EnergyReport {
+        let wall = self.wall(seconds);
+        self.apply(EnergyRecord::Report {
+            at: at(seconds),
+            wall,
+        });
+        self.account.report(at(seconds), wall)
+    }
+}
+
+fn kwh(joules: f64) -> f64 {
+    joules / JOULES_PER_KILOWATT_HOUR
+}
+
+fn close(actual: f64, expected: f64, relative: f64) -> bool {
+    ((actual - expected) / expected).abs() < relative
 }
 
 #[test]
-fn a_failed_sample_is_a_gap_for_every_device() {
-    let start = Instant::now();
-    let mut account = EnergyAccount::new(settings(false), Utc::now());
-    let at = |s: u64| start + Duration::from_secs(s);
-    account.add_gpu_sample(Some(&sample(at(0), vec![device("GPU-a", 100.0, 1.0)])));
-    account.add_gpu_sample(Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])));
-    account.add_gpu_sample(None);
-    account.add_gpu_sample(Some(&sample(at(100), vec![device("GPU-a", 100.0, 1.0)])));
-    account.add_gpu_sample(Some(&sample(at(110), vec![device("GPU-a", 100.0, 1.0)])));
-    let gpu = &account.report(Utc::now()).devices[0];
-    assert!((gpu.trapezoid_kwh.unwrap() * 3_600_000.0 - 2000.0).abs() < 1e-9);
-    assert_eq!(gpu.gaps, 1);
+fn one_kilowatt_for_one_hour_is_one_kilowatt_hour_with_its_cost_and_co2() {
+    let mut feed = Feed::new(settings(true));
+    feed.power("nvml", 0.0, &[("GPU-a", 1000.0, None)]);
+    feed.power("nvml", 3600.0, &[("GPU-a", 1000.0, None)]);
+    let report = feed.report(3600.0);
+    let device = &report.devices[0];
+    // The reference multiplies kW by seconds and calls it Wh: 3.6 times too high.
+    assert_eq!(device.energy_kwh, 1.0);
+    assert_eq!(device.energy_source, EnergySource::Trapezoid);
+    assert_eq!(report.total.energy_kwh, Some(1.0));
+    assert_eq!(report.total.gpu_energy_kwh, Some(1.0));
+    assert!((report.total.cost.unwrap() - 0.30).abs() < 1e-12);
+    assert!((report.total.co2_grams.unwrap() - 400.0).abs() < 1e-9);
+    assert_eq!(report.domains.len(), 1);
+    assert_eq!(report.domains[0].domain, EnergyDomain::Gpu);
 }
 
 #[test]
-fn a_device_that_stops_reporting_is_not_integrated_across_its_absence() {
-    let start = Instant::now();
-    let at = |s: u64| start + Duration::from_secs(s);
-    let mut account = EnergyAccount::new(settings(false), Utc::now());
-    account.add_gpu_sample(Some(&sample(
-        at(0),
-        vec![device("GPU-a", 100.0, 1.0), device("GPU-b", 50.0, 1.0)],
-    )));
-    account.add_gpu_sample(Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])));
-    let metrics = account.add_gpu_sample(Some(&sample(
-        at(20),
-        vec![device("GPU-a", 100.0, 1.0), device("GPU-b", 50.0, 1.0)],
-    )));
-    let report = account.report(Utc::now());
-    let b = report
-        .devices
-        .iter()
-        .find(|d| d.device_identifier == "GPU-b")
-        .unwrap();
-    assert_eq!(b.trapezoid_kwh, Some(0.0));
-    assert_eq!(b.gaps, 1);
-    // Its gauges reappear only with its readings.
-    let powers: Vec<_> = metrics
-        .iter()
-        .filter(|m| m.name == "gen_ai.gpu.power")
-        .collect();
-    assert_eq!(powers.len(), 2);
-    let count = metrics
-        .iter()
-        .find(|m| m.name == "gen_ai.gpu.aggregate.gpu_count")
-        .unwrap();
-    assert_eq!(count.value.as_f64(), 2.0);
+fn a_ramp_and_a_step_are_integrated_exactly_and_a_gap_is_not() {
+    let mut feed = Feed::new(settings(false));
+    // P(t) = 100 + 2t over [0, 300] s: E = 100*300 + 300^2 = 120000 J.
+    for second in (0..=300).step_by(7).chain([300]) {
+        let t = f64::from(second);
+        feed.power("nvml", t, &[("GPU-a", 100.0 + 2.0 * t, None)]);
+    }
+    // A failed sample, then a separate run far later: the gap is not integrated.
+    feed.failed("nvml", 400.0);
+    feed.power("nvml", 1000.0, &[("GPU-a", 50.0, None)]);
+    feed.power("nvml", 1010.0, &[("GPU-a", 150.0, None)]);
+    let report = feed.report(1010.0);
+    let device = &report.devices[0];
+    assert!(close(device.energy_kwh, kwh(120_000.0 + 1000.0), 1e-12));
+    assert_eq!(device.gaps, 1);
+    assert!((device.covered_seconds - 310.0).abs() < 1e-9);
+    assert_eq!(device.max_watts, Some(700.0));
 }
 
 #[test]
-fn agent_scopes_get_the_energy_of_their_window_and_overlap() {
-    let start = Instant::now();
-    let at = |s: u64| start + Duration::from_secs(s);
-    let mut account = EnergyAccount::new(settings(false), Utc::now());
-    let first = Uuid::now_v7();
-    let second = Uuid::now_v7();
-    account.scope_started(first, "planner", at(0), Utc::now());
-    account.scope_started(second, "coder", at(5), Utc::now());
-    account.add_gpu_sample(Some(&sample(at(0), vec![device("GPU-a", 100.0, 1.0)])));
-    account.add_gpu_sample(Some(&sample(at(10), vec![device("GPU-a", 100.0, 1.0)])));
-    account.scope_ended(first, at(15), Utc::now());
-    account.add_gpu_sample(Some(&sample(at(20), vec![device("GPU-a", 100.0, 1.0)])));
-    let report = account.report(Utc::now());
-    let joules = |name: &str| {
+fn a_device_missing_from_its_sources_answer_is_a_gap_but_not_from_another_source() {
+    let mut feed = Feed::new(settings(false));
+    feed.power(
+        "nvml",
+        0.0,
+        &[("GPU-a", 100.0, None), ("GPU-b", 100.0, None)],
+    );
+    feed.power("drm", 1.0, &[("card0", 10.0, None)]);
+    // GPU-b is missing from nvml's answer: a gap for it; drm's answer is no gap.
+    feed.power("nvml", 10.0, &[("GPU-a", 100.0, None)]);
+    feed.power(
+        "nvml",
+        20.0,
+        &[("GPU-a", 100.0, None), ("GPU-b", 100.0, None)],
+    );
+    feed.power("drm", 21.0, &[("card0", 10.0, None)]);
+    let report = feed.report(21.0);
+    let energy = |id: &str| {
+        report
+            .devices
+            .iter()
+            .find(|d| d.device_identifier == id)
+            .unwrap()
+            .energy_kwh
+    };
+    assert!(close(energy("GPU-a"), kwh(2000.0), 1e-12));
+    assert_eq!(energy("GPU-b"), 0.0);
+    assert!(close(energy("card0"), kwh(200.0), 1e-12));
+    assert_eq!(report.gpu_source.as_deref(), Some("drm+nvml"));
+}
+
+#[test]
+fn a_cached_answer_seen_again_and_a_failure_older_than_the_newest_reading_add_nothing() {
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvidia-smi", 0.3, &[("GPU-a", 200.0, None)]);
+    assert_eq!(feed.power("nvidia-smi", 5.3, &[("GPU-a", 200.0, None)]), 1);
+    // The same answer again (a poll read the cache): no interval, no reading.
+    assert_eq!(feed.power("nvidia-smi", 5.3, &[("GPU-a", 200.0, None)]), 0);
+    // A poll that read the cache before the newest answer, delivered after it.
+    assert_eq!(feed.power("nvidia-smi", 0.3, &[("GPU-a", 200.0, None)]), 0);
+    // A failure observed before the newest answer does not cut the run.
+    feed.failed("nvidia-smi", 5.0);
+    assert_eq!(feed.power("nvidia-smi", 10.3, &[("GPU-a", 200.0, None)]), 1);
+    let device = &feed.report(10.3).devices[0];
+    assert_eq!(device.readings, 3);
+    assert_eq!(device.gaps, 0);
+    assert!(close(device.energy_kwh, kwh(2000.0), 1e-12));
+}
+
+#[test]
+fn the_window_runs_from_the_start_instant_to_the_report_instant() {
+    // Readings 0.2 s before the command starts and 0.25 s after the report was asked
+    // for (a fresh nvidia-smi run); constant 512.34 W over a 4 s command.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvidia-smi", 0.8, &[("GPU-a", 512.34, None)]);
+    feed.from(1.0);
+    feed.power("nvidia-smi", 3.3, &[("GPU-a", 512.34, None)]);
+    feed.power("nvidia-smi", 5.25, &[("GPU-a", 512.34, None)]);
+    let report = feed.report(5.0);
+    let device = &report.devices[0];
+    assert!(close(device.energy_kwh, kwh(512.34 * 4.0), 1e-12));
+    assert!((device.covered_seconds - 4.0).abs() < 1e-9);
+    assert_eq!(report.started_at, feed.wall(1.0));
+    assert_eq!(report.ended_at, feed.wall(5.0));
+    // A later report includes what the first left out.
+    feed.power("nvidia-smi", 7.0, &[("GPU-a", 512.34, None)]);
+    let later = feed.report(7.0);
+    assert!(close(later.devices[0].energy_kwh, kwh(512.34 * 6.0), 1e-12));
+}
+
+#[test]
+fn the_counter_is_primary_clipped_like_the_trapezoid_and_mixed_when_partial() {
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, Some(1_000_000))]);
+    feed.power("nvml", 10.0, &[("GPU-a", 100.0, Some(2_050_000))]);
+    let report = feed.report(10.0);
+    let device = &report.devices[0];
+    assert_eq!(device.energy_source, EnergySource::Counter);
+    assert!(close(device.energy_kwh, kwh(1050.0), 1e-12));
+    assert!(close(device.counter_kwh.unwrap(), kwh(1050.0), 1e-12));
+    assert!(close(device.trapezoid_kwh.unwrap(), kwh(1000.0), 1e-12));
+    // Half the interval: half the counter's energy (constant power).
+    let half = feed.account.report(at(5.0), feed.wall(5.0));
+    assert!(close(half.devices[0].energy_kwh, kwh(525.0), 1e-12));
+    // One interval without a counter uses its trapezoid: mixed.
+    feed.power("nvml", 20.0, &[("GPU-a", 100.0, None)]);
+    let report = feed.report(20.0);
+    assert_eq!(report.devices[0].energy_source, EnergySource::Mixed);
+    assert!(close(report.devices[0].energy_kwh, kwh(2050.0), 1e-12));
+    assert_eq!(report.devices[0].counter_kwh, None);
+}
+
+#[test]
+fn a_scope_spanning_the_run_equals_the_total_and_overlapping_scopes_get_their_windows() {
+    let mut feed = Feed::new(settings(false));
+    let (whole, first, second) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, Some(0))]);
+    feed.from(0.5);
+    let wall = feed.wall(0.5);
+    feed.apply(EnergyRecord::ScopeStarted {
+        uuid: whole,
+        name: "run".into(),
+        at: at(0.5),
+        wall,
+    });
+    feed.apply(EnergyRecord::ScopeStarted {
+        uuid: first,
+        name: "planner".into(),
+        at: at(1.0),
+        wall,
+    });
+    feed.power("nvml", 1.0, &[("GPU-a", 300.0, Some(200_000))]);
+    feed.apply(EnergyRecord::ScopeStarted {
+        uuid: second,
+        name: "coder".into(),
+        at: at(5.0),
+        wall,
+    });
+    feed.power("nvml", 10.0, &[("GPU-a", 300.0, Some(2_900_000))]);
+    feed.apply(EnergyRecord::ScopeEnded {
+        uuid: first,
+        at: at(12.0),
+        wall,
+    });
+    feed.power("nvml", 12.0, &[("GPU-a", 300.0, Some(3_500_000))]);
+    feed.power("nvml", 20.5, &[("GPU-a", 300.0, Some(6_050_000))]);
+    let report = feed.report(20.0);
+    let scope = |name: &str| {
         report
             .agent_scopes
             .iter()
             .find(|s| s.name == name)
             .unwrap()
             .gpu_energy_kwh
-            * 3_600_000.0
-    };
-    assert!(
-        (joules("planner") - 1500.0).abs() < 1e-9,
-        "{}",
-        joules("planner")
-    );
-    assert!(
-        (joules("coder") - 1500.0).abs() < 1e-9,
-        "{}",
-        joules("coder")
-    );
-    assert!((report.total.gpu_energy_kwh * 3_600_000.0 - 2000.0).abs() < 1e-9);
-    assert!(
-        report
-            .agent_scopes
-            .iter()
-            .find(|s| s.name == "planner")
             .unwrap()
-            .ended_at
-            .is_some()
-    );
+    };
+    let total = report.total.energy_kwh.unwrap();
+    assert!(close(scope("run"), total, 1e-9));
+    // planner: [1, 12] = 2700 J + 600 J of counter; coder: [5, 20] at 300 W by counter.
+    assert!(close(scope("planner"), kwh(3300.0), 1e-9));
+    assert!(close(scope("coder"), kwh(1500.0 + 600.0 + 2400.0), 1e-9));
+    assert_eq!(report.agent_scopes.len(), 3);
 }
 
 #[test]
-fn processes_get_their_share_of_gpu_utilization() {
-    let start = Instant::now();
-    let mut account = EnergyAccount::new(settings(false), Utc::now());
-    account.add_gpu_sample(Some(&sample(start, vec![device("GPU-a", 200.0, 80.0)])));
-    let mut second = sample(
-        start + Duration::from_secs(10),
-        vec![device("GPU-a", 200.0, 80.0)],
-    );
-    second.processes = vec![
-        GpuProcessReading {
-            vendor: GpuVendor::Nvidia,
-            device_identifier: "GPU-a".into(),
-            device_index: Some(0),
-            process_id: 42,
-            memory_used_bytes: None,
-            compute_utilization_percent: Some(60.0),
-        },
-        GpuProcessReading {
-            vendor: GpuVendor::Nvidia,
-            device_identifier: "GPU-a".into(),
-            device_index: Some(0),
-            process_id: 43,
-            memory_used_bytes: None,
-            compute_utilization_percent: None,
-        },
-    ];
-    account.add_gpu_sample(Some(&second));
-    let report = account.report(Utc::now());
-    assert_eq!(report.processes.len(), 1);
-    assert_eq!(report.processes[0].process_id, 42);
-    assert!((report.processes[0].gpu_energy_kwh * 3_600_000.0 - 2000.0 * 0.75).abs() < 1e-9);
+fn process_shares_and_the_unattributed_rest_add_up_to_the_device_exactly() {
+    let mut feed = Feed::new(settings(false));
+    let shares = |basis, pairs: &[(u32, f64)]| ProcessShares {
+        basis: Some(basis),
+        processes: pairs.iter().copied().collect::<BTreeMap<_, _>>(),
+    };
+    let reading = |seconds: f64, watts: f64, shares: Option<ProcessShares>| {
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: at(seconds),
+            devices: Some(vec![DevicePower {
+                id: "GPU-a".into(),
+                name: None,
+                watts: Some(watts),
+                counter_millijoules: None,
+                shares,
+            }]),
+        })
+    };
+    feed.apply(reading(
+        0.0,
+        200.0,
+        Some(shares(ShareBasis::Utilization, &[(41, 0.5), (42, 0.25)])),
+    ));
+    // The energy clock's own readings carry no shares: the nearest ones apply.
+    feed.apply(reading(1.0, 200.0, None));
+    feed.apply(reading(2.0, 250.0, None));
+    feed.apply(reading(
+        3.0,
+        250.0,
+        Some(shares(ShareBasis::Utilization, &[(41, 1.0)])),
+    ));
+    let report = feed.report(3.0);
+    let device = &report.devices[0];
+    let attributed: f64 = report.processes.iter().map(|p| p.gpu_energy_kwh).sum();
+    assert!((attributed + device.unattributed_kwh - device.energy_kwh).abs() <= 1e-18);
+    let process = |pid: u32| {
+        report
+            .processes
+            .iter()
+            .find(|p| p.process_id == pid)
+            .unwrap()
+            .gpu_energy_kwh
+    };
+    // [0,2]: shares 0.5/0.25 over 425 J; [2,3]: share 1.0 for 41 over 250 J.
+    assert!(close(process(41), kwh(0.5 * 425.0 + 250.0), 1e-12));
+    assert!(close(process(42), kwh(0.25 * 425.0), 1e-12));
+    assert_eq!(device.attribution, Some(ShareBasis::Utilization));
 }
 
 #[test]
-fn rapl_package_energy_handles_the_wrap() {
-    let start = Instant::now();
-    let mut account = EnergyAccount::new(settings(false), Utc::now());
-    let zone = |energy: u64| RaplZoneReading {
-        zone: "intel-rapl:0".into(),
-        name: "package-0".into(),
-        energy_microjoules: energy,
+fn rapl_package_and_dram_add_to_the_total_sub_zones_do_not_and_the_wrap_is_handled() {
+    let mut feed = Feed::new(settings(false));
+    feed.apply(EnergyRecord::GpuStatus {
+        configured: "nvml".into(),
+        unavailable: Some("NVML library not found (libnvidia-ml.so.1)".into()),
+    });
+    let zone = |zone: &str, name: &str, uj: u64| RaplZoneReading {
+        zone: zone.into(),
+        name: name.into(),
+        energy_microjoules: uj,
         max_energy_range_microjoules: Some(262_143_328_850),
     };
-    account.add_rapl(start, &[zone(262_140_000_000)]);
-    account.add_rapl(start + Duration::from_secs(60), &[zone(4_996_671_150)]);
-    let report = account.report(Utc::now());
-    let joules = report.cpu_zones[0].energy_kwh * 3_600_000.0;
-    assert!((joules - 5_000.0).abs() < 1e-6, "{joules}");
-    assert!((report.total.cpu_energy_kwh.unwrap() * 3_600_000.0 - 5_000.0).abs() < 1e-6);
-    // GPU energy never includes the CPU.
-    assert_eq!(report.total.gpu_energy_kwh, 0.0);
+    feed.apply(EnergyRecord::Rapl {
+        at: at(0.0),
+        zones: vec![
+            zone("intel-rapl:0", "package-0", 262_140_000_000),
+            zone("intel-rapl:0:0", "core", 1_000_000),
+            zone("intel-rapl:0:1", "dram", 10_000_000),
+        ],
+    });
+    feed.apply(EnergyRecord::Rapl {
+        at: at(60.0),
+        zones: vec![
+            zone("intel-rapl:0", "package-0", 4_996_671_150),
+            zone("intel-rapl:0:0", "core", 2_000_000_000),
+            zone("intel-rapl:0:1", "dram", 610_000_000),
+        ],
+    });
+    let mut with_pue = feed.account.settings().clone();
+    with_pue.config.pue = 1.5;
+    let report = feed.report(60.0);
+    // 3_328_850 + 4_996_671_150 µJ = 5000 J package; 600 J DRAM; core not added.
+    assert!(close(
+        report.total.cpu_energy_kwh.unwrap(),
+        kwh(5000.0),
+        1e-12
+    ));
+    assert!(close(
+        report.total.dram_energy_kwh.unwrap(),
+        kwh(600.0),
+        1e-12
+    ));
+    assert!(close(report.total.energy_kwh.unwrap(), kwh(5600.0), 1e-12));
+    assert_eq!(report.total.gpu_energy_kwh, None);
+    assert_eq!(
+        report.gpu_unavailable.as_deref(),
+        Some("NVML library not found (libnvidia-ml.so.1)")
+    );
+    assert!(
+        report
+            .domains
+            .iter()
+            .all(|d| d.method == EnergySource::Counter)
+    );
+    assert_eq!(report.cpu_zones.len(), 3);
+    assert_eq!(report.total.facility_energy_kwh, report.total.energy_kwh);
+    // PUE multiplies the facility figures only.
+    let mut feed = Feed::new(with_pue);
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, None)]);
+    feed.power("nvml", 36.0, &[("GPU-a", 100.0, None)]);
+    let report = feed.report(36.0);
+    assert!(close(report.total.energy_kwh.unwrap(), 0.001, 1e-12));
+    assert!(close(
+        report.total.facility_energy_kwh.unwrap(),
+        0.0015,
+        1e-12
+    ));
+    assert!(close(
+        report.total.facility_cost.unwrap(),
+        0.0015 * 0.30,
+        1e-12
+    ));
 }
 
 #[test]
-fn no_rapl_means_no_cpu_figure_not_zero() {
-    let account = EnergyAccount::new(settings(false), Utc::now());
-    let report = account.report(Utc::now());
-    assert!(report.total.cpu_energy_kwh.is_none());
-    assert!(report.cpu_zones.is_empty());
+fn nothing_measured_is_null_never_zero() {
+    let mut feed = Feed::new(settings(true));
+    feed.failed("nvml", 1.0);
+    let report = feed.report(2.0);
+    assert!(report.devices.is_empty());
+    assert_eq!(report.total.energy_kwh, None);
+    assert_eq!(report.total.gpu_energy_kwh, None);
+    assert_eq!(report.total.cost, None);
+    assert_eq!(report.total.co2_grams, None);
+    assert_eq!(report.gpu_source, None);
+    let json = serde_json::to_value(&report).unwrap();
+    assert!(json["total"]["gpu_energy_kwh"].is_null());
+    assert!(json["total"]["cost"].is_null());
 }
 
 #[test]
-fn the_report_rebuilt_from_recorded_metrics_matches_the_live_one() {
-    use wattline_actors::energy::replay::report_from_measurements;
-    let start = Instant::now();
-    let mut account = EnergyAccount::new(settings(true), Utc::now());
-    let mut batches = Vec::new();
-    let times = [0.0, 0.5, 1.7, 2.0, 4.25, 9.0];
-    let watts = [120.0, 180.0, 175.5, 300.0, 90.0, 95.0];
-    for (i, (t, w)) in times.iter().zip(watts).enumerate() {
-        let wall = Utc::now() + chrono::Duration::milliseconds((t * 1000.0) as i64);
-        if i == 3 {
-            account.add_gpu_sample(None); // a gap
+fn the_records_replayed_through_json_give_the_same_report() {
+    let mut feed = Feed::new(settings(true));
+    let scope = Uuid::now_v7();
+    feed.power("nvml", 0.0, &[("GPU-a", 120.0, Some(5_000))]);
+    feed.from(0.1);
+    let wall = feed.wall(0.2);
+    feed.apply(EnergyRecord::ScopeStarted {
+        uuid: scope,
+        name: "agent".into(),
+        at: at(0.2),
+        wall,
+    });
+    for step in 1_u32..40 {
+        let t = f64::from(step) * 0.37;
+        if step == 17 {
+            feed.failed("nvml", t);
+            continue;
         }
-        let sample = sample(
-            start + Duration::from_secs_f64(*t),
-            vec![device("GPU-a", w, 50.0), device("GPU-b", w / 2.0, 10.0)],
+        let watts = 100.0 + f64::from(step % 5) * 31.0;
+        feed.power(
+            "nvml",
+            t,
+            &[("GPU-a", watts, Some(5_000 + u64::from(step) * 41_000))],
         );
-        batches.push((wall, account.add_gpu_sample(Some(&sample))));
     }
-    let live = account.report(Utc::now());
-    let replayed = report_from_measurements(batches.iter().map(|(t, m)| (*t, m.as_slice())));
-    assert_eq!(replayed.currency, "USD");
-    assert_eq!(replayed.devices.len(), 2);
-    for (live, replayed) in live.devices.iter().zip(&replayed.devices) {
-        assert_eq!(live.device_identifier, replayed.device_identifier);
-        assert!(((live.energy_kwh - replayed.energy_kwh) / live.energy_kwh).abs() < 1e-12);
-        assert!(
-            (live.covered_seconds - replayed.covered_seconds).abs() < 1e-9,
-            "{} vs {}",
-            live.covered_seconds,
-            replayed.covered_seconds
-        );
-        assert_eq!(live.readings, replayed.readings);
-        assert_eq!(live.max_watts, replayed.max_watts);
-        assert_eq!(live.energy_source, replayed.energy_source);
-    }
-    assert!(
-        ((live.total.gpu_energy_kwh - replayed.total.gpu_energy_kwh) / live.total.gpu_energy_kwh)
-            .abs()
-            < 1e-12
+    let live = feed.report(14.0);
+    let text: Vec<String> = feed
+        .records
+        .iter()
+        .map(|record| serde_json::to_string(record).unwrap())
+        .collect();
+    let parsed = text
+        .iter()
+        .map(|line| serde_json::from_str::<EnergyRecord>(line).unwrap());
+    let replayed = report_from_records(parsed).unwrap();
+    assert_eq!(
+        serde_json::to_value(&replayed).unwrap(),
+        serde_json::to_value(&live).unwrap()
     );
-    assert!(((live.total.cost - replayed.total.cost) / live.total.cost).abs() < 1e-12);
-    assert!(
-        ((live.total.co2_grams.unwrap() - replayed.total.co2_grams.unwrap())
-            / live.total.co2_grams.unwrap())
-        .abs()
-            < 1e-12
-    );
-    assert!((replayed.cost_per_kwh.value - 0.2).abs() < 1e-12);
-    assert!((replayed.carbon_intensity.unwrap().value - 400.0).abs() < 1e-9);
-}
-
-#[test]
-fn an_empty_report_says_zero_not_negative_zero() {
-    let account = EnergyAccount::new(settings(false), Utc::now());
-    let report = account.report(Utc::now());
-    assert!(report.total.gpu_energy_kwh.is_sign_positive());
-    assert!(report.total.cost.is_sign_positive());
-    assert!(!report.to_table().contains("-0.0"), "{}", report.to_table());
-}
-
-#[test]
-fn ended_scopes_keep_their_energy_and_leave_the_per_interval_work() {
-    let start = Instant::now();
-    let at = |s: f64| start + Duration::from_secs_f64(s);
-    let mut account = EnergyAccount::new(settings(false), Utc::now());
-    account.add_gpu_sample(Some(&sample(at(0.0), vec![device("GPU-a", 100.0, 1.0)])));
-    // 1000 short scopes, each live for one second of a constant 100 W.
-    let uuids: Vec<Uuid> = (0..1000).map(|_| Uuid::now_v7()).collect();
-    for (i, uuid) in uuids.iter().enumerate() {
-        let begin = i as f64 * 0.01;
-        account.scope_started(*uuid, &format!("step-{i}"), at(begin), Utc::now());
-        account.scope_ended(*uuid, at(begin + 1.0), Utc::now());
-    }
-    for second in 1..=20 {
-        account.add_gpu_sample(Some(&sample(
-            at(f64::from(second)),
-            vec![device("GPU-a", 100.0, 1.0)],
-        )));
-    }
-    let report = account.report(Utc::now());
-    assert_eq!(report.agent_scopes.len(), 1000);
-    assert_eq!(report.agent_scopes[0].name, "step-0");
-    assert_eq!(report.agent_scopes[999].name, "step-999");
-    for scope in &report.agent_scopes {
-        let joules = scope.gpu_energy_kwh * 3_600_000.0;
-        assert!((joules - 100.0).abs() < 1e-6, "{}: {joules} J", scope.name);
-    }
 }

@@ -19,6 +19,8 @@ pub const CARBON_INTENSITY_VARIABLE: &str = "GENAI_CARBON_INTENSITY";
 pub const CO2_TRACKING_VARIABLE: &str = "GENAI_ENABLE_CO2_TRACKING";
 /// `GENAI_GPU_COLLECTION_INTERVAL`: seconds between energy GPU samples.
 pub const INTERVAL_VARIABLE: &str = "GENAI_GPU_COLLECTION_INTERVAL";
+/// `WATTLINE_PUE`: power usage effectiveness of the facility, at least 1.
+pub const PUE_VARIABLE: &str = "WATTLINE_PUE";
 /// Location and mode variables of the reference's CO2 library: accepted, no effect.
 pub const IGNORED_VARIABLE_PREFIX: &str = "GENAI_CO2_";
 
@@ -37,6 +39,9 @@ pub struct EnergyConfig {
     pub co2_tracking: bool,
     /// Milliseconds between the energy stage's own GPU samples. Default 5000.
     pub interval_millis: u64,
+    /// Power usage effectiveness: facility energy per unit of IT energy (cooling,
+    /// power conversion). Multiplies the facility figures only. Default 1.0.
+    pub pue: f64,
 }
 
 impl Default for EnergyConfig {
@@ -47,6 +52,7 @@ impl Default for EnergyConfig {
             carbon_intensity: 475.0,
             co2_tracking: false,
             interval_millis: 5000,
+            pue: 1.0,
         }
     }
 }
@@ -69,6 +75,12 @@ impl EnergyConfig {
                 ),
             ));
         }
+        if !self.pue.is_finite() || self.pue < 1.0 {
+            return Err(FieldError::new(
+                "pue",
+                format!("must be a finite number >= 1 (got {})", self.pue),
+            ));
+        }
         if self.currency.trim().is_empty() {
             return Err(FieldError::new("currency", "must not be blank"));
         }
@@ -83,10 +95,11 @@ impl EnergyConfig {
 }
 
 /// Where a factor's value came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "name")]
 pub enum FactorOrigin {
     /// The built-in default.
+    #[default]
     Default,
     /// A `plugins.toml` file (its path).
     File(String),
@@ -109,6 +122,9 @@ pub struct EnergySettings {
     pub co2_tracking_origin: FactorOrigin,
     /// Origin of `interval_millis`.
     pub interval_origin: FactorOrigin,
+    /// Origin of `pue`.
+    #[serde(default)]
+    pub pue_origin: FactorOrigin,
     /// `GENAI_CO2_*` variables that were set and have no effect (logged once at start).
     pub ignored_variables: Vec<String>,
 }
@@ -121,6 +137,7 @@ impl Default for EnergySettings {
             carbon_intensity_origin: FactorOrigin::Default,
             co2_tracking_origin: FactorOrigin::Default,
             interval_origin: FactorOrigin::Default,
+            pue_origin: FactorOrigin::Default,
             ignored_variables: Vec::new(),
         }
     }
@@ -204,6 +221,18 @@ impl EnergySettings {
             self.config.interval_millis = ((seconds * 1000.0).round() as u64).max(1);
             self.interval_origin = FactorOrigin::Environment(INTERVAL_VARIABLE.into());
         }
+        if let Some(value) = environment
+            .get(PUE_VARIABLE)
+            .filter(|_| self.pue_origin != code)
+        {
+            self.config.pue = value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|pue| pue.is_finite() && *pue >= 1.0)
+                .ok_or_else(|| error(PUE_VARIABLE, value, "must be a finite number >= 1"))?;
+            self.pue_origin = FactorOrigin::Environment(PUE_VARIABLE.into());
+        }
         self.ignored_variables = environment
             .keys()
             .filter(|name| name.starts_with(IGNORED_VARIABLE_PREFIX))
@@ -224,7 +253,10 @@ impl EnergySettings {
             self.co2_tracking_origin = origin.clone();
         }
         if table.contains_key("interval_millis") {
-            self.interval_origin = origin;
+            self.interval_origin = origin.clone();
+        }
+        if table.contains_key("pue") {
+            self.pue_origin = origin;
         }
     }
 }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use uuid::Uuid;
+use wattline_actors::energy::record::EnergyRecord;
 use wattline_actors::events::{
     METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MetricMeasurements,
     PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
@@ -35,6 +36,10 @@ use crate::metric_schema::validate_metric_measurements;
 pub const ATOF_VERSION: &str = "0.1";
 /// The mark name a [`PipelineEvent::Metrics`] batch is written under.
 pub const METRICS_MARK_NAME: &str = "wattline.metrics";
+/// The mark name an energy record is written under.
+pub const ENERGY_MARK_NAME: &str = "wattline.energy";
+/// The data schema of an energy record (`wattline_actors::energy::record::EnergyRecord`).
+pub const ENERGY_RECORD_SCHEMA: &str = "wattline.energy_record";
 /// The subtype of a custom scope without a parent.
 pub const ROOT_SCOPE_SUBTYPE: &str = "root";
 /// Lines kept for retry after a write error; past this the oldest is dropped and counted.
@@ -53,16 +58,21 @@ const MEASUREMENTS_SCHEMA: DataSchema = DataSchema {
     version: METRIC_MEASUREMENTS_SCHEMA_VERSION,
 };
 
+const ENERGY_SCHEMA: DataSchema = DataSchema {
+    name: ENERGY_RECORD_SCHEMA,
+    version: "1",
+};
+
 /// The common head of every line, then the kind-specific tail, in order.
 #[derive(Serialize)]
-struct Envelope<'a, Tail: Serialize> {
+struct Envelope<'a, Data: Serialize, Tail: Serialize> {
     kind: &'static str,
     atof_version: &'static str,
     uuid: Uuid,
     parent_uuid: Option<Uuid>,
     timestamp: String,
     name: &'a str,
-    data: Option<&'a MetricMeasurements>,
+    data: Option<&'a Data>,
     data_schema: Option<DataSchema>,
     metadata: Option<()>,
     #[serde(flatten)]
@@ -107,7 +117,7 @@ pub fn render_scope(scope: &ScopeEvent) -> Result<String, ExportError> {
             ("custom", Some(CategoryProfile { subtype }))
         }
     };
-    let line = Envelope {
+    let line = Envelope::<(), _> {
         kind: "scope",
         atof_version: ATOF_VERSION,
         uuid: scope.uuid,
@@ -143,6 +153,30 @@ pub fn render_mark(mark: &Mark) -> Result<String, ExportError> {
         name: &mark.name,
         data: Some(&mark.data),
         data_schema: Some(MEASUREMENTS_SCHEMA),
+        metadata: None,
+        tail: MarkTail {
+            category: None,
+            category_profile: None,
+        },
+    };
+    Ok(serde_json::to_string(&line)?)
+}
+
+/// One energy record as an ATOF mark line (no trailing newline), under `parent`.
+pub fn render_energy_record(
+    timestamp: DateTime<Utc>,
+    parent: Option<Uuid>,
+    record: &EnergyRecord,
+) -> Result<String, ExportError> {
+    let line = Envelope {
+        kind: "mark",
+        atof_version: ATOF_VERSION,
+        uuid: new_uuid(),
+        parent_uuid: parent,
+        timestamp: format_timestamp(timestamp),
+        name: ENERGY_MARK_NAME,
+        data: Some(record),
+        data_schema: Some(ENERGY_SCHEMA),
         metadata: None,
         tail: MarkTail {
             category: None,
@@ -257,6 +291,9 @@ impl AtofExporter {
                     measurements: measurements.clone(),
                 },
             }),
+            PipelineEvent::Energy { timestamp, record } => {
+                render_energy_record(*timestamp, self.root_scope, record)
+            }
         }
     }
 

@@ -5,7 +5,10 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use wattline_actors::energy::record::EnergyRecord;
 use wattline_actors::events::MetricMeasurement;
+
+use crate::atof::ENERGY_RECORD_SCHEMA;
 
 use crate::metric_schema::{parse_metric_measurements, validate_metric_measurements};
 
@@ -18,6 +21,8 @@ pub struct RecordedMark {
     pub timestamp: DateTime<Utc>,
     /// Its measurements.
     pub measurements: Vec<MetricMeasurement>,
+    /// The energy record it carries (a `wattline.energy` mark).
+    pub energy: Option<EnergyRecord>,
 }
 
 /// Why a file could not be read back; names the file and the line.
@@ -84,6 +89,22 @@ pub fn read_atof_marks(path: &Path) -> Result<Vec<RecordedMark>, AtofReadError> 
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .ok_or_else(|| invalid("a mark without an RFC 3339 timestamp".into()))?
             .with_timezone(&Utc);
+        let schema = event
+            .get("data_schema")
+            .and_then(|schema| schema.get("name"))
+            .and_then(|name| name.as_str());
+        if schema == Some(ENERGY_RECORD_SCHEMA) {
+            let data = event.get("data").cloned().unwrap_or_default();
+            let record: EnergyRecord = serde_json::from_value(data)
+                .map_err(|error| invalid(format!("unreadable energy record: {error}")))?;
+            marks.push(RecordedMark {
+                name,
+                timestamp,
+                measurements: Vec::new(),
+                energy: Some(record),
+            });
+            continue;
+        }
         let measurements = match event.get("data") {
             Some(serde_json::Value::Null) | None => Vec::new(),
             Some(data) => {
@@ -96,6 +117,7 @@ pub fn read_atof_marks(path: &Path) -> Result<Vec<RecordedMark>, AtofReadError> 
             name,
             timestamp,
             measurements,
+            energy: None,
         });
     }
     Ok(marks)

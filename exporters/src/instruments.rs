@@ -29,7 +29,7 @@ pub const DEFAULT_MAX_INSTRUMENTS: usize = CONFIGURED_DEFAULT;
 /// scope.
 pub fn measurements_of(event: &PipelineEvent) -> &[MetricMeasurement] {
     match event {
-        PipelineEvent::Scope(_) => &[],
+        PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => &[],
         PipelineEvent::Mark(mark) => &mark.data.measurements,
         PipelineEvent::Metrics { measurements, .. } => measurements,
     }

@@ -157,7 +157,8 @@ async fn run_async(
             return Err(error.to_string());
         }
     };
-    let pipeline = match prepared.scope(target).spawn().await {
+    // Energy counts from the command's start: readings taken while preparing cover it.
+    let pipeline = match prepared.scope(target).measuring_from(started).spawn().await {
         Ok(pipeline) => pipeline,
         Err(error) => {
             let _ = child.kill().await;

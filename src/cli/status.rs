@@ -112,7 +112,7 @@ impl EventSink for StatusSink {
                 timestamp,
                 measurements,
             } => self.update(*timestamp, measurements),
-            PipelineEvent::Scope(_) => {}
+            PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => {}
         }
     }
 }

@@ -1,85 +1,319 @@
-//! The energy account: every GPU power sample and RAPL reading in time order becomes
-//! per-device, per-zone, per-Agent-scope and per-process energy, cost and CO2, plus
-//! the `gen_ai.*` metric values for the exporters.
+//! The energy account: [`EnergyRecord`]s in time order become per-meter (GPU device,
+//! RAPL zone), per-domain, per-Agent-scope and per-process energy, cost and CO2.
+//!
+//! Every figure is the same sum over the same intervals, clipped to a window: the run
+//! from [`EnergyRecord::MeasuringFrom`] to the report's instant, each scope from its
+//! start to its end. An interval that straddles a boundary contributes the part of its
+//! energy inside it (power taken as linear between the interval's ends; by time for
+//! a counter-only meter), so a boundary reading makes that part exact and a scope that
+//! spans the whole run equals the run's total.
+//!
+//! A reading is taken once: a source's reading no later than its newest one (a cached
+//! answer seen again) adds nothing, and neither does a failure observed before it.
 
-use std::collections::BTreeMap;
-use std::time::Instant;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
-use super::genai;
-use super::integrator::{
-    DeviceIntegrator, Interval, JOULES_PER_KILOWATT_HOUR, PowerPoint, counter_delta_joules,
-};
+use super::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, counter_delta_joules};
+use super::record::{EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis};
 use super::report::{
-    DeviceEnergy, EnergyReport, EnergyTotals, Factor, ProcessEnergy, ScopeEnergy, ZoneEnergy,
+    DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
+    ScopeEnergy, ZoneEnergy,
 };
-use crate::events::MetricMeasurement;
-use crate::gpu::GpuSample;
 use crate::platform::linux::rapl::RaplZoneReading;
 
-#[derive(Debug, Default)]
-struct DeviceAccount {
-    name: Option<String>,
-    integrator: DeviceIntegrator,
+/// How long intervals are kept after they closed, so a report as of an earlier instant
+/// (the flush call, before its fresh reading arrived) can take their tail back out.
+const RECENT_HORIZON: Nanos = 120 * 1_000_000_000;
+
+fn seconds(nanos: f64) -> f64 {
+    nanos / 1e9
 }
 
-#[derive(Debug)]
-struct ZoneAccount {
-    name: String,
-    last: (Instant, u64),
-    first_at: Instant,
-    max_range: Option<u64>,
-    joules: f64,
+/// A hardware energy counter's value and how to read it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Counter {
+    value: u64,
+    units_per_joule: f64,
+    wrap_at: Option<u64>,
 }
 
-#[derive(Debug)]
-struct ScopeWindow {
-    uuid: Uuid,
-    name: String,
-    started: Instant,
-    started_wall: DateTime<Utc>,
-    ended: Option<(Instant, DateTime<Utc>)>,
-    joules: f64,
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Point {
+    at: Nanos,
+    watts: Option<f64>,
+    counter: Option<Counter>,
 }
 
-/// Energy accounting for one pipeline.
-#[derive(Debug)]
-pub struct EnergyAccount {
-    settings: EnergySettings,
-    started_wall: DateTime<Utc>,
-    devices: BTreeMap<String, DeviceAccount>,
-    zones: BTreeMap<String, ZoneAccount>,
-    /// Agent scopes that can still receive energy (live, or ended after the latest
-    /// sample), in start order.
-    scopes: Vec<ScopeWindow>,
-    /// Agent scopes whose window no later interval can reach: kept for the report
-    /// only, out of the per-interval loop.
-    finished_scopes: Vec<ScopeWindow>,
-    process_joules: BTreeMap<u32, f64>,
-    gpu_source: Option<String>,
+/// One closed interval of one meter.
+#[derive(Debug, Clone, PartialEq)]
+struct Segment {
+    start: Point,
+    end: Point,
+    trapezoid_joules: Option<f64>,
+    counter_joules: Option<f64>,
+    shares: Option<ProcessShares>,
 }
 
-impl EnergyAccount {
-    /// A new account with the factors of `settings`.
-    pub fn new(settings: EnergySettings, started_wall: DateTime<Utc>) -> Self {
-        EnergyAccount {
-            settings,
-            started_wall,
-            devices: BTreeMap::new(),
-            zones: BTreeMap::new(),
-            scopes: Vec::new(),
-            finished_scopes: Vec::new(),
-            process_joules: BTreeMap::new(),
-            gpu_source: None,
+impl Segment {
+    fn length(&self) -> f64 {
+        (self.end.at - self.start.at) as f64
+    }
+
+    fn best_joules(&self) -> f64 {
+        self.counter_joules.or(self.trapezoid_joules).unwrap_or(0.0)
+    }
+
+    /// The fractions of this interval's energy and of its time inside `[from, to]`.
+    fn fractions(&self, from: Nanos, to: Nanos) -> (f64, f64) {
+        let (a, b) = (from.max(self.start.at), to.min(self.end.at));
+        if b <= a {
+            return (0.0, 0.0);
+        }
+        let length = self.length();
+        let time = (b - a) as f64 / length;
+        let energy = match (self.start.watts, self.end.watts) {
+            (Some(p0), Some(p1)) if p0 + p1 > 0.0 => {
+                let power_at = |t: Nanos| p0 + (p1 - p0) * ((t - self.start.at) as f64 / length);
+                (power_at(a) + power_at(b)) / (p0 + p1) * time
+            }
+            _ => time,
+        };
+        (energy, time)
+    }
+}
+
+/// Sums over the intervals (or parts of intervals) inside one window.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Tally {
+    best_joules: f64,
+    trapezoid_joules: f64,
+    counter_joules: f64,
+    covered_nanos: f64,
+    intervals: u64,
+    counter_intervals: u64,
+    trapezoid_intervals: u64,
+}
+
+impl Tally {
+    fn add(&mut self, segment: &Segment, (energy, time): (f64, f64), sign: f64) {
+        if time <= 0.0 {
+            return;
+        }
+        self.best_joules += sign * segment.best_joules() * energy;
+        self.trapezoid_joules += sign * segment.trapezoid_joules.unwrap_or(0.0) * energy;
+        self.counter_joules += sign * segment.counter_joules.unwrap_or(0.0) * energy;
+        self.covered_nanos += sign * segment.length() * time;
+        // A part taken back out still leaves part of the interval in the window.
+        if sign > 0.0 {
+            self.intervals += 1;
+            self.counter_intervals += u64::from(segment.counter_joules.is_some());
+            self.trapezoid_intervals += u64::from(segment.trapezoid_joules.is_some());
         }
     }
 
-    /// Names the GPU source in use, for the report.
-    pub fn set_gpu_source(&mut self, name: Option<String>) {
-        self.gpu_source = name;
+    /// Takes an interval back out of the counts (its energy is already taken out).
+    fn forget(&mut self, segment: &Segment) {
+        self.intervals = self.intervals.saturating_sub(1);
+        self.counter_intervals = self
+            .counter_intervals
+            .saturating_sub(u64::from(segment.counter_joules.is_some()));
+        self.trapezoid_intervals = self
+            .trapezoid_intervals
+            .saturating_sub(u64::from(segment.trapezoid_joules.is_some()));
+    }
+
+    fn method(&self) -> EnergySource {
+        if self.counter_intervals == 0 {
+            EnergySource::Trapezoid
+        } else if self.counter_intervals == self.intervals {
+            EnergySource::Counter
+        } else {
+            EnergySource::Mixed
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Meter {
+    name: Option<String>,
+    source: String,
+    last: Option<Point>,
+    shares: Option<ProcessShares>,
+    run: Tally,
+    processes: BTreeMap<u32, f64>,
+    basis: Option<ShareBasis>,
+    recent: VecDeque<Segment>,
+    readings: u64,
+    gaps: u64,
+    max_watts: Option<f64>,
+}
+
+impl Meter {
+    fn new(name: Option<String>, source: &str) -> Self {
+        Meter {
+            name,
+            source: source.to_owned(),
+            last: None,
+            shares: None,
+            run: Tally::default(),
+            processes: BTreeMap::new(),
+            basis: None,
+            recent: VecDeque::new(),
+            readings: 0,
+            gaps: 0,
+            max_watts: None,
+        }
+    }
+
+    /// Adds a reading; returns the interval it closed.
+    fn add(&mut self, point: Point) -> Option<Segment> {
+        if let Some(watts) = point.watts {
+            self.max_watts = Some(self.max_watts.map_or(watts, |max| max.max(watts)));
+        }
+        self.readings += 1;
+        let closed = self.last.map(|start| {
+            let length = seconds((point.at - start.at) as f64);
+            let trapezoid_joules = match (start.watts, point.watts) {
+                (Some(p0), Some(p1)) => Some((p0 + p1) / 2.0 * length),
+                _ => None,
+            };
+            let counter_joules = match (start.counter, point.counter) {
+                (Some(before), Some(after)) => Some(counter_delta_joules(
+                    before.value,
+                    after.value,
+                    after.units_per_joule,
+                    after.wrap_at.or(before.wrap_at),
+                )),
+                _ => None,
+            };
+            Segment {
+                start,
+                end: point,
+                trapezoid_joules,
+                counter_joules,
+                shares: self.shares.clone(),
+            }
+        });
+        self.last = Some(point);
+        closed
+    }
+
+    fn gap(&mut self) {
+        if self.last.take().is_some() {
+            self.gaps += 1;
+        }
+    }
+
+    /// Books the part of a closed interval from `from` on.
+    fn book(&mut self, segment: &Segment, from: Nanos) {
+        let fractions = segment.fractions(from, Nanos::MAX);
+        self.run.add(segment, fractions, 1.0);
+        if fractions.1 <= 0.0 {
+            return;
+        }
+        if let Some(shares) = &segment.shares {
+            for (pid, share) in &shares.processes {
+                *self.processes.entry(*pid).or_default() +=
+                    segment.best_joules() * fractions.0 * share;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct SourceAccount {
+    newest: Option<Nanos>,
+    devices: BTreeSet<String>,
+    answered: bool,
+}
+
+#[derive(Debug)]
+struct ScopeAccount {
+    uuid: Uuid,
+    name: String,
+    start: Nanos,
+    started_wall: DateTime<Utc>,
+    end: Option<(Nanos, DateTime<Utc>)>,
+    joules: BTreeMap<EnergyDomain, f64>,
+}
+
+impl ScopeAccount {
+    fn until(&self) -> Nanos {
+        self.end.map_or(Nanos::MAX, |(at, _)| at)
+    }
+}
+
+/// Energy accounting for one pipeline (or one replayed file).
+#[derive(Debug)]
+pub struct EnergyAccount {
+    settings: EnergySettings,
+    clock: (Nanos, DateTime<Utc>),
+    measuring_from: Option<(Nanos, DateTime<Utc>)>,
+    sources: BTreeMap<String, SourceAccount>,
+    meters: BTreeMap<(EnergyDomain, String), Meter>,
+    /// Scopes that can still receive energy, in start order.
+    scopes: Vec<ScopeAccount>,
+    /// Scopes no later interval can reach: kept for the report only.
+    finished_scopes: Vec<ScopeAccount>,
+    gpu_configured: Option<String>,
+    gpu_unavailable: Option<String>,
+    cpu_unavailable: Option<String>,
+    last_report: Option<(Nanos, DateTime<Utc>)>,
+    newest: Nanos,
+}
+
+/// The intervals one power record closed, by device, for the `gen_ai.*` energy metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClosedInterval {
+    /// The device.
+    pub device: String,
+    /// Its best energy (counter delta where known, else trapezoid), kWh.
+    pub kilowatt_hours: f64,
+    /// Its length, s.
+    pub seconds: f64,
+    /// Whether the energy is a counter delta.
+    pub counter: bool,
+}
+
+impl EnergyAccount {
+    /// An account whose clock reads `wall` at monotonic `at`.
+    pub fn new(settings: EnergySettings, at: Nanos, wall: DateTime<Utc>) -> Self {
+        EnergyAccount {
+            settings,
+            clock: (at, wall),
+            measuring_from: None,
+            sources: BTreeMap::new(),
+            meters: BTreeMap::new(),
+            scopes: Vec::new(),
+            finished_scopes: Vec::new(),
+            gpu_configured: None,
+            gpu_unavailable: None,
+            cpu_unavailable: None,
+            last_report: None,
+            newest: at,
+        }
+    }
+
+    /// An account rebuilt from `records` (a file's, in order); `None` when they hold no
+    /// [`EnergyRecord::Started`].
+    pub fn replay(records: impl IntoIterator<Item = EnergyRecord>) -> Option<Self> {
+        let mut account: Option<EnergyAccount> = None;
+        for record in records {
+            match (&mut account, record) {
+                (None, EnergyRecord::Started { at, wall, settings }) => {
+                    account = Some(EnergyAccount::new(settings, at, wall));
+                }
+                (Some(account), record) => {
+                    account.apply(&record);
+                }
+                (None, _) => {}
+            }
+        }
+        account
     }
 
     /// The factors in force.
@@ -87,238 +321,412 @@ impl EnergyAccount {
         &self.settings
     }
 
-    /// Adds one GPU sample (or a failed one: `None`, a gap for every device) and
-    /// returns the `gen_ai.*` measurements it produces.
-    pub fn add_gpu_sample(&mut self, sample: Option<&GpuSample>) -> Vec<MetricMeasurement> {
-        let Some(sample) = sample else {
-            for device in self.devices.values_mut() {
-                device.integrator.gap();
+    /// The record that opens a file's energy records: the clock and the factors.
+    pub fn started_record(&self) -> EnergyRecord {
+        EnergyRecord::Started {
+            at: self.clock.0,
+            wall: self.clock.1,
+            settings: self.settings.clone(),
+        }
+    }
+
+    /// Wall-clock time of monotonic `at`.
+    pub fn wall_time(&self, at: Nanos) -> DateTime<Utc> {
+        let (origin, wall) = self.clock;
+        let offset = i64::try_from(at).unwrap_or(i64::MAX) - i64::try_from(origin).unwrap_or(0);
+        wall + chrono::Duration::nanoseconds(offset)
+    }
+
+    /// The latest report instant, when one was taken.
+    pub fn last_report(&self) -> Option<(Nanos, DateTime<Utc>)> {
+        self.last_report
+    }
+
+    /// The newest instant any record carried.
+    pub fn newest(&self) -> Nanos {
+        self.newest
+    }
+
+    /// Applies one record; returns the GPU intervals a power record closed.
+    pub fn apply(&mut self, record: &EnergyRecord) -> Vec<ClosedInterval> {
+        if let Some(at) = record.at() {
+            self.newest = self.newest.max(at);
+        }
+        match record {
+            EnergyRecord::Started { .. } => {}
+            EnergyRecord::MeasuringFrom { at, wall } => self.measuring_from = Some((*at, *wall)),
+            EnergyRecord::Power(power) => return self.add_power(power),
+            EnergyRecord::Rapl { at, zones } => self.add_rapl(*at, zones),
+            EnergyRecord::ScopeStarted {
+                uuid,
+                name,
+                at,
+                wall,
+            } => self.scopes.push(ScopeAccount {
+                uuid: *uuid,
+                name: name.clone(),
+                start: *at,
+                started_wall: *wall,
+                end: None,
+                joules: BTreeMap::new(),
+            }),
+            EnergyRecord::ScopeEnded { uuid, at, wall } => {
+                if let Some(scope) = self
+                    .scopes
+                    .iter_mut()
+                    .find(|s| s.uuid == *uuid && s.end.is_none())
+                {
+                    scope.end = Some((*at, *wall));
+                }
+            }
+            EnergyRecord::GpuStatus {
+                configured,
+                unavailable,
+            } => {
+                self.gpu_configured = Some(configured.clone());
+                self.gpu_unavailable.clone_from(unavailable);
+            }
+            EnergyRecord::CpuStatus { unavailable } => {
+                self.cpu_unavailable.clone_from(unavailable);
+            }
+            EnergyRecord::Report { at, wall } => self.last_report = Some((*at, *wall)),
+        }
+        Vec::new()
+    }
+
+    /// Whether `record` is a reading (or failure) the account has already seen past:
+    /// a cached answer taken again, or a failure observed before the newest reading.
+    pub fn is_stale(&self, record: &PowerRecord) -> bool {
+        self.sources
+            .get(&record.source)
+            .and_then(|source| source.newest)
+            .is_some_and(|newest| record.at <= newest)
+    }
+
+    fn add_power(&mut self, record: &PowerRecord) -> Vec<ClosedInterval> {
+        if self.is_stale(record) {
+            // A cached answer seen again: only its process shares (read for this
+            // scope) are news, for the intervals still to come.
+            for device in record.devices.iter().flatten() {
+                if let (Some(shares), Some(meter)) = (
+                    &device.shares,
+                    self.meters.get_mut(&(EnergyDomain::Gpu, device.id.clone())),
+                ) {
+                    meter.shares = Some(shares.clone());
+                    meter.basis = shares.basis.or(meter.basis);
+                }
+            }
+            return Vec::new();
+        }
+        let source = self.sources.entry(record.source.clone()).or_default();
+        source.newest = Some(record.at);
+        let known: Vec<String> = source.devices.iter().cloned().collect();
+        if let Some(devices) = &record.devices {
+            source.answered = true;
+            source.devices.extend(devices.iter().map(|d| d.id.clone()));
+        }
+        let Some(devices) = &record.devices else {
+            for id in known {
+                if let Some(meter) = self.meters.get_mut(&(EnergyDomain::Gpu, id)) {
+                    meter.gap();
+                }
             }
             return Vec::new();
         };
-        let mut closed: Vec<(String, Interval)> = Vec::new();
-        for reading in &sample.devices {
-            let account = self
-                .devices
-                .entry(reading.device_identifier.clone())
-                .or_default();
-            if reading.name.is_some() {
-                account.name = reading.name.clone();
+        let mut closed = Vec::new();
+        for device in devices {
+            let meter = self
+                .meters
+                .entry((EnergyDomain::Gpu, device.id.clone()))
+                .or_insert_with(|| Meter::new(None, &record.source));
+            if device.name.is_some() {
+                meter.name.clone_from(&device.name);
             }
-            match reading.power_draw_watts {
-                Some(watts) => {
-                    let point = PowerPoint {
-                        at: sample.taken_at,
-                        watts,
-                        counter_millijoules: reading.total_energy_millijoules,
-                    };
-                    if let Some(interval) = account.integrator.add(point) {
-                        closed.push((reading.device_identifier.clone(), interval));
-                    }
-                }
-                // A device with no power reading has no energy: never integrate over it.
-                None => account.integrator.gap(),
+            if let Some(shares) = &device.shares {
+                meter.shares = Some(shares.clone());
+                meter.basis = shares.basis.or(meter.basis);
+            }
+            // A device with no power reading has no energy: never integrate over it.
+            let Some(watts) = device.watts.filter(|w| w.is_finite() && *w >= 0.0) else {
+                meter.gap();
+                continue;
+            };
+            let point = Point {
+                at: record.at,
+                watts: Some(watts),
+                counter: device.counter_millijoules.map(|value| Counter {
+                    value,
+                    units_per_joule: 1000.0,
+                    wrap_at: Some(u64::MAX),
+                }),
+            };
+            if let Some(segment) = meter.add(point) {
+                closed.push(ClosedInterval {
+                    device: device.id.clone(),
+                    kilowatt_hours: segment.best_joules() / JOULES_PER_KILOWATT_HOUR,
+                    seconds: seconds(segment.length()),
+                    counter: segment.counter_joules.is_some(),
+                });
+                self.book(EnergyDomain::Gpu, &device.id, segment);
             }
         }
-        // A known device missing from this sample observed nothing: a gap for it.
-        for (identifier, account) in &mut self.devices {
-            if !sample
-                .devices
-                .iter()
-                .any(|d| &d.device_identifier == identifier)
+        // A known device missing from this answer observed nothing: a gap for it.
+        for id in known {
+            if !devices.iter().any(|d| d.id == id)
+                && let Some(meter) = self.meters.get_mut(&(EnergyDomain::Gpu, id))
             {
-                account.integrator.gap();
+                meter.gap();
             }
         }
-        for (identifier, interval) in &closed {
-            self.attribute(identifier, interval, sample);
+        self.retire_scopes(record.at);
+        closed
+    }
+
+    fn add_rapl(&mut self, at: Nanos, zones: &[RaplZoneReading]) {
+        for zone in zones {
+            let domain = rapl_domain(&zone.name);
+            let meter = self
+                .meters
+                .entry((domain, zone.zone.clone()))
+                .or_insert_with(|| Meter::new(Some(zone.name.clone()), "rapl"));
+            if meter.last.is_some_and(|last| at <= last.at) {
+                continue;
+            }
+            let point = Point {
+                at,
+                watts: None,
+                counter: Some(Counter {
+                    value: zone.energy_microjoules,
+                    units_per_joule: 1_000_000.0,
+                    wrap_at: zone.max_energy_range_microjoules,
+                }),
+            };
+            if let Some(segment) = meter.add(point) {
+                self.book(domain, &zone.zone, segment);
+            }
         }
-        // Every device's open run now starts at this sample (or was ended as a gap),
-        // so a scope that ended by now can receive no more energy.
+        self.retire_scopes(at);
+    }
+
+    /// Books a closed interval into the run, the scopes, and the recent list.
+    fn book(&mut self, domain: EnergyDomain, id: &str, segment: Segment) {
+        let from = self.measuring_from.map_or(0, |(at, _)| at);
+        let Some(meter) = self.meters.get_mut(&(domain, id.to_owned())) else {
+            return;
+        };
+        meter.book(&segment, from);
+        // Sub-zones (core, uncore) are inside their package: they count for none.
+        if domain.is_counted() {
+            for scope in &mut self.scopes {
+                let (energy, _) = segment.fractions(scope.start, scope.until());
+                *scope.joules.entry(domain).or_default() += segment.best_joules() * energy;
+            }
+        }
+        let newest = segment.end.at;
+        meter.recent.push_back(segment);
+        while meter
+            .recent
+            .front()
+            .is_some_and(|s| s.end.at.saturating_add(RECENT_HORIZON) < newest)
+        {
+            meter.recent.pop_front();
+        }
+    }
+
+    /// Scopes that ended before every meter's open reading can receive no more.
+    fn retire_scopes(&mut self, now: Nanos) {
+        let horizon = self
+            .meters
+            .values()
+            .filter_map(|m| m.last.map(|p| p.at))
+            .min()
+            .unwrap_or(now)
+            .min(now);
         let (done, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.scopes)
             .into_iter()
-            .partition(|scope| scope.ended.is_some_and(|(at, _)| at <= sample.taken_at));
+            .partition(|scope| scope.end.is_some_and(|(end, _)| end <= horizon));
         self.scopes = live;
         self.finished_scopes.extend(done);
-        genai::sample_measurements(sample, &closed, &self.settings)
     }
 
-    fn attribute(&mut self, identifier: &str, interval: &Interval, sample: &GpuSample) {
-        for scope in &mut self.scopes {
-            let until = scope.ended.map_or(interval.end.at, |(at, _)| at);
-            scope.joules += interval.joules_between(scope.started, until);
-        }
-        let device_utilization = sample
-            .devices
-            .iter()
-            .find(|d| d.device_identifier == identifier)
-            .and_then(|d| d.compute_utilization_percent)
-            .filter(|u| *u > 0.0);
-        if let Some(device_utilization) = device_utilization {
-            for process in sample
-                .processes
-                .iter()
-                .filter(|p| p.device_identifier == identifier)
-            {
-                if let Some(utilization) = process.compute_utilization_percent {
-                    let share = (utilization / device_utilization).clamp(0.0, 1.0);
-                    *self.process_joules.entry(process.process_id).or_default() +=
-                        interval.trapezoid_joules * share;
-                }
-            }
-        }
-    }
-
-    /// Adds RAPL readings taken at `at`.
-    pub fn add_rapl(&mut self, at: Instant, zones: &[RaplZoneReading]) {
-        for zone in zones {
-            match self.zones.get_mut(&zone.zone) {
-                Some(account) => {
-                    let (_, before) = account.last;
-                    account.joules += counter_delta_joules(
-                        before,
-                        zone.energy_microjoules,
-                        1_000_000.0,
-                        account.max_range.or(zone.max_energy_range_microjoules),
-                    );
-                    account.last = (at, zone.energy_microjoules);
-                }
-                None => {
-                    self.zones.insert(
-                        zone.zone.clone(),
-                        ZoneAccount {
-                            name: zone.name.clone(),
-                            last: (at, zone.energy_microjoules),
-                            first_at: at,
-                            max_range: zone.max_energy_range_microjoules,
-                            joules: 0.0,
-                        },
-                    );
-                }
-            }
-        }
-    }
-
-    /// An Agent scope went live.
-    pub fn scope_started(&mut self, uuid: Uuid, name: &str, at: Instant, wall: DateTime<Utc>) {
-        self.scopes.push(ScopeWindow {
-            uuid,
-            name: name.to_string(),
-            started: at,
-            started_wall: wall,
-            ended: None,
-            joules: 0.0,
-        });
-    }
-
-    /// An Agent scope ended.
-    pub fn scope_ended(&mut self, uuid: Uuid, at: Instant, wall: DateTime<Utc>) {
-        if let Some(scope) = self
-            .scopes
-            .iter_mut()
-            .find(|s| s.uuid == uuid && s.ended.is_none())
-        {
-            scope.ended = Some((at, wall));
-        }
-    }
-
-    /// Whether any device has an open run (a reading that a later sample can close).
-    pub fn has_open_run(&self) -> bool {
-        self.devices.values().any(|d| d.integrator.last().is_some())
-    }
-
-    /// The report as of `now`.
-    pub fn report(&self, now: DateTime<Utc>) -> EnergyReport {
+    /// The report as of monotonic `at` (wall-clock `wall`): intervals, or their parts,
+    /// after `at` are left out, even when their readings have already arrived.
+    pub fn report(&self, at: Nanos, wall: DateTime<Utc>) -> EnergyReport {
         let config = &self.settings.config;
+        let from = self.measuring_from.map_or(0, |(at, _)| at);
+        let price = config.cost_per_kwh;
         let co2 = |kwh: f64| config.co2_tracking.then_some(kwh * config.carbon_intensity);
-        let devices: Vec<DeviceEnergy> = self
-            .devices
-            .iter()
-            .filter(|(_, account)| account.integrator.readings > 0)
-            .map(|(identifier, account)| {
-                let integrator = &account.integrator;
-                let (energy_kwh, energy_source) = integrator.kilowatt_hours();
-                DeviceEnergy {
-                    device_identifier: identifier.clone(),
-                    name: account.name.clone(),
+        let kwh = |joules: f64| joules / JOULES_PER_KILOWATT_HOUR;
+
+        let mut devices = Vec::new();
+        let mut zones = Vec::new();
+        let mut processes = Vec::new();
+        let mut domain_joules: BTreeMap<EnergyDomain, (f64, Vec<EnergySource>)> = BTreeMap::new();
+        for ((domain, id), meter) in &self.meters {
+            if meter.readings == 0 {
+                continue;
+            }
+            // Take back out what lies after the report's instant.
+            let mut run = meter.run.clone();
+            let mut process_joules = meter.processes.clone();
+            for segment in meter.recent.iter().filter(|s| s.end.at > at) {
+                let fractions = segment.fractions(at.max(from), Nanos::MAX);
+                run.add(segment, fractions, -1.0);
+                if fractions.1 > 0.0 && fractions.1 >= segment.fractions(from, Nanos::MAX).1 {
+                    // The whole of its part in the window lies after the report.
+                    run.forget(segment);
+                }
+                if let Some(shares) = &segment.shares {
+                    for (pid, share) in &shares.processes {
+                        *process_joules.entry(*pid).or_default() -=
+                            segment.best_joules() * fractions.0 * share;
+                    }
+                }
+            }
+            let energy_kwh = kwh(run.best_joules);
+            let method = run.method();
+            if domain.is_counted() {
+                let slot = domain_joules.entry(*domain).or_default();
+                slot.0 += run.best_joules;
+                slot.1.push(method);
+            }
+            match domain {
+                EnergyDomain::Gpu => {
+                    let attributed: f64 = process_joules.values().sum();
+                    for (pid, joules) in &process_joules {
+                        processes.push(ProcessEnergy {
+                            process_id: *pid,
+                            device_identifier: id.clone(),
+                            gpu_energy_kwh: kwh(*joules),
+                            basis: meter.basis,
+                        });
+                    }
+                    devices.push(DeviceEnergy {
+                        device_identifier: id.clone(),
+                        name: meter.name.clone(),
+                        source: meter.source.clone(),
+                        energy_kwh,
+                        energy_source: method,
+                        counter_kwh: (run.counter_intervals > 0
+                            && run.counter_intervals == run.intervals)
+                            .then(|| kwh(run.counter_joules)),
+                        trapezoid_kwh: (run.trapezoid_intervals > 0)
+                            .then(|| kwh(run.trapezoid_joules)),
+                        mean_watts: (run.covered_nanos > 0.0)
+                            .then(|| run.trapezoid_joules / seconds(run.covered_nanos)),
+                        max_watts: meter.max_watts,
+                        covered_seconds: seconds(run.covered_nanos),
+                        readings: meter.readings,
+                        gaps: meter.gaps,
+                        cost: energy_kwh * price,
+                        co2_grams: co2(energy_kwh),
+                        attribution: meter.basis,
+                        attributed_kwh: kwh(attributed),
+                        unattributed_kwh: energy_kwh - kwh(attributed),
+                    });
+                }
+                _ => zones.push(ZoneEnergy {
+                    zone: id.clone(),
+                    name: meter.name.clone().unwrap_or_else(|| id.clone()),
+                    domain: *domain,
                     energy_kwh,
-                    energy_source,
-                    counter_kwh: integrator.counter_kilowatt_hours(),
-                    trapezoid_kwh: Some(integrator.trapezoid_kilowatt_hours()),
-                    mean_watts: integrator.mean_watts(),
-                    max_watts: integrator.max_watts,
-                    covered_seconds: integrator.covered_seconds,
-                    readings: integrator.readings,
-                    gaps: integrator.gaps,
-                    cost: energy_kwh * config.cost_per_kwh,
+                    covered_seconds: seconds(run.covered_nanos),
+                    readings: meter.readings,
+                }),
+            }
+        }
+
+        let domains: Vec<DomainEnergy> = domain_joules
+            .iter()
+            .map(|(domain, (joules, methods))| {
+                let energy_kwh = kwh(*joules);
+                DomainEnergy {
+                    domain: *domain,
+                    energy_kwh,
+                    method: combined_method(methods),
+                    cost: energy_kwh * price,
                     co2_grams: co2(energy_kwh),
                 }
             })
             .collect();
-        let gpu_energy_kwh = devices.iter().fold(0.0, |total, d| total + d.energy_kwh);
-        let cpu_zones: Vec<ZoneEnergy> = self
-            .zones
-            .iter()
-            .map(|(zone, account)| ZoneEnergy {
-                zone: zone.clone(),
-                name: account.name.clone(),
-                energy_kwh: account.joules / JOULES_PER_KILOWATT_HOUR,
-                covered_seconds: account
-                    .last
-                    .0
-                    .saturating_duration_since(account.first_at)
-                    .as_secs_f64(),
-            })
-            .collect();
-        // Package zones only: DRAM and sub-zones are parts of or beside the package.
-        let package_kwh: Vec<f64> = cpu_zones
-            .iter()
-            .filter(|z| z.name.starts_with("package"))
-            .map(|z| z.energy_kwh)
-            .collect();
-        EnergyReport {
-            started_at: self.started_wall,
-            ended_at: now,
-            gpu_source: self.gpu_source.clone(),
-            total: EnergyTotals {
-                gpu_energy_kwh,
-                cost: gpu_energy_kwh * config.cost_per_kwh,
-                co2_grams: co2(gpu_energy_kwh),
-                cpu_energy_kwh: (!package_kwh.is_empty())
-                    .then(|| package_kwh.iter().fold(0.0, |total, kwh| total + kwh)),
-            },
-            devices,
-            cpu_zones,
-            agent_scopes: {
-                let mut scopes: Vec<&ScopeWindow> =
-                    self.finished_scopes.iter().chain(&self.scopes).collect();
-                scopes.sort_by_key(|scope| scope.started);
-                scopes
-            }
+        let domain_kwh = |domain: EnergyDomain| {
+            domains
+                .iter()
+                .find(|d| d.domain == domain)
+                .map(|d| d.energy_kwh)
+        };
+        let measured = !domains.is_empty();
+        let energy_kwh = measured.then(|| domains.iter().map(|d| d.energy_kwh).sum::<f64>());
+        let pue = config.pue;
+
+        let mut scopes: Vec<&ScopeAccount> =
+            self.finished_scopes.iter().chain(&self.scopes).collect();
+        scopes.sort_by_key(|scope| scope.start);
+        let agent_scopes = scopes
             .into_iter()
             .map(|scope| {
-                let kwh = scope.joules / JOULES_PER_KILOWATT_HOUR;
+                let mut joules = scope.joules.clone();
+                for ((domain, _), meter) in &self.meters {
+                    if !domain.is_counted() {
+                        continue;
+                    }
+                    for segment in meter.recent.iter().filter(|s| s.end.at > at) {
+                        let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
+                        *joules.entry(*domain).or_default() -= segment.best_joules() * energy;
+                    }
+                }
+                let gpu = joules.get(&EnergyDomain::Gpu).copied().map(kwh);
+                let total = measured.then(|| kwh(joules.values().sum::<f64>()));
                 ScopeEnergy {
                     uuid: scope.uuid.to_string(),
                     name: scope.name.clone(),
-                    gpu_energy_kwh: kwh,
-                    cost: kwh * config.cost_per_kwh,
-                    co2_grams: co2(kwh),
+                    gpu_energy_kwh: gpu.filter(|_| domain_kwh(EnergyDomain::Gpu).is_some()),
+                    energy_kwh: total,
+                    cost: total.map(|kwh| kwh * price),
+                    co2_grams: total.and_then(co2),
                     started_at: scope.started_wall,
-                    ended_at: scope.ended.map(|(_, wall)| wall),
+                    ended_at: scope.end.map(|(_, wall)| wall),
                 }
             })
-            .collect(),
-            processes: self
-                .process_joules
-                .iter()
-                .map(|(pid, joules)| ProcessEnergy {
-                    process_id: *pid,
-                    gpu_energy_kwh: joules / JOULES_PER_KILOWATT_HOUR,
-                })
-                .collect(),
+            .collect();
+
+        let answering: Vec<&str> = self
+            .sources
+            .iter()
+            .filter(|(_, source)| source.answered)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        EnergyReport {
+            started_at: self.measuring_from.map_or(self.clock.1, |(_, wall)| wall),
+            ended_at: wall,
+            gpu_source: (!answering.is_empty()).then(|| answering.join("+")),
+            gpu_source_configured: self.gpu_configured.clone(),
+            gpu_unavailable: domain_kwh(EnergyDomain::Gpu)
+                .is_none()
+                .then(|| self.gpu_unavailable.clone())
+                .flatten(),
+            cpu_unavailable: domain_kwh(EnergyDomain::CpuPackage)
+                .is_none()
+                .then(|| self.cpu_unavailable.clone())
+                .flatten(),
+            total: EnergyTotals {
+                energy_kwh,
+                gpu_energy_kwh: domain_kwh(EnergyDomain::Gpu),
+                cpu_energy_kwh: domain_kwh(EnergyDomain::CpuPackage),
+                dram_energy_kwh: domain_kwh(EnergyDomain::Dram),
+                cost: energy_kwh.map(|kwh| kwh * price),
+                co2_grams: energy_kwh.and_then(co2),
+                pue,
+                facility_energy_kwh: energy_kwh.map(|kwh| kwh * pue),
+                facility_cost: energy_kwh.map(|kwh| kwh * pue * price),
+            },
+            domains,
+            devices,
+            cpu_zones: zones,
+            agent_scopes,
+            processes,
             cost_per_kwh: Factor {
-                value: config.cost_per_kwh,
+                value: price,
                 unit: format!("{}/kWh", config.currency),
                 origin: self.settings.cost_origin.clone(),
             },
@@ -328,9 +736,34 @@ impl EnergyAccount {
                 unit: "gCO2e/kWh".into(),
                 origin: self.settings.carbon_intensity_origin.clone(),
             }),
+            pue: Factor {
+                value: pue,
+                unit: "ratio".into(),
+                origin: self.settings.pue_origin.clone(),
+            },
             ignored_variables: self.settings.ignored_variables.clone(),
             diagnostics: None,
             exporter_drops: Vec::new(),
         }
+    }
+}
+
+/// `package-N` is a CPU package, `dram` its memory; `core`, `uncore` and `psys` are
+/// parts of, or overlap, those and are listed but not added.
+fn rapl_domain(name: &str) -> EnergyDomain {
+    if name.starts_with("package") {
+        EnergyDomain::CpuPackage
+    } else if name == "dram" {
+        EnergyDomain::Dram
+    } else {
+        EnergyDomain::CpuPart
+    }
+}
+
+fn combined_method(methods: &[EnergySource]) -> EnergySource {
+    match methods.first() {
+        Some(first) if methods.iter().all(|m| m == first) => *first,
+        Some(_) => EnergySource::Mixed,
+        None => EnergySource::Trapezoid,
     }
 }

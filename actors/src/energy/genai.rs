@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use wattline_config::energy::EnergySettings;
 
-use super::integrator::{Interval, JOULES_PER_KILOWATT_HOUR};
+use super::account::ClosedInterval;
 use crate::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
 use crate::gpu::{GpuDeviceReading, GpuSample};
 
@@ -64,7 +64,7 @@ fn device_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeVal
 /// sample ended.
 pub fn sample_measurements(
     sample: &GpuSample,
-    closed: &[(String, Interval)],
+    closed: &[ClosedInterval],
     settings: &EnergySettings,
 ) -> Vec<MetricMeasurement> {
     let mut out = Vec::new();
@@ -273,7 +273,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
 }
 
 fn energy(
-    closed: &[(String, Interval)],
+    closed: &[ClosedInterval],
     sample: &GpuSample,
     settings: &EnergySettings,
     out: &mut Vec<MetricMeasurement>,
@@ -284,21 +284,20 @@ fn energy(
     let config = &settings.config;
     let mut total_kwh = 0.0;
     let mut total_seconds: f64 = 0.0;
-    for (identifier, interval) in closed {
-        let kwh =
-            interval.counter_joules.unwrap_or(interval.trapezoid_joules) / JOULES_PER_KILOWATT_HOUR;
+    for interval in closed {
+        let kwh = interval.kilowatt_hours;
         total_kwh += kwh;
-        total_seconds = total_seconds.max(interval.seconds());
+        total_seconds = total_seconds.max(interval.seconds);
         let mut attributes = sample
             .devices
             .iter()
-            .find(|d| &d.device_identifier == identifier)
+            .find(|d| d.device_identifier == interval.device)
             .map(device_attributes)
             .unwrap_or_default();
         // The interval's length and method let a reader of the event file rebuild the
         // report: covered time and which figure the energy is.
         let mut interval_attributes = attributes.clone();
-        let method = if interval.counter_joules.is_some() {
+        let method = if interval.counter {
             "counter"
         } else {
             "trapezoid"
@@ -310,7 +309,7 @@ fn energy(
         out.push(measurement(
             INTERVAL_METRIC,
             MetricKind::Gauge,
-            interval.seconds(),
+            interval.seconds,
             "s",
             "Length of the power interval the energy covers",
             interval_attributes,

@@ -3,5 +3,6 @@
 pub mod account;
 pub mod genai;
 pub mod integrator;
+pub mod record;
 pub mod replay;
 pub mod report;

@@ -18,6 +18,38 @@ pub struct Factor {
     pub origin: FactorOrigin,
 }
 
+/// What an energy figure is the energy of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnergyDomain {
+    /// GPU devices.
+    Gpu,
+    /// CPU packages (RAPL `package-N`).
+    CpuPackage,
+    /// Memory (RAPL `dram`).
+    Dram,
+    /// A RAPL zone inside or overlapping the others (`core`, `uncore`, `psys`): listed,
+    /// never added.
+    CpuPart,
+}
+
+impl EnergyDomain {
+    /// `gpu`, `cpu_package`, `dram`, `cpu_part`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnergyDomain::Gpu => "gpu",
+            EnergyDomain::CpuPackage => "cpu_package",
+            EnergyDomain::Dram => "dram",
+            EnergyDomain::CpuPart => "cpu_part",
+        }
+    }
+
+    /// Whether the domain adds to the total (a part of a package does not).
+    pub fn is_counted(self) -> bool {
+        self != EnergyDomain::CpuPart
+    }
+}
+
 /// Energy of one GPU device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceEnergy {
@@ -25,22 +57,23 @@ pub struct DeviceEnergy {
     pub device_identifier: String,
     /// Product name, when known.
     pub name: Option<String>,
+    /// The backend that read it (`nvml`, `nvidia-smi`, `drm`, a user's).
+    pub source: String,
     /// The primary figure, kWh.
     pub energy_kwh: f64,
     /// Which method the primary figure comes from.
     pub energy_source: EnergySource,
     /// kWh from the hardware energy counter, when it covered every interval.
     pub counter_kwh: Option<f64>,
-    /// kWh from the trapezoid between power samples (the cross-check); `None` when
-    /// rebuilt from a file whose intervals used the counter.
+    /// kWh from the trapezoid between power samples (the cross-check).
     pub trapezoid_kwh: Option<f64>,
     /// Mean power over the covered time, W.
     pub mean_watts: Option<f64>,
     /// Highest power reading, W.
     pub max_watts: Option<f64>,
-    /// Seconds covered by integrated intervals.
+    /// Seconds of the report's window covered by integrated intervals.
     pub covered_seconds: f64,
-    /// Power readings used.
+    /// Power readings taken.
     pub readings: u64,
     /// Failed samples (gaps not integrated).
     pub gaps: u64,
@@ -48,6 +81,13 @@ pub struct DeviceEnergy {
     pub cost: f64,
     /// gCO2e of `energy_kwh`; present only with CO2 tracking on.
     pub co2_grams: Option<f64>,
+    /// What process shares are shares of; `None` when no process was seen on it.
+    pub attribution: Option<crate::energy::record::ShareBasis>,
+    /// Energy attributed to processes, kWh.
+    pub attributed_kwh: f64,
+    /// The rest: `energy_kwh - attributed_kwh` (idle power, processes out of scope or
+    /// unseen), kWh.
+    pub unattributed_kwh: f64,
 }
 
 /// Energy of one RAPL zone (CPU package, DRAM).
@@ -57,10 +97,29 @@ pub struct ZoneEnergy {
     pub zone: String,
     /// Zone name (`package-0`, `dram`).
     pub name: String,
+    /// What it measures.
+    pub domain: EnergyDomain,
+    /// Energy (counter deltas), kWh.
+    pub energy_kwh: f64,
+    /// Seconds of the report's window covered.
+    pub covered_seconds: f64,
+    /// Counter readings taken.
+    pub readings: u64,
+}
+
+/// Energy of one domain (all GPUs, all CPU packages, all DRAM).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainEnergy {
+    /// The domain.
+    pub domain: EnergyDomain,
     /// Energy, kWh.
     pub energy_kwh: f64,
-    /// Seconds between the first and last reading.
-    pub covered_seconds: f64,
+    /// How it was measured.
+    pub method: EnergySource,
+    /// Cost of that energy.
+    pub cost: f64,
+    /// gCO2e of that energy, with CO2 tracking on.
+    pub co2_grams: Option<f64>,
 }
 
 /// Energy attributed to one Agent scope while it was live.
@@ -70,10 +129,13 @@ pub struct ScopeEnergy {
     pub uuid: String,
     /// The scope's name.
     pub name: String,
-    /// GPU energy while the scope was live, kWh. Scopes overlap: never add these up.
-    pub gpu_energy_kwh: f64,
+    /// GPU energy while the scope was live, kWh; `None` when no GPU power was read.
+    /// Scopes overlap: never add these up.
+    pub gpu_energy_kwh: Option<f64>,
+    /// Energy of every measured domain while the scope was live, kWh.
+    pub energy_kwh: Option<f64>,
     /// Cost of that energy.
-    pub cost: f64,
+    pub cost: Option<f64>,
     /// gCO2e of that energy, with CO2 tracking on.
     pub co2_grams: Option<f64>,
     /// When the scope started.
@@ -82,46 +144,71 @@ pub struct ScopeEnergy {
     pub ended_at: Option<DateTime<Utc>>,
 }
 
-/// GPU energy attributed to one process from its share of GPU utilization.
+/// GPU energy attributed to one process on one device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessEnergy {
     /// Process ID.
     pub process_id: u32,
+    /// The device.
+    pub device_identifier: String,
     /// Attributed energy, kWh.
     pub gpu_energy_kwh: f64,
+    /// What the shares were shares of (`utilization`, or `memory` held, a proxy).
+    pub basis: Option<crate::energy::record::ShareBasis>,
 }
 
-/// Totals over every device.
+/// Totals over every measured domain. A figure that was not measured is `None`,
+/// never zero.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyTotals {
-    /// GPU energy, kWh (GPU only: CPU package energy is reported separately).
-    pub gpu_energy_kwh: f64,
-    /// Cost of the GPU energy.
-    pub cost: f64,
-    /// gCO2e of the GPU energy, with CO2 tracking on.
-    pub co2_grams: Option<f64>,
-    /// CPU package and DRAM energy from RAPL, kWh, where readable.
+    /// Every measured domain (GPU, CPU package, DRAM), kWh.
+    pub energy_kwh: Option<f64>,
+    /// GPU energy, kWh.
+    pub gpu_energy_kwh: Option<f64>,
+    /// CPU package energy (RAPL), kWh.
     pub cpu_energy_kwh: Option<f64>,
+    /// DRAM energy (RAPL), kWh.
+    pub dram_energy_kwh: Option<f64>,
+    /// Cost of `energy_kwh`.
+    pub cost: Option<f64>,
+    /// gCO2e of `energy_kwh`, with CO2 tracking on.
+    pub co2_grams: Option<f64>,
+    /// The power usage effectiveness factor applied to the facility figures.
+    pub pue: f64,
+    /// `energy_kwh` times `pue`: what the facility drew for it, kWh.
+    pub facility_energy_kwh: Option<f64>,
+    /// Cost of the facility energy.
+    pub facility_cost: Option<f64>,
 }
 
 /// The report at flush.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
-    /// When the energy stage started.
+    /// Start of the measured window.
     pub started_at: DateTime<Utc>,
-    /// When this report was made.
+    /// The instant the report was asked for: the end of its window.
     pub ended_at: DateTime<Utc>,
-    /// The GPU source in use (`nvml`, `nvidia-smi`, `drm`, a user's), or `None`.
+    /// The GPU sources that gave readings (`nvml`, `nvidia-smi`, `drm`, a user's),
+    /// joined by `+`; `None` when none did.
     pub gpu_source: Option<String>,
-    /// Per-device figures.
-    pub devices: Vec<DeviceEnergy>,
+    /// The GPU sources configured (`none` when there are none).
+    pub gpu_source_configured: Option<String>,
+    /// Why no GPU energy was measured, in words, when none was.
+    pub gpu_unavailable: Option<String>,
+    /// Why no CPU energy was measured, with the fix, when none was.
+    pub cpu_unavailable: Option<String>,
     /// Totals.
     pub total: EnergyTotals,
+    /// Per-domain figures, each with its method.
+    pub domains: Vec<DomainEnergy>,
+    /// Per-device figures.
+    pub devices: Vec<DeviceEnergy>,
     /// RAPL zones read.
     pub cpu_zones: Vec<ZoneEnergy>,
     /// Energy per Agent scope (overlapping; not additive).
     pub agent_scopes: Vec<ScopeEnergy>,
-    /// Energy per process, where per-process GPU utilization exists.
+    /// GPU energy per process and device; with each device's `unattributed_kwh` it adds
+    /// up to the device's energy.
     pub processes: Vec<ProcessEnergy>,
     /// Price per kWh.
     pub cost_per_kwh: Factor,
@@ -129,6 +216,8 @@ pub struct EnergyReport {
     pub currency: String,
     /// Carbon intensity (a factor, not a reading of the grid); `None` with CO2 off.
     pub carbon_intensity: Option<Factor>,
+    /// Power usage effectiveness (facility energy per unit of IT energy).
+    pub pue: Factor,
     /// Environment variables that were set and have no effect.
     pub ignored_variables: Vec<String>,
     /// The pipeline's diagnostics at flush, as JSON, when diagnostics are on.
@@ -148,12 +237,20 @@ impl EnergyReport {
         let mut out = String::new();
         let seconds = (self.ended_at - self.started_at).num_milliseconds() as f64 / 1000.0;
         out.push_str(&format!("wattline energy report ({seconds:.1} s)\n"));
-        out.push_str(&format!(
-            "GPU source: {}\n",
-            self.gpu_source.as_deref().unwrap_or("none")
-        ));
+        match (&self.gpu_source, &self.gpu_source_configured) {
+            (Some(source), _) => out.push_str(&format!("GPU source: {source}\n")),
+            (None, Some(configured)) if configured != "none" => out.push_str(&format!(
+                "GPU source: none (configured: {configured}, not answering)\n"
+            )),
+            (None, _) => out.push_str("GPU source: none\n"),
+        }
         if self.devices.is_empty() {
-            out.push_str("No GPU power was read (no device answered; see diagnostics).\n");
+            out.push_str(&format!(
+                "GPU energy not measured: {}\n",
+                self.gpu_unavailable
+                    .as_deref()
+                    .unwrap_or("no device answered (see diagnostics)")
+            ));
         } else {
             out.push_str(&format!(
                 "{:<40} {:>12} {:>10} {:>9} {:>9} {:>8} {:>5} {:>10}\n",
@@ -168,12 +265,7 @@ impl EnergyReport {
                     "{:<40} {:>12.6} {:>10} {:>9} {:>9} {:>7.1}s {:>5} {:>10.6}\n",
                     truncate(&label, 40),
                     device.energy_kwh,
-                    match device.energy_source {
-                        EnergySource::Counter => "counter",
-                        EnergySource::Trapezoid => "trapezoid",
-                        EnergySource::Rapl => "rapl",
-                        EnergySource::Mixed => "mixed",
-                    },
+                    device.energy_source.as_str(),
                     optional(device.mean_watts),
                     optional(device.max_watts),
                     device.covered_seconds,
@@ -182,36 +274,95 @@ impl EnergyReport {
                 ));
             }
         }
-        out.push_str(&format!(
-            "GPU total: {:.6} kWh, {:.6} {} at {} {}/kWh ({})\n",
-            self.total.gpu_energy_kwh,
-            self.total.cost,
-            self.currency,
-            self.cost_per_kwh.value,
-            self.currency,
-            origin(&self.cost_per_kwh.origin)
-        ));
+        for zone in &self.cpu_zones {
+            out.push_str(&format!(
+                "CPU {} ({}): {:.6} kWh over {:.1} s (RAPL counter{})\n",
+                zone.name,
+                zone.zone,
+                zone.energy_kwh,
+                zone.covered_seconds,
+                if zone.domain.is_counted() {
+                    ""
+                } else {
+                    "; part of the package, not added"
+                }
+            ));
+        }
+        if let Some(reason) = &self.cpu_unavailable {
+            out.push_str(&format!("CPU energy not measured: {reason}\n"));
+        }
+        match self.total.energy_kwh {
+            Some(kwh) => {
+                let parts: Vec<String> = self
+                    .domains
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{} {:.6} by {}",
+                            d.domain.label(),
+                            d.energy_kwh,
+                            d.method.as_str()
+                        )
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "Total: {kwh:.6} kWh ({}), {:.6} {} at {} {}/kWh ({})\n",
+                    parts.join(", "),
+                    self.total.cost.unwrap_or(0.0),
+                    self.currency,
+                    self.cost_per_kwh.value,
+                    self.currency,
+                    origin(&self.cost_per_kwh.origin)
+                ));
+                if (self.pue.value - 1.0).abs() > f64::EPSILON {
+                    out.push_str(&format!(
+                        "Facility at PUE {} ({}): {:.6} kWh, {:.6} {}\n",
+                        self.pue.value,
+                        origin(&self.pue.origin),
+                        self.total.facility_energy_kwh.unwrap_or(0.0),
+                        self.total.facility_cost.unwrap_or(0.0),
+                        self.currency
+                    ));
+                }
+            }
+            None => out.push_str("Total: not measured (no GPU or CPU energy could be read)\n"),
+        }
         match (&self.total.co2_grams, &self.carbon_intensity) {
             (Some(grams), Some(factor)) => out.push_str(&format!(
                 "CO2: {grams:.3} gCO2e at {} gCO2e/kWh, a factor, not a reading of the grid ({})\n",
                 factor.value,
                 origin(&factor.origin)
             )),
+            (None, Some(_)) => out.push_str("CO2: no energy measured\n"),
             _ => out.push_str("CO2: not tracked (set GENAI_ENABLE_CO2_TRACKING=true)\n"),
         }
-        for zone in &self.cpu_zones {
+        for device in self.devices.iter().filter(|d| d.attribution.is_some()) {
+            let basis = device.attribution.map_or("", |b| b.as_str());
+            for process in self
+                .processes
+                .iter()
+                .filter(|p| p.device_identifier == device.device_identifier)
+            {
+                out.push_str(&format!(
+                    "process {:<8} {:.6} kWh on {} (by {basis} share)\n",
+                    process.process_id,
+                    process.gpu_energy_kwh,
+                    short(&device.device_identifier)
+                ));
+            }
             out.push_str(&format!(
-                "CPU {} ({}): {:.6} kWh over {:.1} s (RAPL)\n",
-                zone.name, zone.zone, zone.energy_kwh, zone.covered_seconds
+                "unattributed     {:.6} kWh on {}\n",
+                device.unattributed_kwh,
+                short(&device.device_identifier)
             ));
-        }
-        if self.cpu_zones.is_empty() {
-            out.push_str("CPU energy: not readable here, not reported\n");
         }
         for scope in &self.agent_scopes {
             out.push_str(&format!(
-                "agent {:<20} {:.6} kWh (overlapping scopes: not additive)\n",
-                scope.name, scope.gpu_energy_kwh
+                "agent {:<20} {} (overlapping scopes: not additive)\n",
+                scope.name,
+                scope
+                    .energy_kwh
+                    .map_or_else(|| "not measured".into(), |kwh| format!("{kwh:.6} kWh"))
             ));
         }
         for (exporter, dropped) in &self.exporter_drops {
@@ -220,6 +371,18 @@ impl EnergyReport {
             }
         }
         out
+    }
+}
+
+impl EnergyDomain {
+    /// How the table names the domain.
+    pub fn label(self) -> &'static str {
+        match self {
+            EnergyDomain::Gpu => "GPU",
+            EnergyDomain::CpuPackage => "CPU package",
+            EnergyDomain::Dram => "DRAM",
+            EnergyDomain::CpuPart => "CPU part",
+        }
     }
 }
 

@@ -20,7 +20,10 @@ pub mod nvml;
 pub mod selection;
 
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
 
 use serde::{Deserialize, Serialize};
 
@@ -230,19 +233,111 @@ impl GpuSampleRequest {
     }
 }
 
+/// One backend's part of a sample, stamped with when it was measured: what the energy
+/// stage integrates, per backend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplePart {
+    /// The backend's name.
+    pub source: String,
+    /// What it read; `None` when it observed nothing (a gap for its devices).
+    pub sample: Option<GpuSample>,
+    /// When the reading was measured, or when the failure was observed.
+    pub at: Instant,
+}
+
+/// One backend's reading as the energy stage receives it.
+#[derive(Debug, Clone)]
+pub struct PowerSample {
+    /// The backend (`nvml`, `nvidia-smi`, `drm`, a user's).
+    pub source: String,
+    /// The device readings; `None` when the source observed nothing.
+    pub sample: Option<Arc<GpuSample>>,
+    /// Wall-clock time the sample reached the pipeline.
+    pub observed_at: DateTime<Utc>,
+    /// When it was measured (or the failure observed), on the monotonic clock.
+    pub taken_at: Instant,
+    /// Whether processes were read with it (empty processes then mean "none").
+    pub processes_read: bool,
+}
+
+impl PowerSample {
+    /// The energy stage's view of one part.
+    pub fn from_part(part: SamplePart, processes_read: bool) -> Self {
+        PowerSample {
+            source: part.source,
+            sample: part.sample.map(Arc::new),
+            observed_at: Utc::now(),
+            taken_at: part.at,
+            processes_read,
+        }
+    }
+}
+
+/// The parts that answered, as one sample stamped with the first answering part's
+/// time; `None` when no part answered.
+pub fn merge_parts(parts: &[SamplePart]) -> Option<GpuSample> {
+    let mut combined: Option<GpuSample> = None;
+    for sample in parts.iter().filter_map(|part| part.sample.as_ref()) {
+        match combined.as_mut() {
+            None => combined = Some(sample.clone()),
+            Some(all) => {
+                all.devices.extend(sample.devices.iter().cloned());
+                all.processes.extend(sample.processes.iter().cloned());
+            }
+        }
+    }
+    combined
+}
+
+/// Where readings go on their way to the energy stage.
+pub trait PowerSampleSink: Send + Sync {
+    /// Receives one sample; must not block.
+    fn send(&self, sample: PowerSample);
+}
+
 /// A reader of GPU data: NVML, `nvidia-smi`, DRM, or a user's own.
 ///
 /// `sample` is synchronous and may block (driver calls, file reads); run it on a
-/// blocking worker. Returning `None` means "nothing observed this time" (no backend,
-/// or the backend failed); the caller reports the GPU category as unavailable and an
-/// energy integrator sees a gap. `Some` with empty vectors means the backend ran and
-/// found no supported or matching record.
+/// blocking worker, and the other methods too (they may wait for a tool). Returning
+/// `None` means "nothing observed this time" (no backend, or the backend failed); the
+/// caller reports the GPU category as unavailable and an energy integrator sees a gap.
+/// `Some` with empty vectors means the backend ran and found no supported or matching
+/// record.
 pub trait GpuSource: Send {
     /// Short name of the backend: `"nvml"`, `"nvidia-smi"`, `"drm"`, or a user's.
     fn name(&self) -> &str;
 
     /// Read the devices and processes the request asks for.
     fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample>;
+
+    /// The sample split by backend, each part stamped with when it was measured (or
+    /// failed). The default is the whole sample as one part.
+    fn sample_parts(&mut self, request: &GpuSampleRequest) -> Vec<SamplePart> {
+        let asked = Instant::now();
+        let sample = self.sample(request);
+        vec![SamplePart {
+            source: self.name().to_owned(),
+            at: sample.as_ref().map_or(asked, |sample| sample.taken_at),
+            sample,
+        }]
+    }
+
+    /// Waits, at most `limit`, until the source has its first answer. A source read
+    /// only when asked has nothing to wait for.
+    fn wait_until_ready(&mut self, _limit: Duration) {}
+
+    /// Makes the next sample a reading measured after this call: a source that caches
+    /// answers measures again now, waiting at most `limit`.
+    fn refresh(&mut self, _limit: Duration) {}
+
+    /// Why nothing is read, in words, while nothing is.
+    fn unavailable_reason(&self) -> Option<String> {
+        None
+    }
+
+    /// Sends every reading the source measures on its own schedule (a tool run by a
+    /// background task) to `sink` as it arrives. Sources read only when asked ignore it.
+    fn forward_readings(&mut self, _sink: Arc<dyn PowerSampleSink>) {}
 }
 
 impl GpuSource for Box<dyn GpuSource> {
@@ -252,5 +347,25 @@ impl GpuSource for Box<dyn GpuSource> {
 
     fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
         (**self).sample(request)
+    }
+
+    fn sample_parts(&mut self, request: &GpuSampleRequest) -> Vec<SamplePart> {
+        (**self).sample_parts(request)
+    }
+
+    fn wait_until_ready(&mut self, limit: Duration) {
+        (**self).wait_until_ready(limit);
+    }
+
+    fn refresh(&mut self, limit: Duration) {
+        (**self).refresh(limit);
+    }
+
+    fn unavailable_reason(&self) -> Option<String> {
+        (**self).unavailable_reason()
+    }
+
+    fn forward_readings(&mut self, sink: Arc<dyn PowerSampleSink>) {
+        (**self).forward_readings(sink);
     }
 }

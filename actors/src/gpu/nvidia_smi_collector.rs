@@ -22,18 +22,21 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::runtime::Handle;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
 use super::events::{GpuEvent, GpuEventSink};
 use super::nvidia_smi::{QueryFieldSet, SmiAnswer, interpret_answer};
-use super::{GpuDeviceReading, GpuSample, GpuSampleRequest, GpuSource};
+use super::{
+    GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
+    PowerSample, PowerSampleSink, SamplePart,
+};
 
 /// Default time between two runs of the tool.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
@@ -101,13 +104,98 @@ fn is_executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|meta| meta.is_file())
 }
 
+/// The arguments of the process query: device, process, memory held (MiB).
+pub const COMPUTE_APPS_ARGUMENTS: [&str; 2] = [
+    "--query-compute-apps=gpu_uuid,pid,used_memory",
+    "--format=csv,noheader,nounits",
+];
+
 /// One answer of the tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SmiReading {
     /// One record per device line.
     pub devices: Vec<GpuDeviceReading>,
-    /// When the run that produced it was started.
+    /// Compute processes per device (`--query-compute-apps`), memory only; `None` when
+    /// that query failed.
+    pub processes: Option<Vec<GpuProcessReading>>,
+    /// When it was measured: the middle of the tool's run, which reads the driver
+    /// somewhere between its start and its exit.
     pub taken_at: Instant,
+}
+
+/// Parses a `--query-compute-apps=gpu_uuid,pid,used_memory` answer; `None` when a line
+/// is not of that shape. Memory comes in MiB; `[N/A]` leaves it unknown.
+pub fn parse_compute_apps(
+    text: &str,
+    devices: &[GpuDeviceReading],
+) -> Option<Vec<GpuProcessReading>> {
+    let mut processes = Vec::new();
+    for line in text.lines().map(str::trim).filter(|line| !line.is_empty()) {
+        if line.starts_with("No running") {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let [uuid, pid, memory] = fields.as_slice() else {
+            return None;
+        };
+        let process_id = pid.parse::<u32>().ok()?;
+        let device = devices.iter().find(|d| d.device_identifier == *uuid)?;
+        processes.push(GpuProcessReading {
+            vendor: GpuVendor::Nvidia,
+            device_identifier: device.device_identifier.clone(),
+            device_index: device.device_index,
+            process_id,
+            memory_used_bytes: memory.parse::<u64>().ok().map(|mib| mib * 1024 * 1024),
+            compute_utilization_percent: None,
+        });
+    }
+    Some(processes)
+}
+
+/// What finished when, for callers that wait on a blocking thread.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Start of the latest run that finished (answered or failed).
+    finished_run_started: Option<Instant>,
+    /// When the latest failure was observed.
+    failed_at: Option<Instant>,
+}
+
+/// Shared between the collector's task and its handle.
+#[derive(Debug, Default)]
+struct Shared {
+    progress: Mutex<Progress>,
+    changed: Condvar,
+    run_now: Notify,
+}
+
+impl Shared {
+    fn update(&self, change: impl FnOnce(&mut Progress)) {
+        let mut progress = match self.progress.lock() {
+            Ok(progress) => progress,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        change(&mut progress);
+        self.changed.notify_all();
+    }
+
+    /// Waits on this thread, at most `limit`, until `done` holds.
+    fn wait(&self, limit: Duration, mut done: impl FnMut(&Progress) -> bool) {
+        let progress = match self.progress.lock() {
+            Ok(progress) => progress,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let _ = self
+            .changed
+            .wait_timeout_while(progress, limit, |progress| !done(progress));
+    }
+
+    fn failed_at(&self) -> Option<Instant> {
+        match self.progress.lock() {
+            Ok(progress) => progress.failed_at,
+            Err(poisoned) => poisoned.into_inner().failed_at,
+        }
+    }
 }
 
 /// Where the collector stands.
@@ -155,16 +243,26 @@ impl CollectorState {
 pub struct NvidiaSmiCollector {
     state: watch::Receiver<CollectorState>,
     task: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+    runtime: Option<Handle>,
+    forwarder: Option<JoinHandle<()>>,
+    timeout: Duration,
 }
 
 impl NvidiaSmiCollector {
     /// Start collecting with `config` on `runtime`. The first run starts at once.
     pub fn start(config: NvidiaSmiConfig, sink: Arc<dyn GpuEventSink>, runtime: &Handle) -> Self {
         let (sender, state) = watch::channel(CollectorState::Starting);
-        let task = runtime.spawn(collect(config, sink, sender));
+        let shared = Arc::new(Shared::default());
+        let timeout = config.timeout;
+        let task = runtime.spawn(collect(config, sink, sender, Arc::clone(&shared)));
         Self {
             state,
             task: Some(task),
+            shared,
+            runtime: Some(runtime.clone()),
+            forwarder: None,
+            timeout,
         }
     }
 
@@ -193,7 +291,14 @@ impl NvidiaSmiCollector {
         tracing::info!("nvidia-smi not found on the search path: no NVIDIA GPU readings");
         sink.record(GpuEvent::SmiNotFound);
         let (_sender, state) = watch::channel(CollectorState::NotFound);
-        Self { state, task: None }
+        Self {
+            state,
+            task: None,
+            shared: Arc::new(Shared::default()),
+            runtime: None,
+            forwarder: None,
+            timeout: DEFAULT_TIMEOUT,
+        }
     }
 
     /// The current state.
@@ -234,12 +339,79 @@ impl NvidiaSmiCollector {
             _ => self.state(),
         }
     }
+
+    /// Waits on this (blocking) thread, at most `limit`, for the first run to finish.
+    pub fn wait_for_first_answer_blocking(&self, limit: Duration) {
+        if self.task.is_none() {
+            return;
+        }
+        self.shared
+            .wait(limit, |progress| progress.finished_run_started.is_some());
+    }
+
+    /// Starts a run now (after the one in flight, if any) and waits on this (blocking)
+    /// thread, at most `limit`, for a run started after this call to finish.
+    pub fn refresh_blocking(&self, limit: Duration) {
+        if self.task.is_none() || self.state().is_final() {
+            return;
+        }
+        let requested = Instant::now();
+        self.shared.run_now.notify_one();
+        self.shared.wait(limit, |progress| {
+            progress
+                .finished_run_started
+                .is_some_and(|started| started >= requested)
+        });
+    }
+
+    /// When the latest failed run was observed.
+    pub fn failed_at(&self) -> Option<Instant> {
+        self.shared.failed_at()
+    }
+
+    /// Sends every new answer (and every failure, as a gap) to `sink` as it arrives.
+    pub fn forward_to(&mut self, sink: Arc<dyn PowerSampleSink>) {
+        let Some(runtime) = &self.runtime else {
+            return;
+        };
+        let mut state = self.state.clone();
+        let shared = Arc::clone(&self.shared);
+        let forwarder = runtime.spawn(async move {
+            while state.changed().await.is_ok() {
+                let current = state.borrow_and_update().clone();
+                let part = match current {
+                    CollectorState::Ready(reading) => SamplePart {
+                        source: "nvidia-smi".into(),
+                        at: reading.taken_at,
+                        sample: Some(GpuSample {
+                            devices: reading.devices.clone(),
+                            processes: Vec::new(),
+                            taken_at: reading.taken_at,
+                        }),
+                    },
+                    CollectorState::Gap { .. } | CollectorState::Stopped { .. } => SamplePart {
+                        source: "nvidia-smi".into(),
+                        at: shared.failed_at().unwrap_or_else(Instant::now),
+                        sample: None,
+                    },
+                    _ => continue,
+                };
+                sink.send(PowerSample::from_part(part, false));
+            }
+        });
+        if let Some(previous) = self.forwarder.replace(forwarder) {
+            previous.abort();
+        }
+    }
 }
 
 impl Drop for NvidiaSmiCollector {
     fn drop(&mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
+        }
+        if let Some(forwarder) = self.forwarder.take() {
+            forwarder.abort();
         }
     }
 }
@@ -269,24 +441,87 @@ impl GpuSource for NvidiaSmiSource {
     }
 
     fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
+        if self.collector.state() == CollectorState::NoDevices {
+            // Asked, and the machine has no NVIDIA device: empty, not unknown.
+            return Some(GpuSample::empty());
+        }
         let reading = self.collector.latest()?;
+        let selected =
+            |identifier: &str, index: Option<u32>| request.selects_device(identifier, index);
         let devices = if request.device_metrics {
             reading
                 .devices
                 .iter()
-                .filter(|device| {
-                    request.selects_device(&device.device_identifier, device.device_index)
-                })
+                .filter(|device| selected(&device.device_identifier, device.device_index))
                 .cloned()
                 .collect()
         } else {
             Vec::new()
         };
+        let processes = match (&reading.processes, request.process_metrics) {
+            (Some(processes), true) => processes
+                .iter()
+                .filter(|p| {
+                    selected(&p.device_identifier, p.device_index)
+                        && request.processes.contains(p.process_id)
+                })
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         Some(GpuSample {
             devices,
-            processes: Vec::new(),
+            processes,
             taken_at: reading.taken_at,
         })
+    }
+
+    /// The latest answer stamped with its measurement time; a failed latest run is
+    /// stamped with when it failed, so a failure older than a newer answer is ignored.
+    fn sample_parts(&mut self, request: &GpuSampleRequest) -> Vec<SamplePart> {
+        let sample = self.sample(request);
+        let at = match &sample {
+            Some(sample) => sample.taken_at,
+            None => self.collector.failed_at().unwrap_or_else(Instant::now),
+        };
+        vec![SamplePart {
+            source: self.name().to_owned(),
+            sample,
+            at,
+        }]
+    }
+
+    fn wait_until_ready(&mut self, limit: Duration) {
+        self.collector
+            .wait_for_first_answer_blocking(limit.min(self.collector.timeout));
+    }
+
+    fn refresh(&mut self, limit: Duration) {
+        // One run of the tool, plus one in flight that it may have to wait out.
+        self.collector
+            .refresh_blocking(limit.min(self.collector.timeout.saturating_mul(2)));
+    }
+
+    fn unavailable_reason(&self) -> Option<String> {
+        match self.collector.state() {
+            CollectorState::Ready(_) => None,
+            CollectorState::Starting => Some("nvidia-smi has not answered yet".into()),
+            CollectorState::StartFailing { message, .. } => {
+                Some(format!("nvidia-smi is failing: {message}"))
+            }
+            CollectorState::Gap { failures } => {
+                Some(format!("nvidia-smi's last {failures} run(s) failed"))
+            }
+            CollectorState::NoDevices => Some("nvidia-smi found no device".into()),
+            CollectorState::NotFound => Some("nvidia-smi not on PATH".into()),
+            CollectorState::Stopped { failures } => Some(format!(
+                "nvidia-smi stopped after {failures} failures in a row"
+            )),
+        }
+    }
+
+    fn forward_readings(&mut self, sink: Arc<dyn PowerSampleSink>) {
+        self.collector.forward_to(sink);
     }
 }
 
@@ -453,6 +688,7 @@ async fn collect(
     config: NvidiaSmiConfig,
     sink: Arc<dyn GpuEventSink>,
     state: watch::Sender<CollectorState>,
+    shared: Arc<Shared>,
 ) {
     let mut fields = QueryFieldSet::Full;
     let mut failures: u32 = 0;
@@ -460,20 +696,33 @@ async fn collect(
     let mut ticker = tokio::time::interval(config.interval.max(Duration::from_millis(1)));
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
-        ticker.tick().await;
-        match attempt(&config, &mut fields, sink.as_ref()).await {
-            Attempt::Devices(devices, taken_at) => {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            // A fresh reading was asked for: run now, and keep a full interval after it.
+            () = shared.run_now.notified() => ticker.reset(),
+        }
+        let started = Instant::now();
+        let outcome = attempt(&config, &mut fields, sink.as_ref()).await;
+        let finished = Instant::now();
+        if !matches!(outcome, Attempt::Devices(..)) {
+            shared.update(|progress| progress.failed_at = Some(finished));
+        }
+        match outcome {
+            Attempt::Devices(devices, run_started) => {
                 failures = 0;
                 answered_before = true;
+                let processes = compute_apps(&config, &devices).await;
                 state.send_replace(CollectorState::Ready(Arc::new(SmiReading {
                     devices,
-                    taken_at,
+                    processes,
+                    taken_at: run_started + finished.saturating_duration_since(run_started) / 2,
                 })));
             }
             Attempt::NoDevices if !answered_before => {
                 tracing::info!("nvidia-smi found no device: no NVIDIA GPU readings");
                 sink.record(GpuEvent::SmiNoDevices);
                 state.send_replace(CollectorState::NoDevices);
+                shared.update(|progress| progress.finished_run_started = Some(started));
                 return;
             }
             Attempt::NoDevices => {
@@ -497,9 +746,33 @@ async fn collect(
                     answered_before,
                     &mut failures,
                 ) {
+                    shared.update(|progress| progress.finished_run_started = Some(started));
                     return;
                 }
             }
+        }
+        shared.update(|progress| progress.finished_run_started = Some(started));
+    }
+}
+
+/// The compute processes per device, from a second run; `None` when it failed (the
+/// device answer stands either way).
+async fn compute_apps(
+    config: &NvidiaSmiConfig,
+    devices: &[GpuDeviceReading],
+) -> Option<Vec<GpuProcessReading>> {
+    let arguments = COMPUTE_APPS_ARGUMENTS.map(str::to_owned);
+    match run_with_timeout(&config.program, &arguments, config.timeout).await {
+        RunOutcome::Exited { status, stdout, .. } if status.success() => {
+            let parsed = parse_compute_apps(&String::from_utf8_lossy(&stdout), devices);
+            if parsed.is_none() {
+                tracing::debug!("unreadable nvidia-smi --query-compute-apps answer");
+            }
+            parsed
+        }
+        other => {
+            tracing::debug!(?other, "nvidia-smi --query-compute-apps failed");
+            None
         }
     }
 }

@@ -27,6 +27,13 @@ use super::{
     SamplingSeries,
 };
 
+/// The library's file name where no path is configured.
+#[cfg(windows)]
+pub const DEFAULT_LIBRARY: &str = "nvml.dll";
+/// The library's file name where no path is configured.
+#[cfg(not(windows))]
+pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
+
 /// Default delay before loading NVML again after a failure.
 pub const DEFAULT_RETRY_DELAY: Duration = Duration::from_secs(60);
 
@@ -84,6 +91,8 @@ pub struct NvmlSource {
     reporter: CallReporter,
     /// Last NVML process-sample timestamp (µs) per series and device UUID.
     baselines: HashMap<(SamplingSeries, String), u64>,
+    /// Why the library is not in use, in words, while it is not.
+    unavailable: Option<String>,
 }
 
 impl std::fmt::Debug for NvmlSource {
@@ -109,6 +118,7 @@ impl NvmlSource {
                 unsupported: HashSet::new(),
             },
             baselines: HashMap::new(),
+            unavailable: None,
         }
     }
 
@@ -138,9 +148,20 @@ impl NvmlSource {
                 }
                 self.nvml = Some(nvml);
                 self.next_attempt = None;
+                self.unavailable = None;
                 true
             }
             Err(error) => {
+                self.unavailable = Some(match &error {
+                    NvmlError::LibloadingError(_) => format!(
+                        "NVML library not found ({})",
+                        self.config.library_path.as_ref().map_or_else(
+                            || DEFAULT_LIBRARY.to_owned(),
+                            |p| p.display().to_string()
+                        )
+                    ),
+                    other => format!("NVML did not start: {other}"),
+                });
                 self.mark_unavailable(now, error.to_string());
                 false
             }
@@ -220,6 +241,10 @@ impl GpuSource for NvmlSource {
         "nvml"
     }
 
+    fn unavailable_reason(&self) -> Option<String> {
+        self.unavailable.clone()
+    }
+
     fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
         if !self.try_init() {
             return None;
@@ -232,6 +257,7 @@ impl GpuSource for NvmlSource {
                 | NvmlError::LibRmVersionMismatch
                 | NvmlError::LibloadingError(_)),
             ) => {
+                self.unavailable = Some(format!("NVML stopped answering: {error}"));
                 self.mark_unavailable(Instant::now(), error.to_string());
                 None
             }

@@ -20,7 +20,7 @@ use super::nvidia_smi_collector::{
     locate_nvidia_smi,
 };
 use super::nvml::{NvmlConfig, NvmlSource};
-use super::{GpuSample, GpuSampleRequest, GpuSource};
+use super::{GpuSample, GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
 
 /// Whether a device with `identifier` and `index` matches `selectors`: an empty list
 /// selects every device; otherwise a selector equal to the identifier (ASCII case
@@ -91,6 +91,7 @@ impl Default for GpuSourceEnv {
 /// `nvidia-smi` cannot be used.
 pub fn select_default_sources(root: &Path, env: GpuSourceEnv) -> CompositeGpuSource {
     let mut sources: Vec<Box<dyn GpuSource>> = Vec::new();
+    let mut notes = Vec::new();
     let mut nvml = NvmlSource::new(env.nvml.clone(), Arc::clone(&env.sink));
     if nvml.try_init() {
         sources.push(Box::new(nvml));
@@ -115,6 +116,7 @@ pub fn select_default_sources(root: &Path, env: GpuSourceEnv) -> CompositeGpuSou
             (None, _) => {
                 // One info line and SmiNotFound; the collector itself is never run.
                 drop(NvidiaSmiCollector::not_found(env.sink.as_ref()));
+                notes.push("nvidia-smi not on PATH".to_owned());
                 sources.push(Box::new(nvml));
             }
         }
@@ -122,13 +124,15 @@ pub fn select_default_sources(root: &Path, env: GpuSourceEnv) -> CompositeGpuSou
     if root.join("sys/class/drm").is_dir() {
         sources.push(Box::new(DrmSource::new(root)));
     }
-    CompositeGpuSource::new(sources)
+    CompositeGpuSource::new(sources).with_notes(notes)
 }
 
 /// Several sources read as one: records are concatenated in source order.
 pub struct CompositeGpuSource {
     sources: Vec<Box<dyn GpuSource>>,
     name: String,
+    /// Why a backend that was looked for is not in the list ("nvidia-smi not on PATH").
+    notes: Vec<String>,
 }
 
 impl std::fmt::Debug for CompositeGpuSource {
@@ -148,7 +152,17 @@ impl CompositeGpuSource {
         } else {
             names.join("+")
         };
-        Self { sources, name }
+        Self {
+            sources,
+            name,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Adds why backends that were looked for are absent, for [`GpuSource::unavailable_reason`].
+    pub fn with_notes(mut self, notes: Vec<String>) -> Self {
+        self.notes = notes;
+        self
     }
 
     /// Names of the sources, in order.
@@ -171,19 +185,48 @@ impl GpuSource for CompositeGpuSource {
     /// that did, stamped with the first answering source's time (the NVIDIA source
     /// comes first, so an energy integrator sees its reading time).
     fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
-        let mut combined: Option<GpuSample> = None;
+        super::merge_parts(&self.sample_parts(request))
+    }
+
+    fn sample_parts(&mut self, request: &GpuSampleRequest) -> Vec<SamplePart> {
+        self.sources
+            .iter_mut()
+            .flat_map(|source| source.sample_parts(request))
+            .collect()
+    }
+
+    fn wait_until_ready(&mut self, limit: Duration) {
+        let deadline = std::time::Instant::now() + limit;
         for source in &mut self.sources {
-            let Some(sample) = source.sample(request) else {
-                continue;
-            };
-            match combined.as_mut() {
-                None => combined = Some(sample),
-                Some(all) => {
-                    all.devices.extend(sample.devices);
-                    all.processes.extend(sample.processes);
-                }
-            }
+            source.wait_until_ready(deadline.saturating_duration_since(std::time::Instant::now()));
         }
-        combined
+    }
+
+    fn refresh(&mut self, limit: Duration) {
+        let deadline = std::time::Instant::now() + limit;
+        for source in &mut self.sources {
+            source.refresh(deadline.saturating_duration_since(std::time::Instant::now()));
+        }
+    }
+
+    /// Every backend's reason and every note, `; `-separated; `None` when there is
+    /// nothing to say. With no backend at all: "no GPU source".
+    fn unavailable_reason(&self) -> Option<String> {
+        let mut reasons: Vec<String> = self
+            .sources
+            .iter()
+            .filter_map(|source| source.unavailable_reason())
+            .collect();
+        reasons.extend(self.notes.iter().cloned());
+        if self.sources.is_empty() && reasons.is_empty() {
+            reasons.push("no GPU source".to_owned());
+        }
+        (!reasons.is_empty()).then(|| reasons.join("; "))
+    }
+
+    fn forward_readings(&mut self, sink: Arc<dyn PowerSampleSink>) {
+        for source in &mut self.sources {
+            source.forward_readings(Arc::clone(&sink));
+        }
     }
 }

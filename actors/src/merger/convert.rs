@@ -209,14 +209,15 @@ fn utilization(
     ))
 }
 
-/// The GPU category in output units. A group is `null` when turned off; a source that
-/// observed nothing gives empty groups (no records found).
+/// The GPU category in output units. A group is `null` when turned off or when no
+/// backend answered (missing, failed, still starting: collection cannot start); an
+/// answer with no record is an empty group.
 pub fn gpu_metrics(reading: &GpuReading, units: &GpuUnits) -> GpuMetrics {
-    let devices = reading.device_metrics.then(|| {
-        reading
-            .sample
+    let sample = reading.sample.as_ref();
+    let devices = sample.filter(|_| reading.device_metrics).map(|sample| {
+        sample
+            .devices
             .iter()
-            .flat_map(|sample| &sample.devices)
             .map(|device| AcceleratorDeviceMetrics {
                 vendor: device.vendor,
                 device_identifier: device.device_identifier.clone(),
@@ -229,11 +230,10 @@ pub fn gpu_metrics(reading: &GpuReading, units: &GpuUnits) -> GpuMetrics {
             })
             .collect()
     });
-    let processes = reading.process_metrics.then(|| {
-        reading
-            .sample
+    let processes = sample.filter(|_| reading.process_metrics).map(|sample| {
+        sample
+            .processes
             .iter()
-            .flat_map(|sample| &sample.processes)
             .map(|process| AcceleratorProcessMetrics {
                 vendor: process.vendor,
                 device_identifier: process.device_identifier.clone(),
@@ -392,7 +392,7 @@ mod tests {
     }
 
     #[test]
-    fn gpu_groups_are_null_when_off_empty_when_nothing_answered_and_converted_otherwise() {
+    fn gpu_groups_are_null_when_off_or_unanswered_empty_when_no_record_and_converted_otherwise() {
         use crate::gpu::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
         let units = GpuUnits {
             device_compute_utilization: UtilizationUnit::Fraction,
@@ -410,13 +410,24 @@ mod tests {
                 process_metrics: None
             }
         );
-        let nothing = GpuReading {
+        let unanswered = GpuReading {
             device_metrics: true,
             process_metrics: true,
             ..off.clone()
         };
         assert_eq!(
-            gpu_metrics(&nothing, &units),
+            gpu_metrics(&unanswered, &units),
+            GpuMetrics {
+                device_metrics: None,
+                process_metrics: None
+            }
+        );
+        let no_record = GpuReading {
+            sample: Some(GpuSample::empty()),
+            ..unanswered.clone()
+        };
+        assert_eq!(
+            gpu_metrics(&no_record, &units),
             GpuMetrics {
                 device_metrics: Some(Vec::new()),
                 process_metrics: Some(Vec::new())

@@ -14,9 +14,11 @@ use super::energy_actor::EnergyMessage;
 use super::merger_actor::MergerMessage;
 use super::registry::SamplerRegistry;
 use super::sampler_actor::SamplerMessage;
-use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory};
+use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
+use crate::platform::linux::ReadErrorClass;
 use crate::platform::linux::rapl::read_rapl_zones;
 use crate::readings::SamplingSeries;
+use crate::samplers::gpu::GpuSourceStatus;
 
 /// Ticks that were not run because the previous poll was still running or the clock
 /// fell behind.
@@ -78,33 +80,135 @@ pub fn spawn_poll_clock(
     })
 }
 
+/// Reads RAPL for the energy stage and explains, once and loudly, a counter that is
+/// there but unreadable.
+#[derive(Debug)]
+pub struct RaplReader {
+    root: PathBuf,
+    diagnostics: Option<PipelineDiagnostics>,
+    explained: AtomicBool,
+}
+
+impl RaplReader {
+    /// A reader under `root` recording into `diagnostics`.
+    pub fn new(root: PathBuf, diagnostics: Option<PipelineDiagnostics>) -> Self {
+        RaplReader {
+            root,
+            diagnostics,
+            explained: AtomicBool::new(false),
+        }
+    }
+
+    /// Reads every zone on a blocking worker and sends what was readable, and why the
+    /// rest was not, to the energy actor.
+    pub async fn read_into(&self, energy: &ActorRef<EnergyMessage>) {
+        let root = self.root.clone();
+        let Ok(((zones, errors), present)) = tokio::task::spawn_blocking(move || {
+            (
+                read_rapl_zones(&root),
+                root.join("sys/class/powercap").is_dir(),
+            )
+        })
+        .await
+        else {
+            return;
+        };
+        let at = std::time::Instant::now();
+        let unavailable = rapl_unavailable(&zones, &errors, present);
+        if let Some(error) = errors.first() {
+            let denied = error.class() == ReadErrorClass::PermissionDenied;
+            if !self.explained.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "CPU energy is not measured: {}",
+                    unavailable.as_deref().unwrap_or("RAPL counters unreadable")
+                );
+            }
+            if let Some(diagnostics) = &self.diagnostics {
+                let failure = if denied {
+                    SamplerFailure::PermissionDenied
+                } else {
+                    SamplerFailure::ReadFailed
+                };
+                let _ = diagnostics.record_sampler_failure(
+                    SamplerCategory::Cpu,
+                    failure,
+                    &format!(
+                        "RAPL counter {} unreadable: {error}",
+                        error.path().display()
+                    ),
+                );
+            }
+        }
+        let _ = energy.cast(EnergyMessage::CpuStatus(unavailable));
+        if !zones.is_empty() {
+            let _ = energy.cast(EnergyMessage::Rapl(at, zones));
+        }
+    }
+}
+
+/// Why CPU energy is not read, with the fix, when it is not.
+fn rapl_unavailable(
+    zones: &[crate::platform::linux::rapl::RaplZoneReading],
+    errors: &[crate::platform::linux::ReadError],
+    present: bool,
+) -> Option<String> {
+    if zones.iter().any(|zone| zone.name.starts_with("package")) {
+        return None;
+    }
+    if let Some(error) = errors.first() {
+        return Some(if error.class() == ReadErrorClass::PermissionDenied {
+            format!(
+                "the RAPL counter {} is readable by root only (Linux 5.10 and later): run as root, or grant read access to /sys/class/powercap/*/energy_uj",
+                error.path().display()
+            )
+        } else {
+            format!("the RAPL counter could not be read: {error}")
+        });
+    }
+    Some(if present {
+        "no RAPL package zone under /sys/class/powercap".to_owned()
+    } else {
+        "this machine exposes no RAPL powercap interface (/sys/class/powercap)".to_owned()
+    })
+}
+
 /// Takes one energy sample now: a GPU power sample (forwarded by the GPU sampler to the
-/// energy actor) and the RAPL counters.
+/// energy actor; fresh, measured after this call, when `fresh` is given) and the RAPL
+/// counters. Returns the GPU source's status.
 pub async fn sample_energy_now(
     registry: &SamplerRegistry,
     energy: &ActorRef<EnergyMessage>,
-    root: &std::path::Path,
+    rapl: &RaplReader,
     timeout: Duration,
-) {
+    fresh: bool,
+) -> Option<GpuSourceStatus> {
+    let mut status = None;
     if let Some(gpu) = registry.get(SamplerCategory::Gpu) {
-        let _ = gpu.call(SamplerMessage::SamplePower, Some(timeout)).await;
-    }
-    let root = root.to_path_buf();
-    if let Ok((zones, errors)) = tokio::task::spawn_blocking(move || read_rapl_zones(&root)).await {
-        for error in errors {
-            tracing::debug!(%error, "RAPL zone unreadable");
+        let limit = fresh.then_some(timeout);
+        // The call waits a little longer than the source may, so its answer is seen.
+        let call_limit = timeout.saturating_mul(2) + Duration::from_secs(1);
+        if let Ok(ractor::rpc::CallResult::Success(answer)) = gpu
+            .call(
+                |reply| SamplerMessage::SamplePower(limit, reply),
+                Some(call_limit),
+            )
+            .await
+        {
+            status = answer;
         }
-        if !zones.is_empty() {
-            let _ = energy.cast(EnergyMessage::Rapl(std::time::Instant::now(), zones));
-        }
     }
+    if let Some(status) = &status {
+        let _ = energy.cast(EnergyMessage::GpuStatus(status.clone()));
+    }
+    rapl.read_into(energy).await;
+    status
 }
 
 /// Runs the energy clock until `cancel`: a sample at once, then one every `period`.
 pub fn spawn_energy_clock(
     registry: SamplerRegistry,
     energy: ActorRef<EnergyMessage>,
-    root: PathBuf,
+    rapl: Arc<RaplReader>,
     period: Duration,
     cancel: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
@@ -116,7 +220,7 @@ pub fn spawn_energy_clock(
                 _ = cancel.cancelled() => return,
                 _ = interval.tick() => {}
             }
-            sample_energy_now(&registry, &energy, &root, period).await;
+            sample_energy_now(&registry, &energy, &rapl, period, false).await;
         }
     })
 }

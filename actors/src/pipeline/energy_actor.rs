@@ -1,5 +1,7 @@
-//! The energy actor: receives every GPU power sample and RAPL reading in time order,
-//! keeps the energy account, publishes the `gen_ai.*` values, and makes the report.
+//! The energy actor: turns every GPU power sample, RAPL reading and scope boundary into
+//! an [`EnergyRecord`], applies it to the energy account, sends it to the event sink
+//! (so an event file can rebuild the report), publishes the `gen_ai.*` values, and
+//! makes the report.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,33 +12,41 @@ use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
 use crate::energy::account::EnergyAccount;
+use crate::energy::genai;
+use crate::energy::record::{EnergyRecord, Epoch, power_record};
 use crate::energy::report::EnergyReport;
 use crate::events::{EventSink, PipelineEvent};
 use crate::platform::linux::rapl::RaplZoneReading;
-use crate::samplers::gpu::{PowerSample, PowerSampleSink};
+use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
 
 /// Messages the energy actor answers.
 pub enum EnergyMessage {
-    /// A GPU sample (or a failed one).
+    /// A GPU backend's sample (or a failed one).
     Power(PowerSample),
     /// RAPL readings taken at an instant.
     Rapl(Instant, Vec<RaplZoneReading>),
+    /// The measured window starts at this instant.
+    MeasuringFrom(Instant, DateTime<Utc>),
     /// An Agent scope went live.
     ScopeStarted(Uuid, String, Instant, DateTime<Utc>),
     /// An Agent scope ended.
     ScopeEnded(Uuid, Instant, DateTime<Utc>),
-    /// The GPU source in use.
-    GpuSource(Option<String>),
-    /// The report as of now.
-    Report(RpcReplyPort<EnergyReport>),
+    /// The GPU sources and why they read nothing, when they do not.
+    GpuStatus(GpuSourceStatus),
+    /// Why CPU energy is not read, when it is not.
+    CpuStatus(Option<String>),
+    /// The report as of an instant (the flush call's).
+    Report(Instant, DateTime<Utc>, RpcReplyPort<EnergyReport>),
 }
 
 /// What the energy actor starts with.
 pub struct EnergyArguments {
     /// Factors and interval.
     pub settings: EnergySettings,
-    /// Where `gen_ai.*` metric batches go.
+    /// Where records and `gen_ai.*` metric batches go.
     pub sink: Arc<dyn EventSink>,
+    /// The pipeline's monotonic epoch.
+    pub epoch: Epoch,
 }
 
 /// The actor.
@@ -46,6 +56,53 @@ pub struct EnergyActor;
 pub struct EnergyState {
     account: EnergyAccount,
     sink: Arc<dyn EventSink>,
+    epoch: Epoch,
+    gpu_status: Option<GpuSourceStatus>,
+    cpu_status: Option<Option<String>>,
+}
+
+impl EnergyState {
+    /// Applies `record`, and sends it to the sink when it changed anything.
+    fn record(&mut self, record: EnergyRecord) -> Vec<crate::energy::account::ClosedInterval> {
+        let closed = self.account.apply(&record);
+        self.sink.send(PipelineEvent::Energy {
+            timestamp: Utc::now(),
+            record,
+        });
+        closed
+    }
+
+    fn power(&mut self, power: PowerSample) {
+        let record = power_record(
+            &power.source,
+            self.epoch.nanos(power.taken_at),
+            power.sample.as_deref(),
+            power.processes_read,
+        );
+        let stale = self.account.is_stale(&record);
+        let carries_shares = record
+            .devices
+            .iter()
+            .flatten()
+            .any(|device| device.shares.is_some());
+        // A reading taken again (a cached answer) adds nothing but its process shares.
+        if stale && !carries_shares {
+            return;
+        }
+        let closed = self.record(EnergyRecord::Power(record));
+        if stale {
+            return;
+        }
+        if let Some(sample) = &power.sample {
+            let measurements = genai::sample_measurements(sample, &closed, self.account.settings());
+            if !measurements.is_empty() {
+                self.sink.send(PipelineEvent::Metrics {
+                    timestamp: power.observed_at,
+                    measurements,
+                });
+            }
+        }
+    }
 }
 
 impl Actor for EnergyActor {
@@ -64,9 +121,21 @@ impl Actor for EnergyActor {
                 "accepted, has no effect: wattline uses one carbon-intensity factor"
             );
         }
+        let account = EnergyAccount::new(
+            arguments.settings,
+            arguments.epoch.nanos(Instant::now()),
+            Utc::now(),
+        );
+        arguments.sink.send(PipelineEvent::Energy {
+            timestamp: Utc::now(),
+            record: account.started_record(),
+        });
         Ok(EnergyState {
-            account: EnergyAccount::new(arguments.settings, Utc::now()),
+            account,
             sink: arguments.sink,
+            epoch: arguments.epoch,
+            gpu_status: None,
+            cpu_status: None,
         })
     }
 
@@ -76,24 +145,50 @@ impl Actor for EnergyActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let at = |state: &EnergyState, instant: Instant| state.epoch.nanos(instant);
         match message {
-            EnergyMessage::Power(power) => {
-                let measurements = state.account.add_gpu_sample(power.sample.as_deref());
-                if !measurements.is_empty() {
-                    state.sink.send(PipelineEvent::Metrics {
-                        timestamp: power.observed_at,
-                        measurements,
+            EnergyMessage::Power(power) => state.power(power),
+            EnergyMessage::Rapl(instant, zones) => {
+                let at = at(state, instant);
+                state.record(EnergyRecord::Rapl { at, zones });
+            }
+            EnergyMessage::MeasuringFrom(instant, wall) => {
+                let at = at(state, instant);
+                state.record(EnergyRecord::MeasuringFrom { at, wall });
+            }
+            EnergyMessage::ScopeStarted(uuid, name, instant, wall) => {
+                let at = at(state, instant);
+                state.record(EnergyRecord::ScopeStarted {
+                    uuid,
+                    name,
+                    at,
+                    wall,
+                });
+            }
+            EnergyMessage::ScopeEnded(uuid, instant, wall) => {
+                let at = at(state, instant);
+                state.record(EnergyRecord::ScopeEnded { uuid, at, wall });
+            }
+            // Statuses are recorded when they change, so the file stays small.
+            EnergyMessage::GpuStatus(status) => {
+                if state.gpu_status.as_ref() != Some(&status) {
+                    state.gpu_status = Some(status.clone());
+                    state.record(EnergyRecord::GpuStatus {
+                        configured: status.configured,
+                        unavailable: status.unavailable,
                     });
                 }
             }
-            EnergyMessage::Rapl(at, zones) => state.account.add_rapl(at, &zones),
-            EnergyMessage::ScopeStarted(uuid, name, at, wall) => {
-                state.account.scope_started(uuid, &name, at, wall)
+            EnergyMessage::CpuStatus(unavailable) => {
+                if state.cpu_status.as_ref() != Some(&unavailable) {
+                    state.cpu_status = Some(unavailable.clone());
+                    state.record(EnergyRecord::CpuStatus { unavailable });
+                }
             }
-            EnergyMessage::ScopeEnded(uuid, at, wall) => state.account.scope_ended(uuid, at, wall),
-            EnergyMessage::GpuSource(name) => state.account.set_gpu_source(name),
-            EnergyMessage::Report(reply) => {
-                let _ = reply.send(state.account.report(Utc::now()));
+            EnergyMessage::Report(instant, wall, reply) => {
+                let at = at(state, instant);
+                state.record(EnergyRecord::Report { at, wall });
+                let _ = reply.send(state.account.report(at, wall));
             }
         }
         Ok(())

@@ -37,11 +37,7 @@ pub enum MergerMessage {
         /// Where to send the snapshot (on-demand collection).
         reply: Option<RpcReplyPort<Snapshot>>,
     },
-    /// An Agent scope starts; replies with its UUID.
-    StartAgentScope(String, RpcReplyPort<Uuid>),
-    /// An Agent scope ends.
-    EndAgentScope(Uuid, Option<RpcReplyPort<()>>),
-    /// Ends every live Agent scope and the root scope (shutdown).
+    /// Ends every Agent scope still live and the root scope (shutdown).
     Close(RpcReplyPort<()>),
     /// Replies once every message sent before it has been handled.
     Sync(RpcReplyPort<()>),
@@ -61,7 +57,7 @@ pub struct MergerArguments {
     pub registry: SamplerRegistry,
     /// Where events go.
     pub sink: Arc<dyn EventSink>,
-    /// The energy actor, for Agent scope windows.
+    /// The energy actor, told when shutdown ends a scope.
     pub energy: Option<ActorRef<EnergyMessage>>,
     /// Where missed deadlines are recorded.
     pub diagnostics: Option<PipelineDiagnostics>,
@@ -70,6 +66,10 @@ pub struct MergerArguments {
     /// Set by the poll clock, cleared when a poll is done: a tick that finds it set is
     /// missed rather than queued.
     pub tick_in_flight: Arc<AtomicBool>,
+    /// The live Agent scopes (started and ended by the API at the instant it is called).
+    pub agents: super::AgentScopes,
+    /// The root scope's UUID.
+    pub root_scope: Uuid,
 }
 
 /// The actor.
@@ -79,9 +79,7 @@ pub struct MergerActor;
 pub struct MergerState {
     arguments: MergerArguments,
     environment: Arc<EnvironmentReader>,
-    root_scope: Uuid,
     root_started: DateTime<Utc>,
-    agents: Vec<(Uuid, String, DateTime<Utc>)>,
     closed: bool,
 }
 
@@ -116,7 +114,7 @@ impl MergerState {
     ) -> PipelineEvent {
         PipelineEvent::Scope(ScopeEvent {
             uuid,
-            parent_uuid: (kind == ScopeKind::Agent).then_some(self.root_scope),
+            parent_uuid: (kind == ScopeKind::Agent).then_some(self.arguments.root_scope),
             timestamp,
             name: name.to_string(),
             scope_category: category,
@@ -223,10 +221,18 @@ impl MergerState {
 
     fn emit_marks(&self, snapshot: &Snapshot) {
         let data = resource_measurements(snapshot);
-        let parents: Vec<Uuid> = if self.agents.is_empty() {
-            vec![self.root_scope]
+        let live: Vec<Uuid> = match self.arguments.agents.lock() {
+            Ok(agents) => agents.iter().map(|(uuid, _, _)| *uuid).collect(),
+            Err(poisoned) => poisoned
+                .into_inner()
+                .iter()
+                .map(|(uuid, _, _)| *uuid)
+                .collect(),
+        };
+        let parents = if live.is_empty() {
+            vec![self.arguments.root_scope]
         } else {
-            self.agents.iter().map(|(uuid, _, _)| *uuid).collect()
+            live
         };
         for parent in parents {
             self.arguments.sink.send(PipelineEvent::Mark(Mark {
@@ -255,14 +261,12 @@ impl Actor for MergerActor {
             tokio::task::spawn_blocking(move || EnvironmentReader::new(&root)).await?;
         let state = MergerState {
             environment: Arc::new(environment),
-            root_scope: new_uuid(),
             root_started: Utc::now(),
-            agents: Vec::new(),
             closed: false,
             arguments,
         };
         state.arguments.sink.send(state.scope_event(
-            state.root_scope,
+            state.arguments.root_scope,
             "wattline",
             state.root_started,
             ScopeCategory::Start,
@@ -293,69 +297,33 @@ impl Actor for MergerActor {
                     let _ = reply.send(snapshot);
                 }
             }
-            MergerMessage::StartAgentScope(name, reply) => {
-                let uuid = new_uuid();
-                let started = Utc::now();
-                state.arguments.sink.send(state.scope_event(
-                    uuid,
-                    &name,
-                    started,
-                    ScopeCategory::Start,
-                    ScopeKind::Agent,
-                ));
-                if let Some(energy) = &state.arguments.energy {
-                    let _ = energy.cast(EnergyMessage::ScopeStarted(
-                        uuid,
-                        name.clone(),
-                        Instant::now(),
-                        started,
-                    ));
-                }
-                state.agents.push((uuid, name, started));
-                let _ = reply.send(uuid);
-            }
-            MergerMessage::EndAgentScope(uuid, reply) => {
-                if let Some(position) = state.agents.iter().position(|(id, _, _)| *id == uuid) {
-                    let (_, name, started) = state.agents.remove(position);
-                    let ended = strictly_after(started);
-                    state.arguments.sink.send(state.scope_event(
-                        uuid,
-                        &name,
-                        ended,
-                        ScopeCategory::End,
-                        ScopeKind::Agent,
-                    ));
-                    if let Some(energy) = &state.arguments.energy {
-                        let _ = energy.cast(EnergyMessage::ScopeEnded(uuid, Instant::now(), ended));
-                    }
-                }
-                if let Some(reply) = reply {
-                    let _ = reply.send(());
-                }
-            }
             MergerMessage::Sync(reply) => {
                 let _ = reply.send(());
             }
             MergerMessage::Close(reply) => {
                 if !state.closed {
-                    let live: Vec<Uuid> = state.agents.iter().map(|(uuid, _, _)| *uuid).collect();
-                    for uuid in live {
-                        if let Some(position) =
-                            state.agents.iter().position(|(id, _, _)| *id == uuid)
-                        {
-                            let (_, name, started) = state.agents.remove(position);
-                            state.arguments.sink.send(state.scope_event(
-                                uuid,
-                                &name,
-                                strictly_after(started),
-                                ScopeCategory::End,
-                                ScopeKind::Agent,
-                            ));
+                    let live: Vec<(Uuid, String, DateTime<Utc>)> =
+                        match state.arguments.agents.lock() {
+                            Ok(mut agents) => std::mem::take(&mut *agents),
+                            Err(_) => Vec::new(),
+                        };
+                    for (uuid, name, started) in live {
+                        let ended = strictly_after(started);
+                        state.arguments.sink.send(state.scope_event(
+                            uuid,
+                            &name,
+                            ended,
+                            ScopeCategory::End,
+                            ScopeKind::Agent,
+                        ));
+                        if let Some(energy) = &state.arguments.energy {
+                            let _ =
+                                energy.cast(EnergyMessage::ScopeEnded(uuid, Instant::now(), ended));
                         }
                     }
                     let ended = strictly_after(state.root_started);
                     state.arguments.sink.send(state.scope_event(
-                        state.root_scope,
+                        state.arguments.root_scope,
                         "wattline",
                         ended,
                         ScopeCategory::End,

@@ -13,7 +13,9 @@ pub mod supervisor;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
 
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorRef};
@@ -23,15 +25,18 @@ use wattline_config::ResourceMetricsConfig;
 use wattline_config::diagnostics::DiagnosticsLimits;
 use wattline_config::energy::EnergySettings;
 
-use self::clock::{MissedTicks, sample_energy_now, spawn_energy_clock, spawn_poll_clock};
+use self::clock::{
+    MissedTicks, RaplReader, sample_energy_now, spawn_energy_clock, spawn_poll_clock,
+};
 use self::energy_actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
 use self::merger_actor::{MergerActor, MergerArguments, MergerMessage};
 use self::registry::SamplerRegistry;
 use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
+use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
-use crate::events::EventSink;
-use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink};
+use crate::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid};
+use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::{CategorySampler, cpu, disk, memory, network, process};
 use crate::scope::ScopeTarget;
@@ -62,7 +67,79 @@ pub struct PipelineSpec {
     /// How long a tick waits for its samplers; default 80% of the poll interval,
     /// between 50 ms and 10 s.
     pub tick_deadline: Option<Duration>,
+    /// The monotonic epoch energy records count from: taken before the first reading.
+    pub epoch: Epoch,
+    /// The GPU source already started and answered (see [`prepare_gpu_source`]); the
+    /// factory makes the next one only after a restart.
+    pub prepared_gpu: Option<PreparedGpu>,
+    /// Energy counts from this instant (default: when `spawn` is called).
+    pub measuring_from: Option<(Instant, DateTime<Utc>)>,
 }
+
+/// A GPU source started before the pipeline, with the readings taken while waiting for
+/// its first answer.
+pub struct PreparedGpu {
+    /// The source; `None` when GPU reading is off.
+    pub source: Option<Box<dyn GpuSource>>,
+    /// What it read first, one part per backend.
+    pub first_parts: Vec<SamplePart>,
+}
+
+/// Where a GPU source's events go: the `gpu` diagnostics component, or nowhere.
+pub fn gpu_event_sink(diagnostics: Option<&PipelineDiagnostics>) -> Arc<dyn GpuEventSink> {
+    match diagnostics {
+        Some(diagnostics) => Arc::new(gpu_events::DiagnosticsGpuEvents(diagnostics.clone())),
+        None => Arc::new(NoopEventSink),
+    }
+}
+
+/// Makes the GPU source and waits, at most `limit`, for its first answer, on a
+/// blocking worker; then takes its first reading. Run before the work to measure
+/// starts, so even the first instant of it has a reading (and `collect` shows devices
+/// on its first call).
+pub async fn prepare_gpu_source(
+    factory: &GpuSourceFactory,
+    diagnostics: Option<&PipelineDiagnostics>,
+    limit: Duration,
+) -> PreparedGpu {
+    let factory = Arc::clone(factory);
+    let events = gpu_event_sink(diagnostics);
+    let make = move || {
+        let mut source = factory(events);
+        let first_parts = match source.as_mut() {
+            Some(source) => {
+                source.wait_until_ready(limit);
+                source.sample_parts(&crate::gpu::GpuSampleRequest {
+                    series: crate::readings::SamplingSeries::Polling,
+                    device_metrics: true,
+                    process_metrics: false,
+                    device_selectors: Vec::new(),
+                    processes: crate::gpu::ProcessScope::Pids(Default::default()),
+                })
+            }
+            None => Vec::new(),
+        };
+        PreparedGpu {
+            source,
+            first_parts,
+        }
+    };
+    // The runtime is needed inside: an `nvidia-smi` source starts its task on it.
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let _entered = runtime.enter();
+        make()
+    })
+    .await
+    .unwrap_or(PreparedGpu {
+        source: None,
+        first_parts: Vec::new(),
+    })
+}
+
+/// The live Agent scopes, shared by the API (which starts and ends them at the instant
+/// it is called) and the merger (which copies each mark under them).
+pub type AgentScopes = Arc<Mutex<Vec<(Uuid, String, DateTime<Utc>)>>>;
 
 /// Why the pipeline could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +163,6 @@ pub enum PipelineError {
 
 /// A running pipeline.
 pub struct RunningPipeline {
-    root: PathBuf,
     supervisor: ActorRef<SupervisorMessage>,
     merger: ActorRef<MergerMessage>,
     resource_enabled: bool,
@@ -98,6 +174,10 @@ pub struct RunningPipeline {
     energy_interval: Duration,
     gpu_source_name: Arc<Mutex<Option<String>>>,
     clock_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    agents: AgentScopes,
+    root_scope: Uuid,
+    sink: Arc<dyn EventSink>,
+    rapl: Arc<RaplReader>,
 }
 
 /// Opens the diagnostics context with `limits` and registers the pipeline's components
@@ -140,6 +220,7 @@ impl RunningPipeline {
                     EnergyArguments {
                         settings: settings.clone(),
                         sink: Arc::clone(&spec.sink),
+                        epoch: spec.epoch,
                     },
                 )
                 .await
@@ -148,6 +229,22 @@ impl RunningPipeline {
             ),
             None => None,
         };
+        let mut prepared_gpu = spec.prepared_gpu;
+        if let Some(energy) = &energy {
+            // The readings taken while preparing come first, then the window opens.
+            for part in prepared_gpu
+                .as_mut()
+                .map(|prepared| std::mem::take(&mut prepared.first_parts))
+                .unwrap_or_default()
+            {
+                let _ = energy.cast(EnergyMessage::Power(PowerSample::from_part(part, false)));
+            }
+            let (at, wall) = spec
+                .measuring_from
+                .unwrap_or_else(|| (Instant::now(), Utc::now()));
+            let _ = energy.cast(EnergyMessage::MeasuringFrom(at, wall));
+        }
+        let prepared_source = Arc::new(Mutex::new(prepared_gpu.and_then(|p| p.source)));
 
         let resource = spec.resource.clone();
         let mut factories: Vec<(SamplerCategory, SamplerFactory)> = Vec::new();
@@ -214,24 +311,18 @@ impl RunningPipeline {
                 .as_ref()
                 .map(|actor| Arc::new(EnergyFeed(actor.clone())) as Arc<dyn PowerSampleSink>);
             let make_source = Arc::clone(&spec.gpu_source);
-            let events: Arc<dyn GpuEventSink> = match &pipeline_diagnostics {
-                Some(diagnostics) => {
-                    Arc::new(gpu_events::DiagnosticsGpuEvents(diagnostics.clone()))
-                }
-                None => Arc::new(NoopEventSink),
-            };
+            let events = gpu_event_sink(pipeline_diagnostics.as_ref());
             let name_slot = Arc::clone(&gpu_source_name);
-            let energy_for_name = energy.clone();
             factories.push((
                 SamplerCategory::Gpu,
                 Arc::new(move || {
-                    let source = make_source(Arc::clone(&events));
+                    // The source prepared before the pipeline first; a new one after
+                    // each restart.
+                    let prepared = prepared_source.lock().ok().and_then(|mut slot| slot.take());
+                    let source = prepared.or_else(|| make_source(Arc::clone(&events)));
                     let name = source.as_ref().map(|s| s.name().to_string());
                     if let Ok(mut slot) = name_slot.lock() {
                         slot.clone_from(&name);
-                    }
-                    if let Some(energy) = &energy_for_name {
-                        let _ = energy.cast(EnergyMessage::GpuSource(name));
                     }
                     Box::new(GpuSampler::new(
                         source,
@@ -270,6 +361,8 @@ impl RunningPipeline {
                 .clamp(Duration::from_millis(50), Duration::from_secs(10))
         });
         let tick_in_flight = Arc::new(AtomicBool::new(false));
+        let agents: AgentScopes = Arc::default();
+        let root_scope = new_uuid();
         let (merger, _) = Actor::spawn(
             None,
             MergerActor,
@@ -284,6 +377,8 @@ impl RunningPipeline {
                 diagnostics: pipeline_diagnostics.clone(),
                 deadline,
                 tick_in_flight: Arc::clone(&tick_in_flight),
+                agents: Arc::clone(&agents),
+                root_scope,
             },
         )
         .await
@@ -305,17 +400,20 @@ impl RunningPipeline {
             .map_or(Duration::from_secs(5), |settings| {
                 Duration::from_millis(settings.config.interval_millis)
             });
+        let rapl = Arc::new(RaplReader::new(
+            spec.root.clone(),
+            pipeline_diagnostics.clone(),
+        ));
         if let Some(energy) = &energy {
             clock_tasks.push(spawn_energy_clock(
                 registry.clone(),
                 energy.clone(),
-                spec.root.clone(),
+                Arc::clone(&rapl),
                 energy_interval,
                 cancel.clone(),
             ));
         }
         Ok(RunningPipeline {
-            root: spec.root,
             supervisor,
             merger,
             resource_enabled,
@@ -327,6 +425,10 @@ impl RunningPipeline {
             energy_interval,
             gpu_source_name,
             clock_tasks: Mutex::new(clock_tasks),
+            agents,
+            root_scope,
+            sink: spec.sink,
+            rapl,
         })
     }
 
@@ -351,69 +453,140 @@ impl RunningPipeline {
         }
     }
 
-    /// Starts an Agent scope; its UUID identifies it for [`Self::end_agent_scope`].
-    pub async fn start_agent_scope(&self, name: &str) -> Result<Uuid, PipelineError> {
-        match self
-            .merger
-            .call(
-                |reply| MergerMessage::StartAgentScope(name.to_string(), reply),
-                None,
-            )
-            .await
-        {
-            Ok(CallResult::Success(uuid)) => Ok(uuid),
-            _ => Err(PipelineError::Stopped),
+    /// Starts an Agent scope at this instant, without waiting for a poll in flight; its
+    /// UUID identifies it for [`Self::end_agent_scope`]. The energy stage takes a
+    /// reading at the boundary.
+    pub fn start_agent_scope(&self, name: &str) -> Uuid {
+        let (at, wall) = (Instant::now(), Utc::now());
+        let uuid = new_uuid();
+        if let Ok(mut agents) = self.agents.lock() {
+            agents.push((uuid, name.to_owned(), wall));
         }
+        self.sink
+            .send(self.scope_event(uuid, name, wall, ScopeCategory::Start));
+        if let Some(energy) = &self.energy {
+            let _ = energy.cast(EnergyMessage::ScopeStarted(uuid, name.to_owned(), at, wall));
+        }
+        self.boundary_reading();
+        uuid
     }
 
-    /// Ends an Agent scope without waiting (safe from `Drop`).
+    /// Ends an Agent scope at this instant, without waiting (safe from `Drop`); the
+    /// energy stage takes a reading at the boundary.
     pub fn end_agent_scope(&self, uuid: Uuid) {
-        let _ = self.merger.cast(MergerMessage::EndAgentScope(uuid, None));
-    }
-
-    /// Ends an Agent scope and waits until the end event is out.
-    pub async fn end_agent_scope_and_wait(&self, uuid: Uuid) -> Result<(), PipelineError> {
-        match self
-            .merger
-            .call(
-                |reply| MergerMessage::EndAgentScope(uuid, Some(reply)),
-                None,
-            )
-            .await
-        {
-            Ok(CallResult::Success(())) => Ok(()),
-            _ => Err(PipelineError::Stopped),
+        let (at, wall) = (Instant::now(), Utc::now());
+        if self.end_scope_at(uuid, at, wall) {
+            self.boundary_reading();
         }
     }
 
-    /// Takes one last energy sample (closing the open interval, so even a pipeline
-    /// younger than one interval has a reading) and returns the report.
+    /// Ends every live Agent scope at `at` (shutdown: the report's instant).
+    fn end_live_scopes(&self, at: Instant, wall: DateTime<Utc>) {
+        let live: Vec<Uuid> = match self.agents.lock() {
+            Ok(agents) => agents.iter().map(|(uuid, _, _)| *uuid).collect(),
+            Err(_) => Vec::new(),
+        };
+        for uuid in live {
+            self.end_scope_at(uuid, at, wall);
+        }
+    }
+
+    fn end_scope_at(&self, uuid: Uuid, at: Instant, wall: DateTime<Utc>) -> bool {
+        let ended = self.agents.lock().ok().and_then(|mut agents| {
+            let position = agents.iter().position(|(id, _, _)| *id == uuid)?;
+            Some(agents.remove(position))
+        });
+        let Some((_, name, started)) = ended else {
+            return false;
+        };
+        // An end strictly after its start, even when the clock has not moved.
+        let wall = if wall > started {
+            wall
+        } else {
+            started + chrono::Duration::microseconds(1)
+        };
+        self.sink
+            .send(self.scope_event(uuid, &name, wall, ScopeCategory::End));
+        if let Some(energy) = &self.energy {
+            let _ = energy.cast(EnergyMessage::ScopeEnded(uuid, at, wall));
+        }
+        true
+    }
+
+    fn scope_event(
+        &self,
+        uuid: Uuid,
+        name: &str,
+        timestamp: DateTime<Utc>,
+        category: ScopeCategory,
+    ) -> PipelineEvent {
+        PipelineEvent::Scope(ScopeEvent {
+            uuid,
+            parent_uuid: Some(self.root_scope),
+            timestamp,
+            name: name.to_owned(),
+            scope_category: category,
+            kind: ScopeKind::Agent,
+        })
+    }
+
+    /// A power (and counter) reading for a scope boundary, in the background.
+    fn boundary_reading(&self) {
+        let Some(energy) = self.energy.clone() else {
+            return;
+        };
+        let (registry, rapl, timeout) = (
+            self.registry.clone(),
+            Arc::clone(&self.rapl),
+            self.energy_interval,
+        );
+        tokio::spawn(async move {
+            sample_energy_now(&registry, &energy, &rapl, timeout, false).await;
+        });
+    }
+
+    /// The report as of this call: takes a fresh reading from every source (for a
+    /// cached source, a new measurement, waited for within its timeout), integrates up
+    /// to it, and leaves out what lies after this instant.
     pub async fn energy_report(&self) -> Result<EnergyReport, PipelineError> {
+        self.energy_report_at(Instant::now(), Utc::now()).await
+    }
+
+    async fn energy_report_at(
+        &self,
+        at: Instant,
+        wall: DateTime<Utc>,
+    ) -> Result<EnergyReport, PipelineError> {
         let energy = self.energy.as_ref().ok_or(PipelineError::EnergyDisabled)?;
         sample_energy_now(
             &self.registry,
             energy,
-            &self.root,
-            self.energy_interval.max(Duration::from_secs(1)),
+            &self.rapl,
+            crate::gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
+            true,
         )
         .await;
-        let mut report = match energy.call(EnergyMessage::Report, None).await {
+        let mut report = match energy
+            .call(|reply| EnergyMessage::Report(at, wall, reply), None)
+            .await
+        {
             Ok(CallResult::Success(report)) => report,
             _ => return Err(PipelineError::Stopped),
         };
-        if report.gpu_source.is_none() {
-            report.gpu_source = self
-                .gpu_source_name
-                .lock()
-                .ok()
-                .and_then(|name| name.clone());
-        }
         report.diagnostics = self
             .diagnostics
             .as_ref()
             .and_then(|d| d.snapshot().ok())
             .and_then(|snapshot| serde_json::to_value(snapshot).ok());
         Ok(report)
+    }
+
+    /// The final report: live Agent scopes end at this instant, which is also the
+    /// report's, so the report and the event file agree.
+    pub async fn final_report(&self) -> Result<EnergyReport, PipelineError> {
+        let (at, wall) = (Instant::now(), Utc::now());
+        self.end_live_scopes(at, wall);
+        self.energy_report_at(at, wall).await
     }
 
     /// How many times a category's sampler was restarted.

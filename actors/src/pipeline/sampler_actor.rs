@@ -9,8 +9,13 @@ use crate::samplers::{CategoryReading, CategorySampler, SampleRequest, SamplerOu
 pub enum SamplerMessage {
     /// Sample one tick and reply with the category's output.
     Sample(SampleRequest, RpcReplyPort<SamplerOutput<CategoryReading>>),
-    /// Take a power sample for the energy stage (GPU only); replies when done.
-    SamplePower(RpcReplyPort<()>),
+    /// Take a power sample for the energy stage (GPU only), fresh (measured after the
+    /// request, waiting at most the given time) when asked; replies with the GPU
+    /// source's status when done.
+    SamplePower(
+        Option<std::time::Duration>,
+        RpcReplyPort<Option<crate::samplers::gpu::GpuSourceStatus>>,
+    ),
 }
 
 /// The actor. Its state is the sampler (taken out while a blocking read runs).
@@ -75,16 +80,16 @@ impl Actor for SamplerActor {
                     Err(error) => return Err(panicked(category, error)),
                 }
             }
-            SamplerMessage::SamplePower(reply) => {
+            SamplerMessage::SamplePower(fresh, reply) => {
                 let joined = tokio::task::spawn_blocking(move || {
-                    sampler.sample_power();
-                    sampler
+                    let status = sampler.sample_power(fresh);
+                    (sampler, status)
                 })
                 .await;
                 match joined {
-                    Ok(sampler) => {
+                    Ok((sampler, status)) => {
                         state.sampler = Some(sampler);
-                        let _ = reply.send(());
+                        let _ = reply.send(status);
                     }
                     Err(error) => return Err(panicked(category, error)),
                 }

@@ -4,31 +4,24 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use wattline_config::resource_metrics::GpuConfig;
 
 use super::{ReadProblems, SampleRequest, SamplerOutput};
-use crate::gpu::{GpuSample, GpuSampleRequest, GpuSource, ProcessScope};
+use crate::gpu::{GpuSample, GpuSampleRequest, GpuSource, ProcessScope, SamplePart, merge_parts};
 use crate::readings::{FieldCoverage, SamplingSeries};
 use crate::scope::ScopeTarget;
 
-/// One GPU sample as the energy stage sees it: the readings (or `None` for a failed
-/// sample, a gap) and when it was taken.
-#[derive(Debug, Clone)]
-pub struct PowerSample {
-    /// The device readings; `None` when the source observed nothing.
-    pub sample: Option<Arc<GpuSample>>,
-    /// Wall-clock time of the sample.
-    pub observed_at: DateTime<Utc>,
-    /// Monotonic time of the sample (the source's own stamp when it gave one).
-    pub taken_at: std::time::Instant,
-}
+pub use crate::gpu::{PowerSample, PowerSampleSink};
 
-/// Where the GPU sampler sends every sample's readings.
-pub trait PowerSampleSink: Send + Sync {
-    /// Receives one sample; must not block.
-    fn send(&self, sample: PowerSample);
+/// What the GPU sources are and why they read nothing, when they do not.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GpuSourceStatus {
+    /// The configured source's name (`none` without one).
+    pub configured: String,
+    /// Why nothing is read, in words, while nothing is.
+    pub unavailable: Option<String>,
 }
 
 /// The GPU category in base units: the source's sample and which groups are wanted.
@@ -47,6 +40,9 @@ pub struct GpuSampler {
     source: Option<Box<dyn GpuSource>>,
     config: GpuConfig,
     power_sink: Option<Arc<dyn PowerSampleSink>>,
+    /// The processes of the latest resource poll: the energy stage's own samples read
+    /// process shares for them (every process until a poll says otherwise).
+    processes: ProcessScope,
 }
 
 impl std::fmt::Debug for GpuSampler {
@@ -62,22 +58,48 @@ impl std::fmt::Debug for GpuSampler {
 }
 
 impl GpuSampler {
-    /// A sampler over `source` (`None`: GPU reading is off).
+    /// A sampler over `source` (`None`: GPU reading is off). With a power sink, the
+    /// source's own readings (a background tool's answers) go to it as they arrive.
     pub fn new(
-        source: Option<Box<dyn GpuSource>>,
+        mut source: Option<Box<dyn GpuSource>>,
         config: GpuConfig,
         power_sink: Option<Arc<dyn PowerSampleSink>>,
     ) -> Self {
+        if let (Some(source), Some(sink)) = (source.as_mut(), &power_sink) {
+            source.forward_readings(Arc::clone(sink));
+        }
         GpuSampler {
             source,
             config,
             power_sink,
+            processes: ProcessScope::All,
         }
     }
 
     /// The name of the source in use, e.g. `nvml+drm`.
     pub fn source_name(&self) -> Option<String> {
         self.source.as_ref().map(|source| source.name().to_string())
+    }
+
+    /// The configured source and why it reads nothing, when it does not.
+    pub fn status(&self) -> GpuSourceStatus {
+        match &self.source {
+            Some(source) => GpuSourceStatus {
+                configured: source.name().to_owned(),
+                unavailable: source.unavailable_reason(),
+            },
+            None => GpuSourceStatus {
+                configured: "none".into(),
+                unavailable: Some("GPU reading is off".into()),
+            },
+        }
+    }
+
+    /// Waits, at most `limit`, for the source's first answer.
+    pub fn wait_until_ready(&mut self, limit: Duration) {
+        if let Some(source) = self.source.as_mut() {
+            source.wait_until_ready(limit);
+        }
     }
 
     /// Samples the GPU category for a resource tick.
@@ -94,14 +116,25 @@ impl GpuSampler {
                     .collect::<BTreeSet<u32>>(),
             ),
         };
+        if !scope.is_unavailable() {
+            self.processes = processes.clone();
+        }
+        let process_metrics = self.config.process_metrics && !scope.is_unavailable();
         let gpu_request = GpuSampleRequest {
             series: request.series,
-            device_metrics: self.config.device_metrics,
-            process_metrics: self.config.process_metrics && !scope.is_unavailable(),
+            // Energy needs every device reading, so devices are read even when the
+            // snapshot does not show them.
+            device_metrics: self.config.device_metrics || self.power_sink.is_some(),
+            process_metrics,
             device_selectors: self.config.devices.clone(),
             processes,
         };
-        let sample = self.sample_source(&gpu_request);
+        let sample = self.sample_source(&gpu_request).map(|mut sample| {
+            if !self.config.device_metrics {
+                sample.devices.clear();
+            }
+            sample
+        });
         SamplerOutput {
             reading: GpuReading {
                 sample,
@@ -113,43 +146,33 @@ impl GpuSampler {
         }
     }
 
-    /// Takes a device-only sample for the energy stage's own interval.
-    pub fn sample_power(&mut self) {
+    /// Takes a sample for the energy stage: devices, and process shares for the latest
+    /// poll's processes. With `fresh`, a source that caches answers measures again
+    /// first (waiting at most `limit`), so the reading is from after this call.
+    pub fn sample_power(&mut self, fresh: Option<Duration>) -> GpuSourceStatus {
+        if let (Some(limit), Some(source)) = (fresh, self.source.as_mut()) {
+            source.refresh(limit);
+        }
         let request = GpuSampleRequest {
             series: SamplingSeries::Polling,
             device_metrics: true,
-            process_metrics: false,
+            process_metrics: self.config.process_metrics,
             device_selectors: self.config.devices.clone(),
-            processes: ProcessScope::Pids(BTreeSet::new()),
+            processes: self.processes.clone(),
         };
         self.sample_source(&request);
+        self.status()
     }
 
     fn sample_source(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
         let source = self.source.as_mut()?;
-        let sample = source.sample(request);
+        let parts: Vec<SamplePart> = source.sample_parts(request);
+        let merged = merge_parts(&parts);
         if let Some(sink) = &self.power_sink {
-            // Energy needs every device reading, so ask for devices even when the
-            // snapshot does not show them.
-            let power = if request.device_metrics {
-                sample.clone()
-            } else {
-                let devices_only = GpuSampleRequest {
-                    device_metrics: true,
-                    process_metrics: false,
-                    processes: ProcessScope::Pids(BTreeSet::new()),
-                    ..request.clone()
-                };
-                source.sample(&devices_only)
-            };
-            sink.send(PowerSample {
-                taken_at: power
-                    .as_ref()
-                    .map_or_else(std::time::Instant::now, |s| s.taken_at),
-                sample: power.map(Arc::new),
-                observed_at: Utc::now(),
-            });
+            for part in parts {
+                sink.send(PowerSample::from_part(part, request.process_metrics));
+            }
         }
-        sample
+        merged
     }
 }

@@ -102,8 +102,15 @@ pub trait CategorySampler: Send + 'static {
     fn category(&self) -> SamplerCategory;
     /// Samples one tick.
     fn sample_category(&mut self, request: &SampleRequest) -> SamplerOutput<CategoryReading>;
-    /// Takes a sample for the energy stage's own interval (GPU only).
-    fn sample_power(&mut self) {}
+    /// Takes a sample for the energy stage (GPU only); with `fresh`, a source that
+    /// caches answers measures again first, waiting at most that long. Returns the
+    /// GPU source's status.
+    fn sample_power(
+        &mut self,
+        _fresh: Option<std::time::Duration>,
+    ) -> Option<gpu::GpuSourceStatus> {
+        None
+    }
 }
 
 macro_rules! impl_category_sampler {
@@ -148,8 +155,8 @@ impl CategorySampler for gpu::GpuSampler {
         }
     }
 
-    fn sample_power(&mut self) {
-        gpu::GpuSampler::sample_power(self);
+    fn sample_power(&mut self, fresh: Option<std::time::Duration>) -> Option<gpu::GpuSourceStatus> {
+        Some(gpu::GpuSampler::sample_power(self, fresh))
     }
 }
 

@@ -7,7 +7,7 @@ use super::error::ReadError;
 use super::{ParseError, parse_u64, read_file};
 
 /// One RAPL zone's counter.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RaplZoneReading {
     /// Stable identifier: the directory name (`intel-rapl:0`, `intel-rapl:0:1`).
     pub zone: String,

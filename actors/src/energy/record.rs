@@ -1,0 +1,278 @@
+//! The energy stage's inputs as records: what the live account consumes, in order, and
+//! what an event file carries, so `wattline report FILE` feeds the same records to the
+//! same account and rebuilds the same report.
+//!
+//! Times are nanoseconds on the pipeline's monotonic clock since its epoch, an instant
+//! taken before the first reading, so no reading is ever stamped before zero.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+use wattline_config::energy::EnergySettings;
+
+use crate::gpu::GpuSample;
+use crate::platform::linux::rapl::RaplZoneReading;
+
+/// Nanoseconds since the pipeline's epoch, on its monotonic clock.
+pub type Nanos = u64;
+
+/// The pipeline's monotonic epoch: converts instants to [`Nanos`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Epoch(pub Instant);
+
+impl Epoch {
+    /// An epoch starting now.
+    pub fn now() -> Self {
+        Epoch(Instant::now())
+    }
+
+    /// `at` as nanoseconds since the epoch (an instant before it is zero).
+    pub fn nanos(self, at: Instant) -> Nanos {
+        u64::try_from(at.saturating_duration_since(self.0).as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// What one GPU process share is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShareBasis {
+    /// The process's share of the device's compute utilization (NVML process samples).
+    Utilization,
+    /// The process's share of the device memory held by processes (`nvidia-smi
+    /// --query-compute-apps`): a proxy, labelled as such.
+    Memory,
+}
+
+impl ShareBasis {
+    /// `utilization` or `memory`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShareBasis::Utilization => "utilization",
+            ShareBasis::Memory => "memory",
+        }
+    }
+}
+
+/// How a device's energy divides between processes, as of one reading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessShares {
+    /// What the shares are shares of; `None` when no process used the device.
+    pub basis: Option<ShareBasis>,
+    /// Process ID to its fraction of the device's energy; fractions sum to at most 1,
+    /// the rest is unattributed.
+    pub processes: BTreeMap<u32, f64>,
+}
+
+/// One device's power reading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevicePower {
+    /// Backend identifier (NVML UUID, PCI address).
+    pub id: String,
+    /// Product name, when known.
+    pub name: Option<String>,
+    /// Power draw, W; `None` when the device gave none (no energy for it).
+    pub watts: Option<f64>,
+    /// Hardware energy counter, mJ, where readable.
+    pub counter_millijoules: Option<u64>,
+    /// Process shares read with this reading; `None` when processes were not read.
+    pub shares: Option<ProcessShares>,
+}
+
+/// What one GPU backend measured at one instant, or that it measured nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PowerRecord {
+    /// The backend (`nvml`, `nvidia-smi`, `drm`, a user's).
+    pub source: String,
+    /// When the reading was measured (or the failure observed).
+    pub at: Nanos,
+    /// The devices; `None` for a failed sample, a gap for every device of this source.
+    pub devices: Option<Vec<DevicePower>>,
+}
+
+/// One input of the energy account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum EnergyRecord {
+    /// The account opened, with its factors; `wall` is the wall-clock time at `at`.
+    Started {
+        /// Monotonic time.
+        at: Nanos,
+        /// Wall-clock time at `at`.
+        wall: DateTime<Utc>,
+        /// Factors and interval.
+        settings: EnergySettings,
+    },
+    /// The measured window starts here: energy before it is not in the report.
+    MeasuringFrom {
+        /// Monotonic time.
+        at: Nanos,
+        /// Wall-clock time.
+        wall: DateTime<Utc>,
+    },
+    /// A GPU backend's reading.
+    Power(PowerRecord),
+    /// RAPL counters read at `at`.
+    Rapl {
+        /// Monotonic time.
+        at: Nanos,
+        /// The zones that were readable.
+        zones: Vec<RaplZoneReading>,
+    },
+    /// An Agent scope went live.
+    ScopeStarted {
+        /// Its UUID.
+        uuid: Uuid,
+        /// Its name.
+        name: String,
+        /// Monotonic time.
+        at: Nanos,
+        /// Wall-clock time.
+        wall: DateTime<Utc>,
+    },
+    /// An Agent scope ended.
+    ScopeEnded {
+        /// Its UUID.
+        uuid: Uuid,
+        /// Monotonic time.
+        at: Nanos,
+        /// Wall-clock time.
+        wall: DateTime<Utc>,
+    },
+    /// What the GPU sources are and, when nothing is measured, why in words.
+    GpuStatus {
+        /// The configured source (`nvml+drm`, `nvidia-smi`, `none`, a user's).
+        configured: String,
+        /// Why no GPU power is read, when none is.
+        unavailable: Option<String>,
+    },
+    /// Why CPU energy (RAPL) is not read, when it is not.
+    CpuStatus {
+        /// The cause and its fix, in words.
+        unavailable: Option<String>,
+    },
+    /// A report was taken as of `at`.
+    Report {
+        /// Monotonic time.
+        at: Nanos,
+        /// Wall-clock time.
+        wall: DateTime<Utc>,
+    },
+}
+
+impl EnergyRecord {
+    /// The instant the record carries, if any.
+    pub fn at(&self) -> Option<Nanos> {
+        match self {
+            EnergyRecord::Started { at, .. }
+            | EnergyRecord::MeasuringFrom { at, .. }
+            | EnergyRecord::Rapl { at, .. }
+            | EnergyRecord::ScopeStarted { at, .. }
+            | EnergyRecord::ScopeEnded { at, .. }
+            | EnergyRecord::Report { at, .. } => Some(*at),
+            EnergyRecord::Power(power) => Some(power.at),
+            EnergyRecord::GpuStatus { .. } | EnergyRecord::CpuStatus { .. } => None,
+        }
+    }
+}
+
+/// The power record of one backend's sample: `None` is a failed sample. `shares_read`
+/// says whether processes were read with it, so "no process on the device" (empty
+/// shares) differs from "not asked" (no shares).
+pub fn power_record(
+    source: &str,
+    at: Nanos,
+    sample: Option<&GpuSample>,
+    shares_read: bool,
+) -> PowerRecord {
+    let devices = sample.map(|sample| {
+        sample
+            .devices
+            .iter()
+            .map(|device| DevicePower {
+                id: device.device_identifier.clone(),
+                name: device.name.clone(),
+                watts: device.power_draw_watts,
+                counter_millijoules: device.total_energy_millijoules,
+                shares: shares_read
+                    .then(|| process_shares(sample, &device.device_identifier))
+                    .flatten(),
+            })
+            .collect()
+    });
+    PowerRecord {
+        source: source.to_owned(),
+        at,
+        devices,
+    }
+}
+
+/// The shares of `device` in `sample`: by compute utilization where processes carry it
+/// (relative to the device's own utilization), else by memory held. `None` when the
+/// records carry neither (NVML's first process sample has no utilization yet).
+pub fn process_shares(sample: &GpuSample, device: &str) -> Option<ProcessShares> {
+    let processes: Vec<_> = sample
+        .processes
+        .iter()
+        .filter(|process| process.device_identifier == device)
+        .collect();
+    if processes.is_empty() {
+        // Asked, and no process uses the device: all of it stays unattributed.
+        return Some(ProcessShares {
+            basis: None,
+            processes: BTreeMap::new(),
+        });
+    }
+    let (basis, weights): (ShareBasis, Vec<(u32, f64)>) = if processes
+        .iter()
+        .any(|p| p.compute_utilization_percent.is_some())
+    {
+        let device_utilization = sample
+            .devices
+            .iter()
+            .find(|d| d.device_identifier == device)
+            .and_then(|d| d.compute_utilization_percent)?;
+        let weights = processes
+            .iter()
+            .filter_map(|p| {
+                let utilization = p.compute_utilization_percent?;
+                let share = if device_utilization > 0.0 {
+                    (utilization / device_utilization).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
+                Some((p.process_id, share))
+            })
+            .collect();
+        (ShareBasis::Utilization, weights)
+    } else if processes.iter().any(|p| p.memory_used_bytes.is_some()) {
+        let held: f64 = processes
+            .iter()
+            .filter_map(|p| p.memory_used_bytes)
+            .map(|bytes| bytes as f64)
+            .sum();
+        let weights = processes
+            .iter()
+            .filter_map(|p| {
+                let bytes = p.memory_used_bytes? as f64;
+                Some((p.process_id, if held > 0.0 { bytes / held } else { 0.0 }))
+            })
+            .collect();
+        (ShareBasis::Memory, weights)
+    } else {
+        return None;
+    };
+    // Shares never add up to more than the device: scale down when the driver's
+    // numbers do (process samples and the device figure are taken at different times).
+    let sum: f64 = weights.iter().map(|(_, share)| share).sum();
+    let scale = if sum > 1.0 { 1.0 / sum } else { 1.0 };
+    Some(ProcessShares {
+        basis: Some(basis),
+        processes: weights
+            .into_iter()
+            .map(|(pid, share)| (pid, share * scale))
+            .collect(),
+    })
+}
