@@ -70,6 +70,8 @@ pub struct MergerArguments {
     pub agents: super::AgentScopes,
     /// The root scope's UUID.
     pub root_scope: Uuid,
+    /// When the root scope started (its start event is already out).
+    pub root_started: DateTime<Utc>,
 }
 
 /// The actor.
@@ -261,17 +263,10 @@ impl Actor for MergerActor {
             tokio::task::spawn_blocking(move || EnvironmentReader::new(&root)).await?;
         let state = MergerState {
             environment: Arc::new(environment),
-            root_started: Utc::now(),
+            root_started: arguments.root_started,
             closed: false,
             arguments,
         };
-        state.arguments.sink.send(state.scope_event(
-            state.arguments.root_scope,
-            "wattline",
-            state.root_started,
-            ScopeCategory::Start,
-            ScopeKind::Custom,
-        ));
         Ok(state)
     }
 

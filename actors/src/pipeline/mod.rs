@@ -210,6 +210,17 @@ impl RunningPipeline {
         };
         let cancel = CancellationToken::new();
         let registry = SamplerRegistry::default();
+        // The root scope opens first, so every event of the pipeline sits inside it.
+        let root_scope = new_uuid();
+        let root_started = Utc::now();
+        spec.sink.send(PipelineEvent::Scope(ScopeEvent {
+            uuid: root_scope,
+            parent_uuid: None,
+            timestamp: root_started,
+            name: "wattline".into(),
+            scope_category: ScopeCategory::Start,
+            kind: ScopeKind::Custom,
+        }));
         let spawn_error = |error: ractor::SpawnErr| PipelineError::Spawn(error.to_string());
 
         let energy = match &spec.energy {
@@ -362,7 +373,6 @@ impl RunningPipeline {
         });
         let tick_in_flight = Arc::new(AtomicBool::new(false));
         let agents: AgentScopes = Arc::default();
-        let root_scope = new_uuid();
         let (merger, _) = Actor::spawn(
             None,
             MergerActor,
@@ -379,6 +389,7 @@ impl RunningPipeline {
                 tick_in_flight: Arc::clone(&tick_in_flight),
                 agents: Arc::clone(&agents),
                 root_scope,
+                root_started,
             },
         )
         .await

@@ -38,10 +38,16 @@ pub fn fake_smi_dir(script: &str, answer: Option<&str>) -> tempfile::TempDir {
     dir
 }
 
-/// Lines of the `calls` file a fake tool appends its arguments to.
+/// The device queries (`--query-gpu`) among the lines of the `calls` file a fake tool
+/// appends its arguments to; the process queries that follow an answer are left out.
 pub fn calls(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("calls"))
-        .map(|text| text.lines().map(str::to_owned).collect())
+        .map(|text| {
+            text.lines()
+                .filter(|line| !line.contains("--query-compute-apps"))
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
