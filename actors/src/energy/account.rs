@@ -305,7 +305,7 @@ impl EnergyAccount {
         for record in records {
             match (&mut account, record) {
                 (None, EnergyRecord::Started { at, wall, settings }) => {
-                    account = Some(EnergyAccount::new(settings, at, wall));
+                    account = Some(EnergyAccount::new(*settings, at, wall));
                 }
                 (Some(account), record) => {
                     account.apply(&record);
@@ -326,7 +326,7 @@ impl EnergyAccount {
         EnergyRecord::Started {
             at: self.clock.0,
             wall: self.clock.1,
-            settings: self.settings.clone(),
+            settings: Box::new(self.settings.clone()),
         }
     }
 

@@ -103,7 +103,7 @@ pub enum EnergyRecord {
         /// Wall-clock time at `at`.
         wall: DateTime<Utc>,
         /// Factors and interval.
-        settings: EnergySettings,
+        settings: Box<EnergySettings>,
     },
     /// The measured window starts here: energy before it is not in the report.
     MeasuringFrom {
