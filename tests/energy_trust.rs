@@ -75,8 +75,11 @@ fn run_measured(
     if let Some(interval) = interval {
         command.args(["--interval", &interval.to_string()]);
     }
+    // The command stamps its own start and end, so the check is against how long it
+    // really ran (a loaded machine stretches `sleep 1` by some milliseconds).
+    let script = format!("date +%s.%N; sleep {seconds}; date +%s.%N");
     command
-        .args(["--", "sleep", &seconds.to_string()])
+        .args(["--", "sh", "-c", &script])
         .env("PATH", path)
         .env_remove("GENAI_GPU_COLLECTION_INTERVAL")
         .env("HOME", "/nonexistent-wattline-home");
@@ -90,10 +93,15 @@ fn run_measured(
         "wattline run failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let mut lines = stdout.splitn(3, '\n');
+    let mut stamp = || lines.next().unwrap().trim().parse::<f64>().unwrap();
+    let (start, end) = (stamp(), stamp());
+    let report: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert!(end - start >= seconds as f64);
     Run {
         report,
-        seconds: seconds as f64,
+        seconds: end - start,
     }
 }
 
