@@ -224,3 +224,28 @@ pub fn spawn_energy_clock(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::linux::ReadError;
+
+    #[test]
+    fn an_unreadable_rapl_counter_is_explained_with_its_cause_and_fix() {
+        let denied = ReadError::PermissionDenied {
+            path: "/sys/class/powercap/intel-rapl:0/energy_uj".into(),
+        };
+        let reason = rapl_unavailable(&[], &[denied], true).unwrap();
+        assert!(reason.contains("intel-rapl:0/energy_uj"), "{reason}");
+        assert!(reason.contains("run as root"), "{reason}");
+        assert!(
+            reason.contains("/sys/class/powercap/*/energy_uj"),
+            "{reason}"
+        );
+        assert!(
+            rapl_unavailable(&[], &[], false)
+                .unwrap()
+                .contains("no RAPL")
+        );
+    }
+}
