@@ -240,29 +240,27 @@ fn with_no_gpu_the_report_says_why_and_its_figures_are_null() {
     );
 }
 
-#[test]
-fn collect_waits_for_the_first_nvidia_smi_answer_and_shows_its_devices() {
-    let smi = stand_in_smi();
+/// One `wattline collect` snapshot with `path` as the search path and no NVML.
+fn collect(path: String) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
         .args(["collect", "--compact"])
-        .env("PATH", search_path(Some(smi.path())))
+        .env("PATH", path)
         .env_remove("LD_LIBRARY_PATH")
         .env("HOME", "/nonexistent-wattline-home")
         .output()
         .unwrap();
     assert!(output.status.success());
-    let snapshot: Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn collect_waits_for_the_first_nvidia_smi_answer_and_shows_its_devices() {
+    let smi = stand_in_smi();
+    let snapshot = collect(search_path(Some(smi.path())));
     let devices = snapshot["gpu"]["device_metrics"].as_array().unwrap();
     assert_eq!(devices.len(), 2, "{}", snapshot["gpu"]);
     // Without any GPU backend the groups are null: collection cannot start.
-    let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
-        .args(["collect", "--compact"])
-        .env("PATH", search_path(None))
-        .env_remove("LD_LIBRARY_PATH")
-        .env("HOME", "/nonexistent-wattline-home")
-        .output()
-        .unwrap();
-    let snapshot: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let snapshot = collect(search_path(None));
     assert!(
         snapshot["gpu"]["device_metrics"].is_null(),
         "{}",

@@ -344,3 +344,88 @@ async fn dropping_the_last_handle_stops_sampling() {
         "still sampling after drop"
     );
 }
+
+/// A GPU source that blocks inside `sample` while its gate is shut, like a driver
+/// call that hangs, and counts the samples that got inside.
+struct GatedGpu {
+    open: Arc<std::sync::atomic::AtomicBool>,
+    inside: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl wattline::gpu::GpuSource for GatedGpu {
+    fn name(&self) -> &str {
+        "test-gated"
+    }
+
+    fn sample(
+        &mut self,
+        _request: &wattline::gpu::GpuSampleRequest,
+    ) -> Option<wattline::gpu::GpuSample> {
+        use std::sync::atomic::Ordering;
+        self.inside.fetch_add(1, Ordering::SeqCst);
+        while !self.open.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Some(wattline::gpu::GpuSample {
+            devices: vec![support::device("GPU-gated", 100.0)],
+            processes: Vec::new(),
+            taken_at: std::time::Instant::now(),
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_scopes_start_and_end_while_a_poll_is_stuck_in_flight() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let open = Arc::new(AtomicBool::new(true));
+    let inside = Arc::new(AtomicU64::new(0));
+    let events = Arc::new(CollectingEventSink::default());
+    let (source_open, source_inside) = (Arc::clone(&open), Arc::clone(&inside));
+    let pipeline = Pipeline::builder()
+        .config(polling_config(100, true))
+        .environment(Default::default())
+        // A poll waits for its samplers far longer than this test does.
+        .tick_deadline(Duration::from_secs(60))
+        .event_sink(events.clone())
+        .gpu_source(move || {
+            Some(Box::new(GatedGpu {
+                open: Arc::clone(&source_open),
+                inside: Arc::clone(&source_inside),
+            }))
+        })
+        .spawn()
+        .await
+        .unwrap();
+    // Shut the gate and wait until a sample is stuck inside it.
+    open.store(false, Ordering::SeqCst);
+    let stuck_from = inside.load(Ordering::SeqCst);
+    wait_for(
+        || inside.load(Ordering::SeqCst) > stuck_from,
+        Duration::from_secs(10),
+    )
+    .await;
+    let scopes = |category: ScopeCategory| {
+        events
+            .events()
+            .iter()
+            .filter(|event| {
+                matches!(event, PipelineEvent::Scope(scope)
+                    if scope.name == "planner" && scope.scope_category == category)
+            })
+            .count()
+    };
+    // Neither call waits for the poll: both events are out while it is still stuck.
+    let agent = tokio::time::timeout(Duration::from_secs(10), pipeline.agent_scope("planner"))
+        .await
+        .expect("agent_scope waited for the poll in flight")
+        .unwrap();
+    assert_eq!(scopes(ScopeCategory::Start), 1);
+    tokio::time::timeout(Duration::from_secs(10), agent.end())
+        .await
+        .expect("end waited for the poll in flight")
+        .unwrap();
+    assert_eq!(scopes(ScopeCategory::End), 1);
+    assert!(!open.load(Ordering::SeqCst), "the gate was shut throughout");
+    open.store(true, Ordering::SeqCst);
+    pipeline.shutdown().await.unwrap();
+}

@@ -92,6 +92,28 @@ impl Feed {
         });
     }
 
+    fn scope(&mut self, uuid: Uuid, name: &str, from: f64, to: Option<f64>) {
+        let wall = self.wall(from);
+        self.apply(EnergyRecord::ScopeStarted {
+            uuid,
+            name: name.into(),
+            at: at(from),
+            wall,
+        });
+        if let Some(to) = to {
+            self.end_scope(uuid, to);
+        }
+    }
+
+    fn end_scope(&mut self, uuid: Uuid, seconds: f64) {
+        let wall = self.wall(seconds);
+        self.apply(EnergyRecord::ScopeEnded {
+            uuid,
+            at: at(seconds),
+            wall,
+        });
+    }
+
     fn report(&mut self, seconds: f64) -> EnergyReport {
         let wall = self.wall(seconds);
         self.apply(EnergyRecord::Report {
@@ -247,32 +269,12 @@ fn a_scope_spanning_the_run_equals_the_total_and_overlapping_scopes_get_their_wi
     let (whole, first, second) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     feed.power("nvml", 0.0, &[("GPU-a", 100.0, Some(0))]);
     feed.from(0.5);
-    let wall = feed.wall(0.5);
-    feed.apply(EnergyRecord::ScopeStarted {
-        uuid: whole,
-        name: "run".into(),
-        at: at(0.5),
-        wall,
-    });
-    feed.apply(EnergyRecord::ScopeStarted {
-        uuid: first,
-        name: "planner".into(),
-        at: at(1.0),
-        wall,
-    });
+    feed.scope(whole, "run", 0.5, None);
+    feed.scope(first, "planner", 1.0, None);
     feed.power("nvml", 1.0, &[("GPU-a", 300.0, Some(200_000))]);
-    feed.apply(EnergyRecord::ScopeStarted {
-        uuid: second,
-        name: "coder".into(),
-        at: at(5.0),
-        wall,
-    });
+    feed.scope(second, "coder", 5.0, None);
     feed.power("nvml", 10.0, &[("GPU-a", 300.0, Some(2_900_000))]);
-    feed.apply(EnergyRecord::ScopeEnded {
-        uuid: first,
-        at: at(12.0),
-        wall,
-    });
+    feed.end_scope(first, 12.0);
     feed.power("nvml", 12.0, &[("GPU-a", 300.0, Some(3_500_000))]);
     feed.power("nvml", 20.5, &[("GPU-a", 300.0, Some(6_050_000))]);
     let report = feed.report(20.0);
@@ -441,13 +443,7 @@ fn the_records_replayed_through_json_give_the_same_report() {
     let scope = Uuid::now_v7();
     feed.power("nvml", 0.0, &[("GPU-a", 120.0, Some(5_000))]);
     feed.from(0.1);
-    let wall = feed.wall(0.2);
-    feed.apply(EnergyRecord::ScopeStarted {
-        uuid: scope,
-        name: "agent".into(),
-        at: at(0.2),
-        wall,
-    });
+    feed.scope(scope, "agent", 0.2, None);
     for step in 1_u32..40 {
         let t = f64::from(step) * 0.37;
         if step == 17 {

@@ -155,6 +155,59 @@ async fn sample_never_waits_for_the_tool() {
     assert!(sample.is_none());
     assert!(started.elapsed() < Duration::from_millis(100));
     assert_eq!(source.collector().state(), CollectorState::Starting);
+    // Nothing observed and nothing failed yet: no part, so no gap stamped now can make
+    // the first answer (measured earlier) look stale.
+    assert!(
+        source
+            .sample_parts(&GpuSampleRequest::all(SamplingSeries::OnDemand))
+            .is_empty()
+    );
+}
+
+/// Power samples as the energy stage would receive them.
+#[derive(Default)]
+struct ForwardedSamples(std::sync::Mutex<Vec<wattline_actors::gpu::PowerSample>>);
+
+impl wattline_actors::gpu::PowerSampleSink for ForwardedSamples {
+    fn send(&self, sample: wattline_actors::gpu::PowerSample) {
+        self.0.lock().unwrap().push(sample);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_runs_the_tool_again_and_its_answer_is_stamped_within_the_run_and_pushed_once() {
+    let dir = fake_smi_dir("slow_answer.sh", Some("one_device.csv"));
+    let sink = Arc::new(CollectingEventSink::new());
+    // No periodic run within the test: only the first and the one asked for.
+    let collector = start(dir.path(), Duration::from_secs(600), WAIT, &sink);
+    let CollectorState::Ready(first) = collector.first_answer(WAIT).await else {
+        panic!("no first answer");
+    };
+    let forwarded = Arc::new(ForwardedSamples::default());
+    let mut source = NvidiaSmiSource::new(collector);
+    source.forward_readings(forwarded.clone());
+    let (source, before, after) = tokio::task::spawn_blocking(move || {
+        let before = Instant::now();
+        source.refresh(WAIT);
+        (source, before, Instant::now())
+    })
+    .await
+    .unwrap();
+    let latest = source.collector().latest().expect("a fresh answer");
+    assert!(latest.taken_at > first.taken_at);
+    // Measured inside the run it came from: after the request, before its end.
+    assert!(latest.taken_at > before && latest.taken_at < after);
+    assert_eq!(calls(dir.path()).len(), 2, "one run asked for");
+    // The forwarder delivers the answer by itself, once, with the same stamp.
+    let mut waited = Duration::ZERO;
+    while forwarded.0.lock().unwrap().is_empty() && waited < WAIT {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        waited += Duration::from_millis(10);
+    }
+    let pushed = forwarded.0.lock().unwrap().clone();
+    assert_eq!(pushed.len(), 1);
+    assert_eq!(pushed[0].taken_at, latest.taken_at);
+    assert_eq!(pushed[0].source, "nvidia-smi");
 }
 
 #[tokio::test]

@@ -375,6 +375,8 @@ impl NvidiaSmiCollector {
             return;
         };
         let mut state = self.state.clone();
+        // Only answers from now on: the current one was read by whoever asked already.
+        state.mark_unchanged();
         let shared = Arc::clone(&self.shared);
         let forwarder = runtime.spawn(async move {
             while state.changed().await.is_ok() {
@@ -477,12 +479,16 @@ impl GpuSource for NvidiaSmiSource {
     }
 
     /// The latest answer stamped with its measurement time; a failed latest run is
-    /// stamped with when it failed, so a failure older than a newer answer is ignored.
+    /// stamped with when it failed, so a failure older than a newer answer is ignored;
+    /// no part while the first run is still going.
     fn sample_parts(&mut self, request: &GpuSampleRequest) -> Vec<SamplePart> {
         let sample = self.sample(request);
-        let at = match &sample {
-            Some(sample) => sample.taken_at,
-            None => self.collector.failed_at().unwrap_or_else(Instant::now),
+        let at = match (&sample, self.collector.failed_at()) {
+            (Some(sample), _) => sample.taken_at,
+            (None, Some(failed_at)) => failed_at,
+            // Still starting: nothing observed and nothing failed yet. A gap stamped
+            // now would make the first answer, measured earlier, look stale.
+            (None, None) => return Vec::new(),
         };
         vec![SamplePart {
             source: self.name().to_owned(),

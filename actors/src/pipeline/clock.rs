@@ -103,46 +103,57 @@ impl RaplReader {
     /// rest was not, to the energy actor.
     pub async fn read_into(&self, energy: &ActorRef<EnergyMessage>) {
         let root = self.root.clone();
-        let Ok(((zones, errors), present)) = tokio::task::spawn_blocking(move || {
-            (
-                read_rapl_zones(&root),
-                root.join("sys/class/powercap").is_dir(),
-            )
+        let Ok(((zones, errors), at, present)) = tokio::task::spawn_blocking(move || {
+            // Stamped when read, not when the answer reaches the async side.
+            let read = read_rapl_zones(&root);
+            let at = std::time::Instant::now();
+            (read, at, root.join("sys/class/powercap").is_dir())
         })
         .await
         else {
             return;
         };
-        let at = std::time::Instant::now();
         let unavailable = rapl_unavailable(&zones, &errors, present);
-        if let Some(error) = errors.first() {
-            let denied = error.class() == ReadErrorClass::PermissionDenied;
-            if !self.explained.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    "CPU energy is not measured: {}",
-                    unavailable.as_deref().unwrap_or("RAPL counters unreadable")
-                );
-            }
-            if let Some(diagnostics) = &self.diagnostics {
-                let failure = if denied {
-                    SamplerFailure::PermissionDenied
-                } else {
-                    SamplerFailure::ReadFailed
-                };
-                let _ = diagnostics.record_sampler_failure(
-                    SamplerCategory::Cpu,
-                    failure,
-                    &format!(
-                        "RAPL counter {} unreadable: {error}",
-                        error.path().display()
-                    ),
-                );
-            }
-        }
+        self.record_problems(&errors, unavailable.as_deref());
         let _ = energy.cast(EnergyMessage::CpuStatus(unavailable));
         if !zones.is_empty() {
             let _ = energy.cast(EnergyMessage::Rapl(at, zones));
         }
+    }
+
+    /// Records each unreadable counter in diagnostics, and warns once per pipeline
+    /// with the cause and fix; returns whether this call warned.
+    fn record_problems(
+        &self,
+        errors: &[crate::platform::linux::ReadError],
+        unavailable: Option<&str>,
+    ) -> bool {
+        let Some(error) = errors.first() else {
+            return false;
+        };
+        let warned = !self.explained.swap(true, Ordering::Relaxed);
+        if warned {
+            tracing::warn!(
+                "CPU energy is not measured: {}",
+                unavailable.unwrap_or("RAPL counters unreadable")
+            );
+        }
+        if let Some(diagnostics) = &self.diagnostics {
+            let failure = if error.class() == ReadErrorClass::PermissionDenied {
+                SamplerFailure::PermissionDenied
+            } else {
+                SamplerFailure::ReadFailed
+            };
+            let _ = diagnostics.record_sampler_failure(
+                SamplerCategory::Cpu,
+                failure,
+                &format!(
+                    "RAPL counter {} unreadable: {error}",
+                    error.path().display()
+                ),
+            );
+        }
+        warned
     }
 }
 
@@ -246,6 +257,42 @@ mod tests {
             rapl_unavailable(&[], &[], false)
                 .unwrap()
                 .contains("no RAPL")
+        );
+    }
+
+    #[test]
+    fn an_unreadable_rapl_counter_is_recorded_every_time_and_warned_about_once() {
+        let (context, components) = crate::pipeline::open_diagnostics(Some(Default::default()))
+            .unwrap()
+            .unwrap();
+        let reader = RaplReader::new("/".into(), Some(components));
+        let denied = || ReadError::PermissionDenied {
+            path: "/sys/class/powercap/intel-rapl:0/energy_uj".into(),
+        };
+        assert!(!reader.record_problems(&[], None), "nothing to say");
+        assert!(reader.record_problems(&[denied()], Some("why")));
+        assert!(
+            !reader.record_problems(&[denied()], Some("why")),
+            "warned once"
+        );
+        let snapshot = context.snapshot().unwrap();
+        let recorded: Vec<&str> = snapshot
+            .recent_events
+            .iter()
+            .map(|event| event.code.as_str())
+            .collect();
+        assert_eq!(
+            recorded,
+            vec![
+                "sampler.cpu.permission_denied",
+                "sampler.cpu.permission_denied"
+            ]
+        );
+        assert!(
+            snapshot.recent_events[0]
+                .detail
+                .as_deref()
+                .is_some_and(|detail| detail.contains("intel-rapl:0/energy_uj"))
         );
     }
 }

@@ -62,7 +62,7 @@ pub struct EnergyState {
 }
 
 impl EnergyState {
-    /// Applies `record`, and sends it to the sink when it changed anything.
+    /// Applies `record` and sends it to the sink, for the event file.
     fn record(&mut self, record: EnergyRecord) -> Vec<crate::energy::account::ClosedInterval> {
         let closed = self.account.apply(&record);
         self.sink.send(PipelineEvent::Energy {

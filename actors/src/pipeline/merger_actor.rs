@@ -6,21 +6,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
-use super::energy_actor::EnergyMessage;
 use super::registry::SamplerRegistry;
 use super::sampler_actor::SamplerMessage;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
 use crate::environment::EnvironmentReader;
-use crate::events::{
-    EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, ScopeCategory, ScopeEvent, ScopeKind,
-    new_uuid,
-};
+use crate::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
 use crate::merger::marks::resource_measurements;
 use crate::merger::snapshot_builder::assemble_snapshot;
 use crate::readings::SamplingSeries;
@@ -37,7 +33,7 @@ pub enum MergerMessage {
         /// Where to send the snapshot (on-demand collection).
         reply: Option<RpcReplyPort<Snapshot>>,
     },
-    /// Ends every Agent scope still live and the root scope (shutdown).
+    /// Emits no more marks (shutdown); replies once any poll in flight is done.
     Close(RpcReplyPort<()>),
     /// Replies once every message sent before it has been handled.
     Sync(RpcReplyPort<()>),
@@ -57,8 +53,6 @@ pub struct MergerArguments {
     pub registry: SamplerRegistry,
     /// Where events go.
     pub sink: Arc<dyn EventSink>,
-    /// The energy actor, told when shutdown ends a scope.
-    pub energy: Option<ActorRef<EnergyMessage>>,
     /// Where missed deadlines are recorded.
     pub diagnostics: Option<PipelineDiagnostics>,
     /// How long a tick waits for its samplers.
@@ -68,10 +62,8 @@ pub struct MergerArguments {
     pub tick_in_flight: Arc<AtomicBool>,
     /// The live Agent scopes (started and ended by the API at the instant it is called).
     pub agents: super::AgentScopes,
-    /// The root scope's UUID.
+    /// The root scope: marks go under it while no Agent scope is live.
     pub root_scope: Uuid,
-    /// When the root scope started (its start event is already out).
-    pub root_started: DateTime<Utc>,
 }
 
 /// The actor.
@@ -81,7 +73,6 @@ pub struct MergerActor;
 pub struct MergerState {
     arguments: MergerArguments,
     environment: Arc<EnvironmentReader>,
-    root_started: DateTime<Utc>,
     closed: bool,
 }
 
@@ -96,34 +87,7 @@ pub fn record_environment_errors(
     crate::diagnostics::record_read_problems(diagnostics, SamplerCategory::Cpu, &problems);
 }
 
-fn strictly_after(earlier: DateTime<Utc>) -> DateTime<Utc> {
-    let now = Utc::now();
-    if now > earlier {
-        now
-    } else {
-        earlier + chrono::Duration::microseconds(1)
-    }
-}
-
 impl MergerState {
-    fn scope_event(
-        &self,
-        uuid: Uuid,
-        name: &str,
-        timestamp: DateTime<Utc>,
-        category: ScopeCategory,
-        kind: ScopeKind,
-    ) -> PipelineEvent {
-        PipelineEvent::Scope(ScopeEvent {
-            uuid,
-            parent_uuid: (kind == ScopeKind::Agent).then_some(self.arguments.root_scope),
-            timestamp,
-            name: name.to_string(),
-            scope_category: category,
-            kind,
-        })
-    }
-
     async fn tick(&mut self, series: SamplingSeries) -> Snapshot {
         let taken_at = Instant::now();
         let root = self.arguments.root.clone();
@@ -223,19 +187,16 @@ impl MergerState {
 
     fn emit_marks(&self, snapshot: &Snapshot) {
         let data = resource_measurements(snapshot);
-        let live: Vec<Uuid> = match self.arguments.agents.lock() {
-            Ok(agents) => agents.iter().map(|(uuid, _, _)| *uuid).collect(),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .iter()
-                .map(|(uuid, _, _)| *uuid)
-                .collect(),
+        // The scope table stays locked while the copies go out, so a scope's start
+        // and end events never land inside its own marks.
+        let agents = match self.arguments.agents.lock() {
+            Ok(agents) => agents,
+            Err(poisoned) => poisoned.into_inner(),
         };
-        let parents = if live.is_empty() {
-            vec![self.arguments.root_scope]
-        } else {
-            live
-        };
+        let mut parents: Vec<Uuid> = agents.iter().map(|scope| scope.uuid).collect();
+        if parents.is_empty() {
+            parents.push(self.arguments.root_scope);
+        }
         for parent in parents {
             self.arguments.sink.send(PipelineEvent::Mark(Mark {
                 uuid: new_uuid(),
@@ -263,7 +224,6 @@ impl Actor for MergerActor {
             tokio::task::spawn_blocking(move || EnvironmentReader::new(&root)).await?;
         let state = MergerState {
             environment: Arc::new(environment),
-            root_started: arguments.root_started,
             closed: false,
             arguments,
         };
@@ -295,37 +255,9 @@ impl Actor for MergerActor {
             MergerMessage::Sync(reply) => {
                 let _ = reply.send(());
             }
+            // No mark after this: the pipeline writes the scope ends next.
             MergerMessage::Close(reply) => {
-                if !state.closed {
-                    let live: Vec<(Uuid, String, DateTime<Utc>)> =
-                        match state.arguments.agents.lock() {
-                            Ok(mut agents) => std::mem::take(&mut *agents),
-                            Err(_) => Vec::new(),
-                        };
-                    for (uuid, name, started) in live {
-                        let ended = strictly_after(started);
-                        state.arguments.sink.send(state.scope_event(
-                            uuid,
-                            &name,
-                            ended,
-                            ScopeCategory::End,
-                            ScopeKind::Agent,
-                        ));
-                        if let Some(energy) = &state.arguments.energy {
-                            let _ =
-                                energy.cast(EnergyMessage::ScopeEnded(uuid, Instant::now(), ended));
-                        }
-                    }
-                    let ended = strictly_after(state.root_started);
-                    state.arguments.sink.send(state.scope_event(
-                        state.arguments.root_scope,
-                        "wattline",
-                        ended,
-                        ScopeCategory::End,
-                        ScopeKind::Custom,
-                    ));
-                    state.closed = true;
-                }
+                state.closed = true;
                 let _ = reply.send(());
             }
         }

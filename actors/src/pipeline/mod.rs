@@ -137,9 +137,57 @@ pub async fn prepare_gpu_source(
     })
 }
 
+/// The name of the scope every event of a pipeline sits in.
+pub const ROOT_SCOPE_NAME: &str = "wattline";
+
+/// A scope event under `root` (the root's own events have no parent; everything else
+/// is an Agent scope).
+fn scope_event(
+    root: Uuid,
+    uuid: Uuid,
+    name: &str,
+    timestamp: DateTime<Utc>,
+    category: ScopeCategory,
+) -> PipelineEvent {
+    let is_root = uuid == root;
+    PipelineEvent::Scope(ScopeEvent {
+        uuid,
+        parent_uuid: (!is_root).then_some(root),
+        timestamp,
+        name: name.to_owned(),
+        scope_category: category,
+        kind: if is_root {
+            ScopeKind::Custom
+        } else {
+            ScopeKind::Agent
+        },
+    })
+}
+
+/// `now`, or a microsecond after `earlier` when the clock has not moved past it: an
+/// end is strictly later than its start.
+fn strictly_after(earlier: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+    if now > earlier {
+        now
+    } else {
+        earlier + chrono::Duration::microseconds(1)
+    }
+}
+
 /// The live Agent scopes, shared by the API (which starts and ends them at the instant
 /// it is called) and the merger (which copies each mark under them).
-pub type AgentScopes = Arc<Mutex<Vec<(Uuid, String, DateTime<Utc>)>>>;
+pub type AgentScopes = Arc<Mutex<Vec<LiveScope>>>;
+
+/// One live Agent scope.
+#[derive(Debug, Clone)]
+pub struct LiveScope {
+    /// Its UUID (the parent of its marks).
+    pub uuid: Uuid,
+    /// Its name.
+    pub name: String,
+    /// When it started.
+    pub started: DateTime<Utc>,
+}
 
 /// Why the pipeline could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -176,6 +224,8 @@ pub struct RunningPipeline {
     clock_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     agents: AgentScopes,
     root_scope: Uuid,
+    root_started: DateTime<Utc>,
+    root_ended: AtomicBool,
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
 }
@@ -213,14 +263,13 @@ impl RunningPipeline {
         // The root scope opens first, so every event of the pipeline sits inside it.
         let root_scope = new_uuid();
         let root_started = Utc::now();
-        spec.sink.send(PipelineEvent::Scope(ScopeEvent {
-            uuid: root_scope,
-            parent_uuid: None,
-            timestamp: root_started,
-            name: "wattline".into(),
-            scope_category: ScopeCategory::Start,
-            kind: ScopeKind::Custom,
-        }));
+        spec.sink.send(scope_event(
+            root_scope,
+            root_scope,
+            ROOT_SCOPE_NAME,
+            root_started,
+            ScopeCategory::Start,
+        ));
         let spawn_error = |error: ractor::SpawnErr| PipelineError::Spawn(error.to_string());
 
         let energy = match &spec.energy {
@@ -383,13 +432,11 @@ impl RunningPipeline {
                 categories,
                 registry: registry.clone(),
                 sink: Arc::clone(&spec.sink),
-                energy: energy.clone(),
                 diagnostics: pipeline_diagnostics.clone(),
                 deadline,
                 tick_in_flight: Arc::clone(&tick_in_flight),
                 agents: Arc::clone(&agents),
                 root_scope,
-                root_started,
             },
         )
         .await
@@ -438,6 +485,8 @@ impl RunningPipeline {
             clock_tasks: Mutex::new(clock_tasks),
             agents,
             root_scope,
+            root_started,
+            root_ended: AtomicBool::new(false),
             sink: spec.sink,
             rapl,
         })
@@ -470,11 +519,26 @@ impl RunningPipeline {
     pub fn start_agent_scope(&self, name: &str) -> Uuid {
         let (at, wall) = (Instant::now(), Utc::now());
         let uuid = new_uuid();
-        if let Ok(mut agents) = self.agents.lock() {
-            agents.push((uuid, name.to_owned(), wall));
+        {
+            // Under the lock the merger holds while it writes marks: no mark under
+            // this scope can come before its start event.
+            let mut agents = match self.agents.lock() {
+                Ok(agents) => agents,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            self.sink.send(scope_event(
+                self.root_scope,
+                uuid,
+                name,
+                wall,
+                ScopeCategory::Start,
+            ));
+            agents.push(LiveScope {
+                uuid,
+                name: name.to_owned(),
+                started: wall,
+            });
         }
-        self.sink
-            .send(self.scope_event(uuid, name, wall, ScopeCategory::Start));
         if let Some(energy) = &self.energy {
             let _ = energy.cast(EnergyMessage::ScopeStarted(uuid, name.to_owned(), at, wall));
         }
@@ -494,7 +558,7 @@ impl RunningPipeline {
     /// Ends every live Agent scope at `at` (shutdown: the report's instant).
     fn end_live_scopes(&self, at: Instant, wall: DateTime<Utc>) {
         let live: Vec<Uuid> = match self.agents.lock() {
-            Ok(agents) => agents.iter().map(|(uuid, _, _)| *uuid).collect(),
+            Ok(agents) => agents.iter().map(|scope| scope.uuid).collect(),
             Err(_) => Vec::new(),
         };
         for uuid in live {
@@ -503,42 +567,30 @@ impl RunningPipeline {
     }
 
     fn end_scope_at(&self, uuid: Uuid, at: Instant, wall: DateTime<Utc>) -> bool {
-        let ended = self.agents.lock().ok().and_then(|mut agents| {
-            let position = agents.iter().position(|(id, _, _)| *id == uuid)?;
-            Some(agents.remove(position))
-        });
-        let Some((_, name, started)) = ended else {
-            return false;
-        };
-        // An end strictly after its start, even when the clock has not moved.
-        let wall = if wall > started {
+        let wall = {
+            // Under the merger's mark lock: no mark under this scope after its end.
+            let mut agents = match self.agents.lock() {
+                Ok(agents) => agents,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let Some(position) = agents.iter().position(|scope| scope.uuid == uuid) else {
+                return false;
+            };
+            let LiveScope { name, started, .. } = agents.remove(position);
+            let wall = strictly_after(started, wall);
+            self.sink.send(scope_event(
+                self.root_scope,
+                uuid,
+                &name,
+                wall,
+                ScopeCategory::End,
+            ));
             wall
-        } else {
-            started + chrono::Duration::microseconds(1)
         };
-        self.sink
-            .send(self.scope_event(uuid, &name, wall, ScopeCategory::End));
         if let Some(energy) = &self.energy {
             let _ = energy.cast(EnergyMessage::ScopeEnded(uuid, at, wall));
         }
         true
-    }
-
-    fn scope_event(
-        &self,
-        uuid: Uuid,
-        name: &str,
-        timestamp: DateTime<Utc>,
-        category: ScopeCategory,
-    ) -> PipelineEvent {
-        PipelineEvent::Scope(ScopeEvent {
-            uuid,
-            parent_uuid: Some(self.root_scope),
-            timestamp,
-            name: name.to_owned(),
-            scope_category: category,
-            kind: ScopeKind::Agent,
-        })
     }
 
     /// A power (and counter) reading for a scope boundary, in the background.
@@ -653,10 +705,24 @@ impl RunningPipeline {
     /// Stops the clocks, ends every scope, and stops every actor.
     pub async fn shutdown(&self) {
         self.cancel.cancel();
+        // After the last mark (a poll in flight finishes first), the scopes end.
         let _ = self
             .merger
             .call(MergerMessage::Close, Some(Duration::from_secs(10)))
             .await;
+        self.end_live_scopes(Instant::now(), Utc::now());
+        if !self
+            .root_ended
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            self.sink.send(scope_event(
+                self.root_scope,
+                self.root_scope,
+                ROOT_SCOPE_NAME,
+                strictly_after(self.root_started, Utc::now()),
+                ScopeCategory::End,
+            ));
+        }
         self.merger.stop(None);
         let _ = self
             .supervisor
