@@ -234,6 +234,37 @@ fn with_no_gpu_the_report_says_why_and_its_figures_are_null() {
         .unwrap();
     let table = String::from_utf8_lossy(&output.stderr);
     assert!(table.contains("GPU source: none"), "{table}");
+    // Diagnostics say it in sentences too, not as Rust Debug output.
+    let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
+        .args(["diagnostics", "--compact"])
+        .env("PATH", search_path(None))
+        .env_remove("LD_LIBRARY_PATH")
+        .env("HOME", "/nonexistent-wattline-home")
+        .output()
+        .unwrap();
+    let diagnostics: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let details: Vec<&str> = diagnostics["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| {
+            event["code"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("gpu."))
+        })
+        .filter_map(|event| event["detail"].as_str())
+        .collect();
+    assert!(
+        details
+            .iter()
+            .any(|d| d.starts_with("NVML could not be loaded or started: ")),
+        "{details:?}"
+    );
+    assert!(
+        details.contains(&"nvidia-smi is not on the search path"),
+        "{details:?}"
+    );
+    assert!(details.iter().all(|d| !d.contains(" { ")), "{details:?}");
     assert!(
         table.contains("GPU energy not measured: NVML library not found (libnvidia-ml.so.1); nvidia-smi not on PATH"),
         "{table}"

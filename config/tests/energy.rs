@@ -151,3 +151,38 @@ fn energy_can_be_switched_off() {
     .unwrap();
     assert_eq!(EffectiveConfig::merge(&[off]).unwrap().energy, None);
 }
+
+#[test]
+fn pue_comes_from_the_file_then_wattline_pue_and_must_be_at_least_one() {
+    let file = energy_document("/etc/wattline/plugins.toml", "pue = 1.3");
+    let mut settings = EffectiveConfig::merge(&[file]).unwrap().energy.unwrap();
+    assert_eq!(settings.config.pue, 1.3);
+    assert_eq!(
+        settings.pue_origin,
+        FactorOrigin::File("/etc/wattline/plugins.toml".into())
+    );
+    settings
+        .apply_environment(&environment(&[("WATTLINE_PUE", "1.55")]))
+        .unwrap();
+    assert_eq!(settings.config.pue, 1.55);
+    assert_eq!(
+        settings.pue_origin,
+        FactorOrigin::Environment("WATTLINE_PUE".into())
+    );
+    let error = EnergySettings::default()
+        .apply_environment(&environment(&[("WATTLINE_PUE", "0.8")]))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "environment variable WATTLINE_PUE: must be a finite number >= 1 (got \"0.8\")"
+    );
+    let result = PluginsDocument::parse(
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\npue = 0.5\n",
+    );
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "plugins.toml: components[0].config.pue: must be a finite number >= 1 (got 0.5)"
+    );
+    assert_eq!(EnergySettings::default().config.pue, 1.0);
+}

@@ -59,6 +59,42 @@ pub enum GpuEvent {
     },
 }
 
+/// The event as a sentence, for diagnostics details and logs.
+impl std::fmt::Display for GpuEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuEvent::NvmlUnavailable { detail } => {
+                write!(f, "NVML could not be loaded or started: {detail}")
+            }
+            GpuEvent::NvmlCallNotSupported { call } => write!(
+                f,
+                "the NVML call {call} is not supported by this device or driver"
+            ),
+            GpuEvent::SmiNotFound => write!(f, "nvidia-smi is not on the search path"),
+            GpuEvent::SmiNoDevices => write!(f, "nvidia-smi found no device"),
+            GpuEvent::SmiStartFailed { message } => {
+                write!(f, "nvidia-smi failed at start: {message}")
+            }
+            GpuEvent::SmiTimeout => write!(f, "nvidia-smi did not answer before its timeout"),
+            GpuEvent::SmiParseFailure { detail } => {
+                write!(f, "the nvidia-smi answer could not be read: {detail}")
+            }
+            GpuEvent::SmiEmptyAnswer => write!(f, "nvidia-smi exited without printing anything"),
+            GpuEvent::SmiDowngradedToCoreFields { unknown_field } => write!(
+                f,
+                "this driver does not know the nvidia-smi field {unknown_field}: using the core fields"
+            ),
+            GpuEvent::SmiSampleFailed { message } => {
+                write!(f, "an nvidia-smi sample failed: {message}")
+            }
+            GpuEvent::SmiStoppedAfterFailures { count } => write!(
+                f,
+                "nvidia-smi failed {count} times in a row: GPU collection stopped"
+            ),
+        }
+    }
+}
+
 /// How loud an event is, in the diagnostics vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -8,7 +8,7 @@ pub struct DiagnosticsGpuEvents(pub PipelineDiagnostics);
 
 impl GpuEventSink for DiagnosticsGpuEvents {
     fn record(&self, event: GpuEvent) {
-        let detail = format!("{event:?}");
+        let detail = event.to_string();
         let code = match event {
             GpuEvent::NvmlUnavailable { .. } => GpuCode::NvmlLibraryUnavailable,
             GpuEvent::NvmlCallNotSupported { .. } => GpuCode::NvmlCallNotSupported,
