@@ -178,7 +178,7 @@ fn run_measures_gpu_energy_through_nvidia_smi() {
         "GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c"
     );
     assert_eq!(device["name"], "NVIDIA H200");
-    assert_eq!(device["energy_source"], "trapezoid");
+    assert_eq!(device["energy_source"], "sparse_trapezoid");
     // Constant 250 W: the mean is exact, and the energy is 250 W over the covered time.
     assert!(
         (device["mean_watts"].as_f64().unwrap() - 250.0).abs() < 1e-9,

@@ -145,7 +145,7 @@ fn check(run: &Run, watts: &[f64], method: &str, source: &str) {
 fn through_nvidia_smi(seconds: u64, interval: Option<u64>) {
     let smi = stand_in_smi();
     let run = run_measured(seconds, interval, search_path(Some(smi.path())), None);
-    check(&run, &SMI_WATTS, "trapezoid", "nvidia-smi");
+    check(&run, &SMI_WATTS, "sparse_trapezoid", "nvidia-smi");
     // The compute process is attributed by its memory share: all of device 0.
     let process = &run.report["processes"][0];
     assert_eq!(process["process_id"], 4242);

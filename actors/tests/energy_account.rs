@@ -141,7 +141,7 @@ fn one_kilowatt_for_one_hour_is_one_kilowatt_hour_with_its_cost_and_co2() {
     let device = &report.devices[0];
     // The reference multiplies kW by seconds and calls it Wh: 3.6 times too high.
     assert_eq!(device.energy_kwh, 1.0);
-    assert_eq!(device.energy_source, EnergySource::Trapezoid);
+    assert_eq!(device.energy_source, EnergySource::SparseTrapezoid);
     assert_eq!(report.total.energy_kwh, Some(1.0));
     assert_eq!(report.total.gpu_energy_kwh, Some(1.0));
     assert!((report.total.cost.unwrap() - 0.30).abs() < 1e-12);

@@ -42,6 +42,9 @@ pub struct EnergyConfig {
     /// Power usage effectiveness: facility energy per unit of IT energy (cooling,
     /// power conversion). Multiplies the facility figures only. Default 1.0.
     pub pue: f64,
+    /// Milliseconds between two power readings for the energy integral, on a worker
+    /// of their own (the `gen_ai.gpu.*` gauges keep `interval_millis`). Default 100.
+    pub power_sample_millis: u64,
 }
 
 impl Default for EnergyConfig {
@@ -53,6 +56,7 @@ impl Default for EnergyConfig {
             co2_tracking: false,
             interval_millis: 5000,
             pue: 1.0,
+            power_sample_millis: 100,
         }
     }
 }
@@ -72,6 +76,15 @@ impl EnergyConfig {
                 format!(
                     "must be a finite number >= 0 (got {})",
                     self.carbon_intensity
+                ),
+            ));
+        }
+        if !(10..=60_000).contains(&self.power_sample_millis) {
+            return Err(FieldError::new(
+                "power_sample_millis",
+                format!(
+                    "must be between 10 and 60000 (got {})",
+                    self.power_sample_millis
                 ),
             ));
         }

@@ -115,6 +115,11 @@ impl Tally {
         }
     }
 
+    /// Mean length of the intervals in the window, s.
+    fn mean_interval_seconds(&self) -> Option<f64> {
+        (self.intervals > 0).then(|| seconds(self.covered_nanos) / self.intervals as f64)
+    }
+
     /// Takes an interval back out of the counts (its energy is already taken out).
     fn forget(&mut self, segment: &Segment) {
         self.intervals = self.intervals.saturating_sub(1);
@@ -128,7 +133,7 @@ impl Tally {
 
     fn method(&self) -> EnergySource {
         if self.counter_intervals == 0 {
-            EnergySource::Trapezoid
+            EnergySource::trapezoid(self.mean_interval_seconds().unwrap_or(f64::INFINITY))
         } else if self.counter_intervals == self.intervals {
             EnergySource::Counter
         } else {
@@ -617,6 +622,10 @@ impl EnergyAccount {
                         max_watts: meter.max_watts,
                         covered_seconds: seconds(run.covered_nanos),
                         readings: meter.readings,
+                        sampling_rate_hz: run
+                            .mean_interval_seconds()
+                            .filter(|mean| *mean > 0.0)
+                            .map(|mean| 1.0 / mean),
                         gaps: meter.gaps,
                         cost: energy_kwh * price,
                         co2_grams: co2(energy_kwh),
@@ -764,6 +773,6 @@ fn combined_method(methods: &[EnergySource]) -> EnergySource {
     match methods.first() {
         Some(first) if methods.iter().all(|m| m == first) => *first,
         Some(_) => EnergySource::Mixed,
-        None => EnergySource::Trapezoid,
+        None => EnergySource::SparseTrapezoid,
     }
 }

@@ -30,21 +30,37 @@ pub fn counter_delta_joules(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EnergySource {
-    /// A hardware energy counter (NVML total energy).
+    /// A hardware energy counter (NVML total energy, RAPL).
     Counter,
-    /// The trapezoid between power samples.
-    Trapezoid,
+    /// The trapezoid between power readings at most [`DENSE_INTERVAL_SECONDS`] apart
+    /// on average: a rhythm of a second or two is followed.
+    DenseTrapezoid,
+    /// The trapezoid between sparser readings: a workload's rhythm can alias with it.
+    SparseTrapezoid,
     /// Counter deltas for some intervals, the trapezoid for the rest.
     Mixed,
 }
 
+/// Longest mean interval between readings that counts as dense sampling, s.
+pub const DENSE_INTERVAL_SECONDS: f64 = 0.5;
+
 impl EnergySource {
-    /// `counter`, `trapezoid` or `mixed`.
+    /// `counter`, `dense trapezoid`, `sparse trapezoid` or `mixed`.
     pub fn as_str(self) -> &'static str {
         match self {
             EnergySource::Counter => "counter",
-            EnergySource::Trapezoid => "trapezoid",
+            EnergySource::DenseTrapezoid => "dense trapezoid",
+            EnergySource::SparseTrapezoid => "sparse trapezoid",
             EnergySource::Mixed => "mixed",
+        }
+    }
+
+    /// The trapezoid, dense or sparse by the mean interval `seconds`.
+    pub fn trapezoid(mean_interval_seconds: f64) -> Self {
+        if mean_interval_seconds <= DENSE_INTERVAL_SECONDS {
+            EnergySource::DenseTrapezoid
+        } else {
+            EnergySource::SparseTrapezoid
         }
     }
 }

@@ -75,6 +75,9 @@ pub struct DeviceEnergy {
     pub covered_seconds: f64,
     /// Power readings taken.
     pub readings: u64,
+    /// Effective sampling rate over the window: integrated intervals per covered
+    /// second, Hz.
+    pub sampling_rate_hz: Option<f64>,
     /// Failed samples (gaps not integrated).
     pub gaps: u64,
     /// Cost of `energy_kwh`.
@@ -253,8 +256,16 @@ impl EnergyReport {
             ));
         } else {
             out.push_str(&format!(
-                "{:<40} {:>12} {:>10} {:>9} {:>9} {:>8} {:>5} {:>10}\n",
-                "device", "energy kWh", "method", "mean W", "max W", "covered", "gaps", "cost"
+                "{:<40} {:>12} {:>16} {:>9} {:>9} {:>8} {:>8} {:>5} {:>10}\n",
+                "device",
+                "energy kWh",
+                "method",
+                "mean W",
+                "max W",
+                "covered",
+                "rate Hz",
+                "gaps",
+                "cost"
             ));
             for device in &self.devices {
                 let label = match &device.name {
@@ -262,13 +273,14 @@ impl EnergyReport {
                     None => device.device_identifier.clone(),
                 };
                 out.push_str(&format!(
-                    "{:<40} {:>12.6} {:>10} {:>9} {:>9} {:>7.1}s {:>5} {:>10.6}\n",
+                    "{:<40} {:>12.6} {:>16} {:>9} {:>9} {:>7.1}s {:>8} {:>5} {:>10.6}\n",
                     truncate(&label, 40),
                     device.energy_kwh,
                     device.energy_source.as_str(),
                     optional(device.mean_watts),
                     optional(device.max_watts),
                     device.covered_seconds,
+                    optional(device.sampling_rate_hz),
                     device.gaps,
                     device.cost
                 ));

@@ -258,6 +258,8 @@ pub struct PowerSample {
     pub taken_at: Instant,
     /// Whether processes were read with it (empty processes then mean "none").
     pub processes_read: bool,
+    /// A dense power reading (a probe's): integrated, but no gauge of its own.
+    pub dense: bool,
 }
 
 impl PowerSample {
@@ -269,6 +271,7 @@ impl PowerSample {
             observed_at: Utc::now(),
             taken_at: part.at,
             processes_read,
+            dense: false,
         }
     }
 }
@@ -287,6 +290,17 @@ pub fn merge_parts(parts: &[SamplePart]) -> Option<GpuSample> {
         }
     }
     combined
+}
+
+/// Reads power (and the energy counter) alone, cheaply, on a thread of its own: the
+/// energy stage's dense samples. `read` may block on driver calls.
+pub trait PowerProbe: Send {
+    /// The backend it reads (the same name as its source's part).
+    fn source(&self) -> &str;
+
+    /// One reading of every selected device (power and counter only); `None` when it
+    /// observed nothing.
+    fn read(&mut self) -> Option<GpuSample>;
 }
 
 /// Where readings go on their way to the energy stage.
@@ -338,6 +352,13 @@ pub trait GpuSource: Send {
     /// Sends every reading the source measures on its own schedule (a tool run by a
     /// background task) to `sink` as it arrives. Sources read only when asked ignore it.
     fn forward_readings(&mut self, _sink: Arc<dyn PowerSampleSink>) {}
+
+    /// Probes that read power alone for the devices `selectors` select, one per
+    /// backend that can; none by default (the energy stage then integrates the
+    /// source's own samples only).
+    fn power_probes(&mut self, _selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
+        Vec::new()
+    }
 }
 
 impl GpuSource for Box<dyn GpuSource> {
@@ -367,5 +388,9 @@ impl GpuSource for Box<dyn GpuSource> {
 
     fn forward_readings(&mut self, sink: Arc<dyn PowerSampleSink>) {
         (**self).forward_readings(sink);
+    }
+
+    fn power_probes(&mut self, selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
+        (**self).power_probes(selectors)
     }
 }

@@ -24,7 +24,7 @@ use nvml_wrapper::error::NvmlError;
 use super::events::{GpuEvent, GpuEventSink};
 use super::{
     GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
-    SamplingSeries,
+    PowerProbe, SamplingSeries, selector_matches,
 };
 
 /// The library's file name where no path is configured.
@@ -245,6 +245,21 @@ impl GpuSource for NvmlSource {
         self.unavailable.clone()
     }
 
+    /// A probe with its own NVML handle (NVML counts its initialisations), so the
+    /// dense reads never wait on this source's full samples.
+    fn power_probes(&mut self, selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
+        if !self.is_ready() {
+            return Vec::new();
+        }
+        match NvmlPowerProbe::open(&self.config, selectors) {
+            Ok(probe) => vec![Box::new(probe)],
+            Err(error) => {
+                tracing::info!(%error, "no dense NVML power reads: the energy stage uses the full samples");
+                Vec::new()
+            }
+        }
+    }
+
     fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
         if !self.try_init() {
             return None;
@@ -266,6 +281,65 @@ impl GpuSource for NvmlSource {
                 None
             }
         }
+    }
+}
+
+/// Dense power reads through NVML: power and the energy counter of the selected
+/// devices, nothing else.
+pub struct NvmlPowerProbe {
+    nvml: Nvml,
+    /// NVML position, UUID and name of each selected device.
+    devices: Vec<(u32, String, Option<String>)>,
+}
+
+impl NvmlPowerProbe {
+    /// Opens NVML and lists the devices `selectors` select.
+    pub fn open(config: &NvmlConfig, selectors: &[String]) -> Result<Self, NvmlError> {
+        let mut builder = Nvml::builder();
+        if let Some(path) = &config.library_path {
+            builder.lib_path(path.as_os_str());
+        }
+        let nvml = builder.init()?;
+        let mut devices = Vec::new();
+        for position in 0..nvml.device_count()? {
+            let Ok(device) = nvml.device_by_index(position) else {
+                continue;
+            };
+            let Ok(uuid) = device.uuid() else {
+                continue;
+            };
+            let index = device.index().ok();
+            if selector_matches(selectors, &uuid, index) {
+                devices.push((position, uuid, device.name().ok()));
+            }
+        }
+        Ok(NvmlPowerProbe { nvml, devices })
+    }
+}
+
+impl PowerProbe for NvmlPowerProbe {
+    fn source(&self) -> &str {
+        "nvml"
+    }
+
+    fn read(&mut self) -> Option<GpuSample> {
+        let taken_at = Instant::now();
+        let mut devices = Vec::with_capacity(self.devices.len());
+        for (position, uuid, name) in &self.devices {
+            let Ok(device) = self.nvml.device_by_index(*position) else {
+                continue;
+            };
+            let mut reading = GpuDeviceReading::new(GpuVendor::Nvidia, uuid.clone());
+            reading.name.clone_from(name);
+            reading.power_draw_watts = device.power_usage().ok().map(milliwatts_to_watts);
+            reading.total_energy_millijoules = device.total_energy_consumption().ok();
+            devices.push(reading);
+        }
+        (!devices.is_empty()).then_some(GpuSample {
+            devices,
+            processes: Vec::new(),
+            taken_at,
+        })
     }
 }
 

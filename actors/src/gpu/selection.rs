@@ -20,7 +20,7 @@ use super::nvidia_smi_collector::{
     locate_nvidia_smi,
 };
 use super::nvml::{NvmlConfig, NvmlSource};
-use super::{GpuSample, GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
+use super::{GpuSample, GpuSampleRequest, GpuSource, PowerProbe, PowerSampleSink, SamplePart};
 
 /// Whether a device with `identifier` and `index` matches `selectors`: an empty list
 /// selects every device; otherwise a selector equal to the identifier (ASCII case
@@ -228,5 +228,12 @@ impl GpuSource for CompositeGpuSource {
         for source in &mut self.sources {
             source.forward_readings(Arc::clone(&sink));
         }
+    }
+
+    fn power_probes(&mut self, selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
+        self.sources
+            .iter_mut()
+            .flat_map(|source| source.power_probes(selectors))
+            .collect()
     }
 }

@@ -11,7 +11,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
-use crate::energy::account::EnergyAccount;
+use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
 use crate::energy::record::{EnergyRecord, Epoch, power_record};
 use crate::energy::report::EnergyReport;
@@ -59,11 +59,14 @@ pub struct EnergyState {
     epoch: Epoch,
     gpu_status: Option<GpuSourceStatus>,
     cpu_status: Option<Option<String>>,
+    /// Intervals closed by dense readings since the last gauge sample: their energy
+    /// goes out with the next one, so `gen_ai.*` keeps the collection cadence.
+    pending: Vec<ClosedInterval>,
 }
 
 impl EnergyState {
     /// Applies `record` and sends it to the sink, for the event file.
-    fn record(&mut self, record: EnergyRecord) -> Vec<crate::energy::account::ClosedInterval> {
+    fn record(&mut self, record: EnergyRecord) -> Vec<ClosedInterval> {
         let closed = self.account.apply(&record);
         self.sink.send(PipelineEvent::Energy {
             timestamp: Utc::now(),
@@ -93,6 +96,12 @@ impl EnergyState {
         if stale {
             return;
         }
+        if power.dense {
+            merge_closed(&mut self.pending, closed);
+            return;
+        }
+        let mut closed = closed;
+        merge_closed(&mut closed, std::mem::take(&mut self.pending));
         if let Some(sample) = &power.sample {
             let measurements = genai::sample_measurements(sample, &closed, self.account.settings());
             if !measurements.is_empty() {
@@ -136,6 +145,7 @@ impl Actor for EnergyActor {
             epoch: arguments.epoch,
             gpu_status: None,
             cpu_status: None,
+            pending: Vec::new(),
         })
     }
 
@@ -192,6 +202,21 @@ impl Actor for EnergyActor {
             }
         }
         Ok(())
+    }
+}
+
+/// Adds `more` into `into`, one entry per device: energy and length summed, a
+/// counter figure only when every part was one.
+fn merge_closed(into: &mut Vec<ClosedInterval>, more: Vec<ClosedInterval>) {
+    for interval in more {
+        match into.iter_mut().find(|i| i.device == interval.device) {
+            Some(existing) => {
+                existing.kilowatt_hours += interval.kilowatt_hours;
+                existing.seconds += interval.seconds;
+                existing.counter &= interval.counter;
+            }
+            None => into.push(interval),
+        }
     }
 }
 

@@ -1,0 +1,155 @@
+//! Dense power sampling through the real binary: the fake NVML's power follows a
+//! training loop's rhythm (high for 1.25 s, a quarter of it for 1.25 s), a period that
+//! divides the 5 s collection interval, so sampling only at that interval lands on the
+//! same phase every time.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The fake's two devices at full power, W; the rhythm's mean is 5/8 of it.
+const HIGH_WATTS: [f64; 2] = [123.456, 612.345];
+
+fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("actors/tests/fixtures/gpu/fake_nvml.c");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O0"])
+        .args(defines)
+        .arg("-o")
+        .arg(dir.path().join("libnvidia-ml.so.1"))
+        .arg(source)
+        .status()
+        .expect("the system C compiler (cc) runs");
+    assert!(status.success(), "fake NVML did not compile");
+    dir
+}
+
+fn run(library: &Path, extra: &[&str], seconds: u32) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
+        .args(["run", "--quiet", "--report", "json"])
+        .args(extra)
+        .args(["--", "sleep", &seconds.to_string()])
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LD_LIBRARY_PATH", library)
+        .env("HOME", "/nonexistent-wattline-home")
+        .env_remove("GENAI_GPU_COLLECTION_INTERVAL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Relative error of each device's mean power against the rhythm's true mean.
+fn mean_power_errors(report: &Value) -> Vec<f64> {
+    let devices = report["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2, "{report}");
+    devices
+        .iter()
+        .zip(HIGH_WATTS)
+        .map(|(device, high)| {
+            let truth = (high + high / 4.0) / 2.0;
+            let joules = device["energy_kwh"].as_f64().unwrap() * 3_600_000.0;
+            let mean = joules / device["covered_seconds"].as_f64().unwrap();
+            (mean - truth) / truth
+        })
+        .collect()
+}
+
+#[test]
+fn a_rhythmic_load_over_thirty_seconds_is_within_three_percent_at_the_default_settings() {
+    let nvml = fake_nvml(&["-DFAKE_POWER_RHYTHM_MS=2500", "-DFAKE_NO_ENERGY_SYMBOL"]);
+    let dense = run(nvml.path(), &[], 30);
+    // Sampled only every 60 s (plus the polls and the energy clock at 5 s): the
+    // sparse figure, for comparison, labelled as such.
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("plugins.toml");
+    std::fs::write(
+        &file,
+        "version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\npower_sample_millis = 60000\n",
+    )
+    .unwrap();
+    let sparse = run(nvml.path(), &["--config", file.to_str().unwrap()], 30);
+    let (dense_errors, sparse_errors) = (mean_power_errors(&dense), mean_power_errors(&sparse));
+    eprintln!("rhythmic load, 30 s: dense {dense_errors:?}, sparse {sparse_errors:?}");
+    for (device, error) in dense["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(&dense_errors)
+    {
+        assert!(error.abs() < 0.03, "{error}: {device}");
+        assert_eq!(device["energy_source"], "dense_trapezoid");
+        assert!(device["readings"].as_u64().unwrap() >= 150, "{device}");
+        assert!(
+            device["sampling_rate_hz"].as_f64().unwrap() >= 5.0,
+            "{device}"
+        );
+    }
+    for device in sparse["devices"].as_array().unwrap() {
+        assert_eq!(device["energy_source"], "sparse_trapezoid");
+    }
+}
+
+#[test]
+fn the_counter_follows_the_rhythm_exactly_and_stays_the_primary_figure() {
+    let nvml = fake_nvml(&["-DFAKE_POWER_RHYTHM_MS=2500", "-DFAKE_ENERGY_ADVANCES"]);
+    let report = run(nvml.path(), &[], 10);
+    for (device, error) in report["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(mean_power_errors(&report))
+    {
+        assert_eq!(device["energy_source"], "counter");
+        assert!(error.abs() < 0.01, "{error}: {device}");
+    }
+}
+
+#[test]
+fn gauges_keep_the_collection_cadence_while_power_is_read_densely() {
+    let nvml = fake_nvml(&[]);
+    let directory = tempfile::tempdir().unwrap();
+    let report = run(
+        nvml.path(),
+        &["--atof", directory.path().to_str().unwrap()],
+        3,
+    );
+    let readings = report["devices"][0]["readings"].as_u64().unwrap();
+    assert!(readings >= 15, "dense readings: {readings}");
+    let file = std::fs::read_dir(directory.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(file).unwrap();
+    let power_points = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["name"] == "wattline.metrics")
+        .flat_map(|event| {
+            event["data"]["measurements"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|m| {
+            m["name"] == "gen_ai.gpu.power"
+                && m["attributes"]["gpu_name"] == "NVIDIA GeForce RTX 4090"
+        })
+        .count();
+    // The first poll, the energy clock's first tick, the final reading: a handful,
+    // not one per dense reading.
+    assert!(
+        power_points <= 5,
+        "{power_points} gauge points for {readings} readings"
+    );
+    assert!(power_points >= 1);
+}
