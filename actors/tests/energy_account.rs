@@ -472,3 +472,15 @@ fn the_records_replayed_through_json_give_the_same_report() {
         serde_json::to_value(&live).unwrap()
     );
 }
+
+#[test]
+fn two_backends_reading_one_device_out_of_order_never_integrate_backwards() {
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, None)]);
+    feed.power("nvml", 2.0, &[("GPU-a", 100.0, None)]);
+    // A second backend's older reading of the same device: nothing, and no panic.
+    assert_eq!(feed.power("other", 1.0, &[("GPU-a", 900.0, None)]), 0);
+    feed.power("nvml", 3.0, &[("GPU-a", 100.0, None)]);
+    let device = &feed.report(3.0).devices[0];
+    assert!(close(device.energy_kwh, kwh(300.0), 1e-12));
+}

@@ -456,6 +456,10 @@ impl EnergyAccount {
                 meter.gap();
                 continue;
             };
+            // Another backend's reading of this device already went past this one.
+            if meter.last.is_some_and(|last| record.at <= last.at) {
+                continue;
+            }
             let point = Point {
                 at: record.at,
                 watts: Some(watts),
