@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use wattline_actors::gpu::dense_power::DenseSampling;
 use wattline_actors::gpu::nvml::{NvmlConfig, NvmlPowerProbe, NvmlSource};
 use wattline_actors::gpu::{
     GpuSampleRequest, GpuSource, NoopEventSink, PowerProbe, PowerSample, PowerSampleSink,
     SamplingSeries,
 };
-use wattline_actors::pipeline::power_sampling::DenseSampling;
 
 /// CPU time (user + system) this process has used, ns.
 fn process_cpu_nanos() -> u128 {

@@ -12,6 +12,7 @@
 //! proves the rule: its tool runs in a background task and `sample` only copies the
 //! latest answer.
 
+pub mod dense_power;
 pub mod drm;
 pub mod events;
 pub mod nvidia_smi;
@@ -353,11 +354,17 @@ pub trait GpuSource: Send {
     /// background task) to `sink` as it arrives. Sources read only when asked ignore it.
     fn forward_readings(&mut self, _sink: Arc<dyn PowerSampleSink>) {}
 
-    /// Probes that read power alone for the devices `selectors` select, one per
-    /// backend that can; none by default (the energy stage then integrates the
-    /// source's own samples only).
-    fn power_probes(&mut self, _selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
-        Vec::new()
+    /// Starts reading power alone, every `period`, for the devices `selectors`
+    /// select, off the async runtime, sending each reading to `sink` as a dense
+    /// sample; reading stops when the returned guard is dropped. `None` where the
+    /// backend cannot (the energy stage then integrates the source's own samples).
+    fn start_dense_power(
+        &mut self,
+        _period: Duration,
+        _selectors: &[String],
+        _sink: Arc<dyn PowerSampleSink>,
+    ) -> Option<dense_power::DensePower> {
+        None
     }
 }
 
@@ -390,7 +397,12 @@ impl GpuSource for Box<dyn GpuSource> {
         (**self).forward_readings(sink);
     }
 
-    fn power_probes(&mut self, selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
-        (**self).power_probes(selectors)
+    fn start_dense_power(
+        &mut self,
+        period: Duration,
+        selectors: &[String],
+        sink: Arc<dyn PowerSampleSink>,
+    ) -> Option<dense_power::DensePower> {
+        (**self).start_dense_power(period, selectors, sink)
     }
 }

@@ -21,10 +21,11 @@ use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, MemoryError, Temper
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 
+use super::dense_power::{DensePower, DenseSampling};
 use super::events::{GpuEvent, GpuEventSink};
 use super::{
     GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
-    PowerProbe, SamplingSeries, selector_matches,
+    PowerProbe, PowerSampleSink, SamplingSeries, selector_matches,
 };
 
 /// The library's file name where no path is configured.
@@ -245,17 +246,29 @@ impl GpuSource for NvmlSource {
         self.unavailable.clone()
     }
 
-    /// A probe with its own NVML handle (NVML counts its initialisations), so the
-    /// dense reads never wait on this source's full samples.
-    fn power_probes(&mut self, selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
+    /// A probe thread with its own NVML handle (NVML counts its initialisations), so
+    /// the dense reads never wait on this source's full samples.
+    fn start_dense_power(
+        &mut self,
+        period: Duration,
+        selectors: &[String],
+        sink: Arc<dyn PowerSampleSink>,
+    ) -> Option<DensePower> {
         if !self.is_ready() {
-            return Vec::new();
+            return None;
         }
         match NvmlPowerProbe::open(&self.config, selectors) {
-            Ok(probe) => vec![Box::new(probe)],
+            Ok(probe) => {
+                let probe: Box<dyn PowerProbe> = Box::new(probe);
+                Some(DensePower::holding(DenseSampling::start(
+                    vec![probe],
+                    period,
+                    sink,
+                )))
+            }
             Err(error) => {
                 tracing::info!(%error, "no dense NVML power reads: the energy stage uses the full samples");
-                Vec::new()
+                None
             }
         }
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
+use super::dense_power::DensePower;
 use super::drm::DrmSource;
 use super::events::{GpuEventSink, NoopEventSink};
 use super::nvidia_smi_collector::{
@@ -20,7 +21,7 @@ use super::nvidia_smi_collector::{
     locate_nvidia_smi,
 };
 use super::nvml::{NvmlConfig, NvmlSource};
-use super::{GpuSample, GpuSampleRequest, GpuSource, PowerProbe, PowerSampleSink, SamplePart};
+use super::{GpuSample, GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
 
 /// Whether a device with `identifier` and `index` matches `selectors`: an empty list
 /// selects every device; otherwise a selector equal to the identifier (ASCII case
@@ -230,10 +231,15 @@ impl GpuSource for CompositeGpuSource {
         }
     }
 
-    fn power_probes(&mut self, selectors: &[String]) -> Vec<Box<dyn PowerProbe>> {
+    fn start_dense_power(
+        &mut self,
+        period: Duration,
+        selectors: &[String],
+        sink: Arc<dyn PowerSampleSink>,
+    ) -> Option<DensePower> {
         self.sources
             .iter_mut()
-            .flat_map(|source| source.power_probes(selectors))
-            .collect()
+            .filter_map(|source| source.start_dense_power(period, selectors, Arc::clone(&sink)))
+            .reduce(DensePower::join)
     }
 }

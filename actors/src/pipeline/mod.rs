@@ -6,7 +6,6 @@ pub mod clock;
 pub mod energy_actor;
 pub mod gpu_events;
 pub mod merger_actor;
-pub mod power_sampling;
 pub mod registry;
 pub mod sampler_actor;
 pub mod supervisor;
@@ -31,7 +30,6 @@ use self::clock::{
 };
 use self::energy_actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
 use self::merger_actor::{MergerActor, MergerArguments, MergerMessage};
-use self::power_sampling::DenseSampling;
 use self::registry::SamplerRegistry;
 use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
@@ -228,7 +226,6 @@ pub struct RunningPipeline {
     root_scope: Uuid,
     root_started: DateTime<Utc>,
     root_ended: AtomicBool,
-    dense_sampling: Option<DenseSampling>,
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
 }
@@ -307,24 +304,7 @@ impl RunningPipeline {
                 .unwrap_or_else(|| (Instant::now(), Utc::now()));
             let _ = energy.cast(EnergyMessage::MeasuringFrom(at, wall));
         }
-        let mut prepared_source = prepared_gpu.and_then(|p| p.source);
-        // Dense power reads for the energy integral, where a backend can probe power
-        // alone; the source's own samples keep the gauges' cadence.
-        let dense_sampling = match (&energy, spec.energy.as_ref(), prepared_source.as_mut()) {
-            (Some(actor), Some(settings), Some(source)) => {
-                let selectors = spec
-                    .resource
-                    .as_ref()
-                    .map(|resource| resource.gpu.devices.clone())
-                    .unwrap_or_default();
-                Some(DenseSampling::start(
-                    source.power_probes(&selectors),
-                    Duration::from_millis(settings.config.power_sample_millis),
-                    Arc::new(EnergyFeed(actor.clone())),
-                ))
-            }
-            _ => None,
-        };
+        let prepared_source = prepared_gpu.and_then(|p| p.source);
         let prepared_source = Arc::new(Mutex::new(prepared_source));
 
         let resource = spec.resource.clone();
@@ -394,6 +374,10 @@ impl RunningPipeline {
             let make_source = Arc::clone(&spec.gpu_source);
             let events = gpu_event_sink(pipeline_diagnostics.as_ref());
             let name_slot = Arc::clone(&gpu_source_name);
+            let dense_period = spec
+                .energy
+                .as_ref()
+                .map(|settings| Duration::from_millis(settings.config.power_sample_millis));
             factories.push((
                 SamplerCategory::Gpu,
                 Arc::new(move || {
@@ -405,11 +389,12 @@ impl RunningPipeline {
                     if let Ok(mut slot) = name_slot.lock() {
                         slot.clone_from(&name);
                     }
-                    Box::new(GpuSampler::new(
-                        source,
-                        gpu_config.clone(),
-                        power_sink.clone(),
-                    )) as Box<dyn CategorySampler>
+                    let sampler = GpuSampler::new(source, gpu_config.clone(), power_sink.clone());
+                    let sampler = match dense_period {
+                        Some(period) => sampler.with_dense_power(period),
+                        None => sampler,
+                    };
+                    Box::new(sampler) as Box<dyn CategorySampler>
                 }),
             ));
         }
@@ -508,7 +493,6 @@ impl RunningPipeline {
             root_scope,
             root_started,
             root_ended: AtomicBool::new(false),
-            dense_sampling,
             sink: spec.sink,
             rapl,
         })
@@ -713,9 +697,6 @@ impl RunningPipeline {
     /// report taken next is the last word: no later sample can add to it.
     pub async fn stop_clocks(&self) {
         self.cancel.cancel();
-        if let Some(dense) = &self.dense_sampling {
-            dense.stop();
-        }
         let tasks: Vec<_> = match self.clock_tasks.lock() {
             Ok(mut tasks) => tasks.drain(..).collect(),
             Err(poisoned) => poisoned.into_inner().drain(..).collect(),

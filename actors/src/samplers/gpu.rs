@@ -43,6 +43,8 @@ pub struct GpuSampler {
     /// The processes of the latest resource poll: the energy stage's own samples read
     /// process shares for them (every process until a poll says otherwise).
     processes: ProcessScope,
+    /// Dense power reading started on the source; stops with this sampler.
+    dense: Option<crate::gpu::dense_power::DensePower>,
 }
 
 impl std::fmt::Debug for GpuSampler {
@@ -73,7 +75,23 @@ impl GpuSampler {
             config,
             power_sink,
             processes: ProcessScope::All,
+            dense: None,
         }
+    }
+
+    /// Starts dense power reading every `period` on the source where it can, feeding
+    /// the power sink: the edge from this sampler's source to the energy stage for
+    /// the integral, beside the samples it answers at the collection interval.
+    pub fn with_dense_power(mut self, period: Duration) -> Self {
+        if let (Some(source), Some(sink)) = (self.source.as_mut(), &self.power_sink) {
+            self.dense = source.start_dense_power(period, &self.config.devices, Arc::clone(sink));
+        }
+        self
+    }
+
+    /// Whether dense power reading runs.
+    pub fn has_dense_power(&self) -> bool {
+        self.dense.as_ref().is_some_and(|dense| !dense.is_empty())
     }
 
     /// The name of the source in use, e.g. `nvml+drm`.

@@ -13,7 +13,42 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::gpu::{PowerProbe, PowerSample, PowerSampleSink, SamplePart};
+use super::{PowerProbe, PowerSample, PowerSampleSink, SamplePart};
+
+/// Dense power reading a source has started; dropping it stops it (threads end
+/// after their current read, a streaming child is killed).
+#[derive(Default)]
+pub struct DensePower {
+    parts: Vec<Box<dyn Send>>,
+}
+
+impl std::fmt::Debug for DensePower {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DensePower")
+            .field("parts", &self.parts.len())
+            .finish()
+    }
+}
+
+impl DensePower {
+    /// Holds `part` (anything that stops its reading when dropped).
+    pub fn holding(part: impl Send + 'static) -> Self {
+        DensePower {
+            parts: vec![Box::new(part)],
+        }
+    }
+
+    /// Holds the parts of both.
+    pub fn join(mut self, other: DensePower) -> Self {
+        self.parts.extend(other.parts);
+        self
+    }
+
+    /// Whether anything reads.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+}
 
 /// The running probe threads; dropping it stops them.
 #[derive(Debug)]
