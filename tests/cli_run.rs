@@ -138,10 +138,12 @@ fn a_missing_command_is_a_clear_error() {
     );
 }
 
-/// A stand-in `nvidia-smi` answering in the real CSV format: one H200 at 250 W.
+/// A stand-in `nvidia-smi` answering in the real CSV format: one H200 at 250 W, and
+/// its loop mode for the power stream.
 const FAKE_NVIDIA_SMI: &str = r#"#!/bin/sh
 case "$*" in
   *-L*) echo "GPU 0: NVIDIA H200 (UUID: GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c)";;
+  *--loop-ms=*) while :; do echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, 250.00"; sleep 0.1; done;;
   *) echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, NVIDIA H200, 7, 3, 1377, 143771, 46, 250.00, 700.00, 1980, 3201, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0";;
 esac
 "#;
@@ -178,7 +180,7 @@ fn run_measures_gpu_energy_through_nvidia_smi() {
         "GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c"
     );
     assert_eq!(device["name"], "NVIDIA H200");
-    assert_eq!(device["energy_source"], "sparse_trapezoid");
+    assert_eq!(device["energy_source"], "dense_trapezoid");
     // Constant 250 W: the mean is exact, and the energy is 250 W over the covered time.
     assert!(
         (device["mean_watts"].as_f64().unwrap() - 250.0).abs() < 1e-9,

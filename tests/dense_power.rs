@@ -153,3 +153,91 @@ fn gauges_keep_the_collection_cadence_while_power_is_read_densely() {
     );
     assert!(power_points >= 1);
 }
+
+/// A folder with the loop-mode stand-in `nvidia-smi` (`mode`: see the script), its
+/// rhythm's phase counted from now.
+fn stand_in_smi(mode: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("nvidia-smi");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("actors/tests/fixtures/gpu/fake-smi/loop_rhythm.py"),
+        &program,
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    std::fs::write(dir.path().join("epoch"), format!("{epoch}")).unwrap();
+    std::fs::write(dir.path().join("mode"), mode).unwrap();
+    dir
+}
+
+fn run_with_smi(smi: &Path, seconds: u32) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
+        .args([
+            "run",
+            "--quiet",
+            "--report",
+            "json",
+            "--",
+            "sleep",
+            &seconds.to_string(),
+        ])
+        .env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", smi.display()),
+        )
+        .env_remove("LD_LIBRARY_PATH")
+        .env("HOME", "/nonexistent-wattline-home")
+        .env_remove("GENAI_GPU_COLLECTION_INTERVAL")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn a_rhythmic_load_through_the_nvidia_smi_stream_is_within_three_percent() {
+    const SMI_HIGH: [f64; 2] = [512.34, 71.02];
+    let smi = stand_in_smi("normal");
+    let report = run_with_smi(smi.path(), 30);
+    for (device, high) in report["devices"].as_array().unwrap().iter().zip(SMI_HIGH) {
+        let truth = high * 5.0 / 8.0;
+        let mean = device["energy_kwh"].as_f64().unwrap() * 3_600_000.0
+            / device["covered_seconds"].as_f64().unwrap();
+        let error = (mean - truth) / truth;
+        eprintln!(
+            "nvidia-smi stream, rhythmic load, 30 s: {:+.3}%",
+            error * 100.0
+        );
+        assert!(error.abs() < 0.03, "{error}: {device}");
+        assert_eq!(device["energy_source"], "dense_trapezoid");
+        assert_eq!(
+            device["power_fields"],
+            serde_json::json!(["power.draw.instant"])
+        );
+        assert!(
+            device["sampling_rate_hz"].as_f64().unwrap() >= 5.0,
+            "{device}"
+        );
+        assert_eq!(device["gaps"], 0);
+    }
+}
+
+#[test]
+fn an_older_driver_streams_power_draw_and_the_report_names_it() {
+    let smi = stand_in_smi("old");
+    let report = run_with_smi(smi.path(), 3);
+    for device in report["devices"].as_array().unwrap() {
+        assert_eq!(device["power_fields"], serde_json::json!(["power.draw"]));
+        assert_eq!(device["energy_source"], "dense_trapezoid");
+    }
+}

@@ -12,7 +12,7 @@ const SMI_WATTS: [f64; 2] = [512.34, 71.02];
 const NVML_WATTS: [f64; 2] = [123.456, 612.345];
 
 /// A folder with an `nvidia-smi` that sleeps 350 ms, then answers for two devices
-/// (and one compute process on the first).
+/// (and one compute process on the first); in loop mode it streams their power.
 fn stand_in_smi() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
@@ -22,9 +22,12 @@ fn stand_in_smi() -> tempfile::TempDir {
 sleep 0.35
 case "$*" in
   *--query-compute-apps*) echo "GPU-11111111-2222-3333-4444-555555555555, 4242, 512" ;;
+  *--loop-ms=*) while :; do printf '%s\n' \
+"0, GPU-11111111-2222-3333-4444-555555555555, {0}" \
+"1, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee, {1}"; sleep 0.1; done ;;
   *--query-gpu*) printf '%s\n' \
-"0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 97, 40, 40000, 81559, 71, {}, 700.00, 1980, 2619, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0" \
-"1, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee, NVIDIA H100 80GB HBM3, 3, 1, 1000, 81559, 40, {}, 700.00, 345, 2619, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0" ;;
+"0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 97, 40, 40000, 81559, 71, {0}, 700.00, 1980, 2619, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0" \
+"1, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee, NVIDIA H100 80GB HBM3, 3, 1, 1000, 81559, 40, {1}, 700.00, 345, 2619, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0" ;;
   *) exit 4 ;;
 esac
 "#,
@@ -145,7 +148,7 @@ fn check(run: &Run, watts: &[f64], method: &str, source: &str) {
 fn through_nvidia_smi(seconds: u64, interval: Option<u64>) {
     let smi = stand_in_smi();
     let run = run_measured(seconds, interval, search_path(Some(smi.path())), None);
-    check(&run, &SMI_WATTS, "sparse_trapezoid", "nvidia-smi");
+    check(&run, &SMI_WATTS, "dense_trapezoid", "nvidia-smi");
     // The compute process is attributed by its memory share: all of device 0.
     let process = &run.report["processes"][0];
     assert_eq!(process["process_id"], 4242);

@@ -73,6 +73,7 @@ impl Feed {
             source: source.into(),
             at: at(seconds),
             devices: Some(devices),
+            power_field: Some("power.draw".into()),
         }))
     }
 
@@ -81,6 +82,7 @@ impl Feed {
             source: source.into(),
             at: at(seconds),
             devices: None,
+            power_field: None,
         }));
     }
 
@@ -313,6 +315,7 @@ fn process_shares_and_the_unattributed_rest_add_up_to_the_device_exactly() {
                 counter_millijoules: None,
                 shares,
             }]),
+            power_field: None,
         })
     };
     feed.apply(reading(

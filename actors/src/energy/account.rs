@@ -155,6 +155,7 @@ struct Meter {
     readings: u64,
     gaps: u64,
     max_watts: Option<f64>,
+    power_fields: BTreeSet<String>,
 }
 
 impl Meter {
@@ -171,6 +172,7 @@ impl Meter {
             readings: 0,
             gaps: 0,
             max_watts: None,
+            power_fields: BTreeSet::new(),
         }
     }
 
@@ -469,6 +471,9 @@ impl EnergyAccount {
                     wrap_at: Some(u64::MAX),
                 }),
             };
+            if let Some(field) = &record.power_field {
+                meter.power_fields.insert(field.clone());
+            }
             if let Some(segment) = meter.add(point) {
                 closed.push(ClosedInterval {
                     device: device.id.clone(),
@@ -634,6 +639,7 @@ impl EnergyAccount {
                         cost: energy_kwh * price,
                         co2_grams: co2(energy_kwh),
                         attribution: meter.basis,
+                        power_fields: meter.power_fields.iter().cloned().collect(),
                         attributed_kwh: kwh(attributed),
                         unattributed_kwh: energy_kwh - kwh(attributed),
                     });

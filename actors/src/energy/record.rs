@@ -90,6 +90,9 @@ pub struct PowerRecord {
     pub at: Nanos,
     /// The devices; `None` for a failed sample, a gap for every device of this source.
     pub devices: Option<Vec<DevicePower>>,
+    /// The backend's name for the power figure, where known.
+    #[serde(default)]
+    pub power_field: Option<String>,
 }
 
 /// One input of the energy account.
@@ -186,6 +189,7 @@ pub fn power_record(
     at: Nanos,
     sample: Option<&GpuSample>,
     shares_read: bool,
+    power_field: Option<&str>,
 ) -> PowerRecord {
     let devices = sample.map(|sample| {
         sample
@@ -206,6 +210,7 @@ pub fn power_record(
         source: source.to_owned(),
         at,
         devices,
+        power_field: power_field.map(str::to_owned),
     }
 }
 

@@ -84,6 +84,9 @@ pub struct DeviceEnergy {
     pub cost: f64,
     /// gCO2e of `energy_kwh`; present only with CO2 tracking on.
     pub co2_grams: Option<f64>,
+    /// The backends' names for the power figures read (`power.draw.instant`,
+    /// `power.draw`, `nvmlDeviceGetPowerUsage`), where known.
+    pub power_fields: Vec<String>,
     /// What process shares are shares of; `None` when no process was seen on it.
     pub attribution: Option<crate::energy::record::ShareBasis>,
     /// Energy attributed to processes, kWh.

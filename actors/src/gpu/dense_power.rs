@@ -118,6 +118,7 @@ fn run_probe(
         };
         let mut reading = PowerSample::from_part(part, false);
         reading.dense = true;
+        reading.power_field = Some(probe.power_field());
         sink.send(reading);
         grid += period;
         let now = Instant::now();

@@ -17,6 +17,7 @@ pub mod drm;
 pub mod events;
 pub mod nvidia_smi;
 pub mod nvidia_smi_collector;
+pub mod nvidia_smi_stream;
 pub mod nvml;
 pub mod selection;
 
@@ -261,6 +262,9 @@ pub struct PowerSample {
     pub processes_read: bool,
     /// A dense power reading (a probe's): integrated, but no gauge of its own.
     pub dense: bool,
+    /// The backend's name for the power figure (`power.draw.instant`, `power.draw`,
+    /// `nvmlDeviceGetPowerUsage`), where known.
+    pub power_field: Option<&'static str>,
 }
 
 impl PowerSample {
@@ -273,6 +277,7 @@ impl PowerSample {
             taken_at: part.at,
             processes_read,
             dense: false,
+            power_field: None,
         }
     }
 }
@@ -298,6 +303,9 @@ pub fn merge_parts(parts: &[SamplePart]) -> Option<GpuSample> {
 pub trait PowerProbe: Send {
     /// The backend it reads (the same name as its source's part).
     fn source(&self) -> &str;
+
+    /// The backend's name for the power figure it reads.
+    fn power_field(&self) -> &'static str;
 
     /// One reading of every selected device (power and counter only); `None` when it
     /// observed nothing.

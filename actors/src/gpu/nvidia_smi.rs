@@ -327,7 +327,7 @@ impl SmiField {
             "memory.used" => SmiField::MemoryUsed,
             "memory.total" => SmiField::MemoryTotal,
             "temperature.gpu" => SmiField::Temperature,
-            "power.draw" => SmiField::PowerDraw,
+            "power.draw" | "power.draw.instant" | "power.draw.average" => SmiField::PowerDraw,
             "power.limit" => SmiField::PowerLimit,
             "clocks.current.sm" | "clocks.sm" => SmiField::ClockSm,
             "clocks.current.memory" | "clocks.mem" => SmiField::ClockMemory,

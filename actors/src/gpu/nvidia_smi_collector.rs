@@ -247,6 +247,22 @@ pub struct NvidiaSmiCollector {
     runtime: Option<Handle>,
     forwarder: Option<JoinHandle<()>>,
     timeout: Duration,
+    /// The program and where events go, for the dense power stream.
+    program: Option<StreamSetup>,
+}
+
+/// What the dense power stream needs from the collector.
+struct StreamSetup {
+    program: PathBuf,
+    events: Arc<dyn GpuEventSink>,
+}
+
+impl std::fmt::Debug for StreamSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamSetup")
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
 }
 
 impl NvidiaSmiCollector {
@@ -255,6 +271,10 @@ impl NvidiaSmiCollector {
         let (sender, state) = watch::channel(CollectorState::Starting);
         let shared = Arc::new(Shared::default());
         let timeout = config.timeout;
+        let program = Some(StreamSetup {
+            program: config.program.clone(),
+            events: Arc::clone(&sink),
+        });
         let task = runtime.spawn(collect(config, sink, sender, Arc::clone(&shared)));
         Self {
             state,
@@ -263,6 +283,7 @@ impl NvidiaSmiCollector {
             runtime: Some(runtime.clone()),
             forwarder: None,
             timeout,
+            program,
         }
     }
 
@@ -298,6 +319,7 @@ impl NvidiaSmiCollector {
             runtime: None,
             forwarder: None,
             timeout: DEFAULT_TIMEOUT,
+            program: None,
         }
     }
 
@@ -398,7 +420,9 @@ impl NvidiaSmiCollector {
                     },
                     _ => continue,
                 };
-                sink.send(PowerSample::from_part(part, false));
+                let mut sample = PowerSample::from_part(part, false);
+                sample.power_field = Some("power.draw");
+                sink.send(sample);
             }
         });
         if let Some(previous) = self.forwarder.replace(forwarder) {
@@ -528,6 +552,37 @@ impl GpuSource for NvidiaSmiSource {
 
     fn forward_readings(&mut self, sink: Arc<dyn PowerSampleSink>) {
         self.collector.forward_to(sink);
+    }
+
+    /// A second, long-lived child in loop mode, power only (see
+    /// [`super::nvidia_smi_stream`]), while the full query keeps its interval.
+    fn start_dense_power(
+        &mut self,
+        period: Duration,
+        selectors: &[String],
+        sink: Arc<dyn PowerSampleSink>,
+    ) -> Option<super::dense_power::DensePower> {
+        let collector = &self.collector;
+        let StreamSetup { program, events } = collector.program.as_ref()?;
+        let (program, events) = (program.clone(), Arc::clone(events));
+        let runtime = collector.runtime.as_ref()?;
+        if matches!(
+            collector.state(),
+            CollectorState::NoDevices | CollectorState::NotFound
+        ) {
+            return None;
+        }
+        let config = super::nvidia_smi_stream::SmiStreamConfig {
+            program,
+            period,
+            timeout: collector.timeout,
+            selectors: selectors.to_vec(),
+            max_consecutive_failures: MAX_CONSECUTIVE_FAILURES,
+            first_backoff: super::nvidia_smi_stream::FIRST_BACKOFF,
+        };
+        Some(super::dense_power::DensePower::holding(
+            super::nvidia_smi_stream::SmiPowerStream::start(config, sink, events, runtime),
+        ))
     }
 }
 

@@ -335,6 +335,10 @@ impl PowerProbe for NvmlPowerProbe {
         "nvml"
     }
 
+    fn power_field(&self) -> &'static str {
+        "nvmlDeviceGetPowerUsage"
+    }
+
     fn read(&mut self) -> Option<GpuSample> {
         let taken_at = Instant::now();
         let mut devices = Vec::with_capacity(self.devices.len());

@@ -81,6 +81,7 @@ impl EnergyState {
             self.epoch.nanos(power.taken_at),
             power.sample.as_deref(),
             power.processes_read,
+            power.power_field,
         );
         let stale = self.account.is_stale(&record);
         let carries_shares = record

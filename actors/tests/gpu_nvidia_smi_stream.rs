@@ -1,0 +1,190 @@
+//! The `nvidia-smi` power stream against a stand-in tool with a real loop mode (a
+//! Python script printing the real CSV format): readings as lines arrive, and a child
+//! that dies, hangs, prints garbage or does not know `power.draw.instant`.
+
+#[path = "gpu_support/mod.rs"]
+mod gpu_support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use wattline_actors::gpu::nvidia_smi_stream::{SmiPowerStream, SmiStreamConfig};
+use wattline_actors::gpu::{CollectingEventSink, GpuEvent, PowerSample, PowerSampleSink};
+
+#[derive(Default)]
+struct Received(Mutex<Vec<PowerSample>>);
+
+impl PowerSampleSink for Received {
+    fn send(&self, sample: PowerSample) {
+        self.0.lock().unwrap().push(sample);
+    }
+}
+
+impl Received {
+    fn all(&self) -> Vec<PowerSample> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+struct Stand {
+    dir: tempfile::TempDir,
+    received: Arc<Received>,
+    events: Arc<CollectingEventSink>,
+    _stream: SmiPowerStream,
+}
+
+/// Starts a stream over the stand-in in `mode`, 100 ms loops, a 500 ms hang timeout
+/// and a 100 ms first back-off.
+fn start(mode: &str) -> Stand {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("nvidia-smi");
+    std::fs::copy(gpu_support::fixture("fake-smi/loop_rhythm.py"), &program).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(dir.path().join("mode"), mode).unwrap();
+    let received = Arc::new(Received::default());
+    let events = Arc::new(CollectingEventSink::new());
+    let stream = SmiPowerStream::start(
+        SmiStreamConfig {
+            program,
+            period: Duration::from_millis(100),
+            timeout: Duration::from_millis(500),
+            selectors: Vec::new(),
+            max_consecutive_failures: 5,
+            first_backoff: Duration::from_millis(100),
+        },
+        received.clone(),
+        events.clone(),
+        &tokio::runtime::Handle::current(),
+    );
+    Stand {
+        dir,
+        received,
+        events,
+        _stream: stream,
+    }
+}
+
+async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn loop_calls(stand: &Stand) -> Vec<String> {
+    std::fs::read_to_string(stand.dir.path().join("calls"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains("--loop-ms"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_loop_is_one_reading_of_every_device_stamped_as_it_arrives() {
+    let stand = start("normal");
+    wait_until(Duration::from_secs(10), || stand.received.all().len() >= 10).await;
+    let readings = stand.received.all();
+    assert!(readings.len() >= 10);
+    for reading in &readings {
+        assert!(reading.dense);
+        assert_eq!(reading.source, "nvidia-smi");
+        assert_eq!(reading.power_field, Some("power.draw.instant"));
+        let sample = reading.sample.as_ref().expect("a reading");
+        assert_eq!(sample.devices.len(), 2);
+        assert!(sample.devices.iter().all(|d| d.power_draw_watts.is_some()));
+    }
+    // Stamped in order, about a loop apart (the tool's own loop, not a poll).
+    let stamps: Vec<Instant> = readings.iter().map(|r| r.taken_at).collect();
+    assert!(stamps.windows(2).all(|pair| pair[0] < pair[1]));
+    assert_eq!(loop_calls(&stand).len(), 1, "one long-lived child");
+    assert_eq!(
+        loop_calls(&stand)[0],
+        "--query-gpu=index,uuid,power.draw.instant --format=csv,noheader,nounits --loop-ms=100"
+    );
+    assert!(stand.events.events().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_dies_leaves_a_gap_is_recorded_and_restarted_with_nothing_lost() {
+    let stand = start("die");
+    // 20 loops, the death, a 100 ms back-off, a second child.
+    wait_until(Duration::from_secs(20), || {
+        loop_calls(&stand).len() >= 2 && {
+            let all = stand.received.all();
+            all.iter()
+                .rposition(|r| r.sample.is_none())
+                .is_some_and(|gap| gap + 3 < all.len())
+        }
+    })
+    .await;
+    let all = stand.received.all();
+    let gap = all
+        .iter()
+        .position(|r| r.sample.is_none())
+        .expect("the death is a gap");
+    assert_eq!(gap, 20, "every loop before the death was delivered");
+    assert!(all[gap + 1..].iter().take(3).all(|r| r.sample.is_some()));
+    assert!(all[gap].taken_at > all[gap - 1].taken_at);
+    assert!(loop_calls(&stand).len() >= 2, "restarted");
+    assert!(stand.events.count(|event| matches!(event,
+        GpuEvent::SmiSampleFailed { message } if message.contains("power stream ended with exit status: 15")
+            && message.contains("Unknown Error")
+            && message.contains("restarting in 0.1 s"))) >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_that_hangs_is_killed_after_the_timeout_and_restarted() {
+    let stand = start("hang");
+    wait_until(Duration::from_secs(20), || loop_calls(&stand).len() >= 2).await;
+    let all = stand.received.all();
+    let gap = all.iter().position(|r| r.sample.is_none()).expect("a gap");
+    assert_eq!(gap, 20);
+    // The gap comes once the timeout ran out after the last line.
+    assert!(all[gap].taken_at.duration_since(all[gap - 1].taken_at) >= Duration::from_millis(500));
+    assert!(
+        stand.events.count(|event| matches!(event,
+        GpuEvent::SmiSampleFailed { message } if message.contains("gave no line for 0.5 s")))
+            >= 1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_lines_are_skipped_recorded_once_and_cost_no_reading() {
+    let stand = start("garbage");
+    wait_until(Duration::from_secs(10), || stand.received.all().len() >= 10).await;
+    let all = stand.received.all();
+    assert!(all.len() >= 10);
+    assert!(
+        all.iter()
+            .all(|r| r.sample.as_ref().is_some_and(|s| s.devices.len() == 2))
+    );
+    assert_eq!(
+        stand
+            .events
+            .count(|event| matches!(event, GpuEvent::SmiParseFailure { .. })),
+        1
+    );
+    assert_eq!(
+        loop_calls(&stand).len(),
+        1,
+        "garbage does not restart the child"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_without_the_instant_field_streams_power_draw() {
+    let stand = start("old");
+    wait_until(Duration::from_secs(10), || stand.received.all().len() >= 3).await;
+    let all = stand.received.all();
+    assert!(all.len() >= 3);
+    assert!(all.iter().all(|r| r.power_field == Some("power.draw")));
+    let calls = loop_calls(&stand);
+    assert!(calls[0].contains("power.draw.instant"));
+    assert!(calls[1].contains("--query-gpu=index,uuid,power.draw "));
+    assert!(
+        stand.events.events().is_empty(),
+        "a downgrade is no failure"
+    );
+}
