@@ -1,9 +1,11 @@
 //! CPU cost of dense power sampling through NVML, with the fake NVML library (built
 //! here with the system C compiler): one probe read (power and counter only) beside
 //! one full NVML sample of the same devices, and the CPU share of a probe thread at
-//! 100 ms, extrapolated per device to 8 devices. Prints figures; asserts nothing.
-//! The fake's calls return at once, so this is wattline's own overhead, not the
-//! driver's.
+//! 100 ms, extrapolated per device to 8 devices; then wattline's own CPU share for an
+//! `nvidia-smi` power stream at 100 ms from a stand-in child printing 8 devices (the
+//! child's own CPU is not wattline's and is not counted). Prints figures; asserts
+//! nothing. The fake's calls return at once, so this is wattline's own overhead, not
+//! the driver's.
 //!
 //! Run: `cargo bench -p wattline-actors --bench dense_power_cost`
 
@@ -93,6 +95,8 @@ fn main() {
     let share = thread_nanos / (elapsed * 1e9) * 100.0;
     let per_device_share = share / devices.max(1) as f64;
 
+    let stream_share = stream_share(dir.path(), period, window);
+
     println!("fake NVML, {devices} devices, {rounds} rounds");
     println!(
         "probe read (power + counter): {:>8.1} µs ({:.2} µs per device)",
@@ -113,4 +117,58 @@ fn main() {
         per_device_share,
         per_device_share * 8.0
     );
+    println!(
+        "nvidia-smi stream at {} ms, 8 devices, for {:.1} s: {} readings, {:.4}% of one core in wattline",
+        period.as_millis(),
+        window.as_secs_f64(),
+        stream_share.1,
+        stream_share.0
+    );
+}
+
+/// wattline's CPU share while reading a stand-in stream of 8 devices, and the readings.
+fn stream_share(dir: &Path, period: Duration, window: Duration) -> (f64, u64) {
+    use std::os::unix::fs::PermissionsExt;
+    let program = dir.join("nvidia-smi");
+    let mut lines = String::new();
+    for index in 0..8 {
+        lines.push_str(&format!(
+            "\"{index}, GPU-{index:08}-0000-0000-0000-000000000000, 512.34\" "
+        ));
+    }
+    std::fs::write(
+        &program,
+        format!("#!/bin/sh\nwhile :; do printf '%s\\n' {lines}; sleep 0.1; done\n"),
+    )
+    .expect("stand-in written");
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let sink = Arc::new(Counting(AtomicU64::new(0)));
+    let before = process_cpu_nanos();
+    let wall = Instant::now();
+    let stream = wattline_actors::gpu::nvidia_smi_stream::SmiPowerStream::start(
+        wattline_actors::gpu::nvidia_smi_stream::SmiStreamConfig {
+            program,
+            period,
+            timeout: Duration::from_secs(10),
+            selectors: Vec::new(),
+            max_consecutive_failures: 5,
+            first_backoff: Duration::from_secs(1),
+        },
+        Arc::clone(&sink) as Arc<dyn PowerSampleSink>,
+        Arc::new(NoopEventSink),
+        runtime.handle(),
+    );
+    std::thread::sleep(window);
+    let cpu = (process_cpu_nanos() - before) as f64;
+    let elapsed = wall.elapsed().as_secs_f64();
+    drop(stream);
+    (
+        cpu / (elapsed * 1e9) * 100.0,
+        sink.0.load(Ordering::Relaxed),
+    )
 }

@@ -186,3 +186,25 @@ fn pue_comes_from_the_file_then_wattline_pue_and_must_be_at_least_one() {
     );
     assert_eq!(EnergySettings::default().config.pue, 1.0);
 }
+
+#[test]
+fn power_sample_millis_defaults_to_100_and_is_validated() {
+    assert_eq!(EnergySettings::default().config.power_sample_millis, 100);
+    let file = energy_document("plugins.toml", "power_sample_millis = 250");
+    let settings = EffectiveConfig::merge(&[file]).unwrap().energy.unwrap();
+    assert_eq!(settings.config.power_sample_millis, 250);
+    for bad in ["0", "5", "60001"] {
+        let result = PluginsDocument::parse(
+            "plugins.toml",
+            &format!(
+                "version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\npower_sample_millis = {bad}\n"
+            ),
+        );
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            format!(
+                "plugins.toml: components[0].config.power_sample_millis: must be between 10 and 60000 (got {bad})"
+            )
+        );
+    }
+}
