@@ -241,3 +241,65 @@ fn an_older_driver_streams_power_draw_and_the_report_names_it() {
         assert_eq!(device["energy_source"], "dense_trapezoid");
     }
 }
+
+#[test]
+fn nvidia_smi_gauges_keep_their_cadence_and_the_dense_energy_reaches_the_metrics() {
+    let smi = stand_in_smi("normal");
+    let directory = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
+        .args(["run", "--quiet", "--report", "json", "--atof"])
+        .arg(directory.path())
+        .args(["--", "sleep", "6"])
+        .env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", smi.path().display()),
+        )
+        .env_remove("LD_LIBRARY_PATH")
+        .env("HOME", "/nonexistent-wattline-home")
+        .env_remove("GENAI_GPU_COLLECTION_INTERVAL")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let file = std::fs::read_dir(directory.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let measurements: Vec<Value> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["name"] == "wattline.metrics")
+        .flat_map(|event| {
+            event["data"]["measurements"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let device = "GPU-11111111-2222-3333-4444-555555555555";
+    let of = |name: &str| {
+        measurements
+            .iter()
+            .filter(|m| m["name"] == name && m["attributes"]["gpu_id"] == device)
+            .map(|m| m["value"].as_f64().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    // The first answer, the periodic run at 5 s and the final one: each new full
+    // answer's gauges once, though a dense reading always overtakes it.
+    let temperatures = of("gen_ai.gpu.temperature").len();
+    assert!(
+        (2..=4).contains(&temperatures),
+        "{temperatures} temperature points"
+    );
+    // Every dense interval's energy goes out with the gauges: the file's sum covers
+    // the report's window (and a little before and after it).
+    let exported: f64 = of("gen_ai.energy.consumed").iter().sum();
+    let reported = report["devices"][0]["energy_kwh"].as_f64().unwrap();
+    assert!(
+        exported >= reported * 0.99 && exported <= reported * 1.1,
+        "{exported} kWh exported, {reported} kWh reported"
+    );
+}

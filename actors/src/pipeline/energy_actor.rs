@@ -62,6 +62,8 @@ pub struct EnergyState {
     /// Intervals closed by dense readings since the last gauge sample: their energy
     /// goes out with the next one, so `gen_ai.*` keeps the collection cadence.
     pending: Vec<ClosedInterval>,
+    /// The newest full answer whose gauges went out, per backend.
+    newest_gauges: std::collections::BTreeMap<String, Option<crate::energy::record::Nanos>>,
 }
 
 impl EnergyState {
@@ -83,24 +85,32 @@ impl EnergyState {
             power.processes_read,
             power.power_field,
         );
+        let at = record.at;
+        // Older than the newest reading of its backend (a cached answer seen again, or
+        // a full answer overtaken by a dense reading): nothing to integrate.
         let stale = self.account.is_stale(&record);
         let carries_shares = record
             .devices
             .iter()
             .flatten()
             .any(|device| device.shares.is_some());
-        // A reading taken again (a cached answer) adds nothing but its process shares.
-        if stale && !carries_shares {
-            return;
-        }
-        let closed = self.record(EnergyRecord::Power(record));
-        if stale {
-            return;
-        }
+        let closed = if stale && !carries_shares {
+            Vec::new()
+        } else {
+            // A stale one still brings its process shares.
+            self.record(EnergyRecord::Power(record))
+        };
         if power.dense {
             merge_closed(&mut self.pending, closed);
             return;
         }
+        // Gauges come from the full answers at the collection cadence: each new one
+        // once, even when a dense reading overtook it for the integral.
+        let newest = self.newest_gauges.entry(power.source.clone()).or_default();
+        if newest.is_some_and(|newest| at <= newest) {
+            return;
+        }
+        *newest = Some(at);
         let mut closed = closed;
         merge_closed(&mut closed, std::mem::take(&mut self.pending));
         if let Some(sample) = &power.sample {
@@ -147,6 +157,7 @@ impl Actor for EnergyActor {
             gpu_status: None,
             cpu_status: None,
             pending: Vec::new(),
+            newest_gauges: Default::default(),
         })
     }
 
