@@ -75,8 +75,20 @@ impl MarkBuilder {
         description: &str,
         extra: &[(&str, AttributeValue)],
     ) {
+        self.measurement_at(name, measurement, 1, description, extra);
+    }
+
+    /// A measurement whose source reads in steps of `resolution` base units.
+    fn measurement_at<U: UnitNumber>(
+        &mut self,
+        name: &str,
+        measurement: &Option<Measurement<U>>,
+        resolution: u64,
+        description: &str,
+        extra: &[(&str, AttributeValue)],
+    ) {
         if let Some(measurement) = measurement {
-            let number = measurement.unit.number_type();
+            let number = measurement.unit.number_type(resolution);
             self.push(
                 name,
                 measurement.value,
@@ -175,25 +187,34 @@ impl MarkBuilder {
     }
 }
 
-/// A unit as the mark needs it: its name and whether it can produce fractions.
+/// A unit as the mark needs it: its name, and its size in its family's base unit
+/// (`None` for a rate or share, which can always be fractional).
 trait UnitNumber: Copy {
     fn unit_name(self) -> &'static str;
-    fn number_type(self) -> NumberType;
+    fn base_units(self) -> Option<u64>;
+
+    /// Whole when every reading, a multiple of the source's `resolution` (in base
+    /// units), converts to a whole number of this unit; else a decimal, even for a
+    /// reading that happens to be whole, so one name keeps one number type (the
+    /// reference's rule: milliseconds and microseconds of CPU time stay whole, seconds
+    /// do not; kibibytes of `/proc` memory stay whole, mebibytes do not).
+    fn number_type(self, resolution: u64) -> NumberType {
+        match self.base_units() {
+            Some(size) if size > 0 && resolution % size == 0 => NumberType::Whole,
+            _ => NumberType::Fractional,
+        }
+    }
 }
 
 macro_rules! unit_number {
-    ($unit:ty, |$u:ident| $whole:expr) => {
+    ($unit:ty, |$u:ident| $size:expr) => {
         impl UnitNumber for $unit {
             fn unit_name(self) -> &'static str {
                 self.name()
             }
-            fn number_type(self) -> NumberType {
+            fn base_units(self) -> Option<u64> {
                 let $u = self;
-                if $whole {
-                    NumberType::Whole
-                } else {
-                    NumberType::Fractional
-                }
+                $size
             }
         }
     };
@@ -202,14 +223,38 @@ macro_rules! unit_number {
 use wattline_config::units::{
     BandwidthUnit, CapacityUnit, CountUnit, CpuUnit, DataUnit, DurationUnit, UtilizationUnit,
 };
-// Base units of integer sources stay whole; every other choice can divide unevenly.
-unit_number!(DurationUnit, |unit| unit == DurationUnit::Microseconds);
-unit_number!(CapacityUnit, |unit| unit == CapacityUnit::Bytes);
-unit_number!(DataUnit, |unit| unit == DataUnit::Bytes);
-unit_number!(BandwidthUnit, |_unit| false);
-unit_number!(CpuUnit, |_unit| false);
-unit_number!(UtilizationUnit, |_unit| false);
-unit_number!(CountUnit, |_unit| true);
+unit_number!(DurationUnit, |unit| Some(match unit {
+    DurationUnit::Microseconds => 1,
+    DurationUnit::Milliseconds => 1_000,
+    DurationUnit::Seconds => 1_000_000,
+    DurationUnit::Minutes => 60_000_000,
+}));
+unit_number!(CapacityUnit, |unit| Some(byte_size(unit.name())));
+unit_number!(DataUnit, |unit| Some(byte_size(unit.name())));
+unit_number!(BandwidthUnit, |_unit| None);
+unit_number!(CpuUnit, |_unit| None);
+unit_number!(UtilizationUnit, |_unit| None);
+unit_number!(CountUnit, |_unit| Some(1));
+
+/// Bytes in a capacity or data unit, by its name (the two families share names).
+fn byte_size(name: &str) -> u64 {
+    match name {
+        "kilobytes" => 1_000,
+        "megabytes" => 1_000_000,
+        "gigabytes" => 1_000_000_000,
+        "terabytes" => 1_000_000_000_000,
+        "kibibytes" => 1 << 10,
+        "mebibytes" => 1 << 20,
+        "gibibytes" => 1 << 30,
+        "tebibytes" => 1 << 40,
+        _ => 1,
+    }
+}
+
+/// CPU times come from clock ticks, at least a millisecond (µs).
+const CPU_TIME_RESOLUTION: u64 = 1_000;
+/// Linux reports process and system memory in kibibytes (bytes).
+const PROC_MEMORY_RESOLUTION: u64 = 1024;
 
 /// The measurements of the resource mark for `snapshot`.
 pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
@@ -236,21 +281,24 @@ pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
         &[],
     );
     if let Some(cpu) = &snapshot.cpu {
-        mark.measurement(
+        mark.measurement_at(
             "cpu.user_time",
             &cpu.user_time,
+            CPU_TIME_RESOLUTION,
             "User CPU time of the measured scope",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "cpu.system_time",
             &cpu.system_time,
+            CPU_TIME_RESOLUTION,
             "System CPU time of the measured scope",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "cpu.total_time",
             &cpu.total_time,
+            CPU_TIME_RESOLUTION,
             "User plus system CPU time",
             &[],
         );
@@ -287,33 +335,38 @@ pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
         mark.limit_events(&cpu.limit_events);
     }
     if let Some(memory) = &snapshot.memory {
-        mark.measurement(
+        mark.measurement_at(
             "memory.system.used",
             &memory.system_used,
+            PROC_MEMORY_RESOLUTION,
             "System memory in use",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "memory.system.total",
             &memory.system_total,
+            PROC_MEMORY_RESOLUTION,
             "Total system memory",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "memory.system.available",
             &memory.system_available,
+            PROC_MEMORY_RESOLUTION,
             "Available system memory",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "memory.resident",
             &memory.resident,
+            PROC_MEMORY_RESOLUTION,
             "Resident memory of the measured scope",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "memory.private",
             &memory.private,
+            PROC_MEMORY_RESOLUTION,
             "Private memory of the measured scope",
             &[],
         );
@@ -323,15 +376,17 @@ pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
             "Physical footprint",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "memory.virtual",
             &memory.virtual_memory,
+            PROC_MEMORY_RESOLUTION,
             "Virtual memory of the measured scope",
             &[],
         );
-        mark.measurement(
+        mark.measurement_at(
             "memory.peak_resident",
             &memory.peak_resident,
+            PROC_MEMORY_RESOLUTION,
             "Peak resident memory of one process",
             &[],
         );
@@ -684,10 +739,10 @@ mod tests {
     #[test]
     fn fraction_capable_units_are_f64_whole_ones_u64() {
         let data = resource_measurements(&snapshot());
-        // Milliseconds can divide unevenly: f64 even for a whole reading.
+        // CPU time comes in whole milliseconds at least: milliseconds stay whole.
         assert_eq!(
             find(&data, "nemo.relay.resource.cpu.user_time")[0].value,
-            MetricValue::F64(120.0)
+            MetricValue::U64(120)
         );
         assert_eq!(
             find(&data, "nemo.relay.resource.cpu.system_time")[0].value,
@@ -706,6 +761,48 @@ mod tests {
         assert!(
             find(&data, "nemo.relay.resource.cpu.total_time").is_empty(),
             "null is left out"
+        );
+    }
+
+    #[test]
+    fn a_unit_is_whole_exactly_when_it_divides_the_sources_resolution() {
+        // The reference's types, unit by unit (read from its own event files).
+        assert_eq!(
+            DurationUnit::Microseconds.number_type(CPU_TIME_RESOLUTION),
+            NumberType::Whole
+        );
+        assert_eq!(
+            DurationUnit::Milliseconds.number_type(CPU_TIME_RESOLUTION),
+            NumberType::Whole
+        );
+        assert_eq!(
+            DurationUnit::Seconds.number_type(CPU_TIME_RESOLUTION),
+            NumberType::Fractional
+        );
+        assert_eq!(
+            CapacityUnit::Kibibytes.number_type(PROC_MEMORY_RESOLUTION),
+            NumberType::Whole
+        );
+        assert_eq!(
+            CapacityUnit::Bytes.number_type(PROC_MEMORY_RESOLUTION),
+            NumberType::Whole
+        );
+        for fractional in [
+            CapacityUnit::Kilobytes,
+            CapacityUnit::Mebibytes,
+            CapacityUnit::Gibibytes,
+        ] {
+            assert_eq!(
+                fractional.number_type(PROC_MEMORY_RESOLUTION),
+                NumberType::Fractional
+            );
+        }
+        // Disk and network data count bytes: only bytes stay whole.
+        assert_eq!(DataUnit::Bytes.number_type(1), NumberType::Whole);
+        assert_eq!(DataUnit::Kibibytes.number_type(1), NumberType::Fractional);
+        assert_eq!(
+            BandwidthUnit::BytesPerSecond.number_type(1),
+            NumberType::Fractional
         );
     }
 
