@@ -200,7 +200,7 @@ trait UnitNumber: Copy {
     /// do not; kibibytes of `/proc` memory stay whole, mebibytes do not).
     fn number_type(self, resolution: u64) -> NumberType {
         match self.base_units() {
-            Some(size) if size > 0 && resolution % size == 0 => NumberType::Whole,
+            Some(size) if size > 0 && resolution.is_multiple_of(size) => NumberType::Whole,
             _ => NumberType::Fractional,
         }
     }
