@@ -443,6 +443,17 @@ impl AgentScope {
         self.uuid
     }
 
+    /// Starts an Agent scope nested in this one: its events name this scope as their
+    /// parent (marks are still copied under every live scope).
+    pub async fn child(&self, name: &str) -> Result<AgentScope, Error> {
+        let uuid = self.pipeline.start_agent_scope_in(name, Some(self.uuid));
+        Ok(AgentScope {
+            pipeline: Arc::clone(&self.pipeline),
+            uuid,
+            ended: false,
+        })
+    }
+
     /// Ends the scope at this instant; its end event is out when this returns.
     pub async fn end(mut self) -> Result<(), Error> {
         self.ended = true;

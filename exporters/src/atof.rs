@@ -13,7 +13,7 @@
 //! the file in append mode and writes the backlog first, so nothing already written is
 //! lost and a transient failure loses nothing at all.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -70,6 +70,7 @@ struct Envelope<'a, Data: Serialize, Tail: Serialize> {
     atof_version: &'static str,
     uuid: Uuid,
     parent_uuid: Option<Uuid>,
+    propagation_root_uuid: Option<Uuid>,
     timestamp: String,
     name: &'a str,
     data: Option<&'a Data>,
@@ -106,7 +107,10 @@ pub fn format_timestamp(timestamp: DateTime<Utc>) -> String {
 /// One scope event as an ATOF line (no trailing newline). Agent scopes have category
 /// `agent`; other scopes `custom` with subtype `root` when they have no parent, else
 /// their name.
-pub fn render_scope(scope: &ScopeEvent) -> Result<String, ExportError> {
+pub fn render_scope(
+    scope: &ScopeEvent,
+    propagation_root: Option<Uuid>,
+) -> Result<String, ExportError> {
     let (category, category_profile) = match scope.kind {
         ScopeKind::Agent => ("agent", None),
         ScopeKind::Custom => {
@@ -122,6 +126,7 @@ pub fn render_scope(scope: &ScopeEvent) -> Result<String, ExportError> {
         atof_version: ATOF_VERSION,
         uuid: scope.uuid,
         parent_uuid: scope.parent_uuid,
+        propagation_root_uuid: propagation_root,
         timestamp: format_timestamp(scope.timestamp),
         name: &scope.name,
         data: None,
@@ -139,7 +144,7 @@ pub fn render_scope(scope: &ScopeEvent) -> Result<String, ExportError> {
 
 /// One mark as an ATOF line (no trailing newline), after validating its data against
 /// `nemo.relay.metric_measurements` v1.
-pub fn render_mark(mark: &Mark) -> Result<String, ExportError> {
+pub fn render_mark(mark: &Mark, propagation_root: Option<Uuid>) -> Result<String, ExportError> {
     validate_metric_measurements(&mark.data).map_err(|reason| ExportError::InvalidMark {
         name: mark.name.clone(),
         reason,
@@ -149,6 +154,7 @@ pub fn render_mark(mark: &Mark) -> Result<String, ExportError> {
         atof_version: ATOF_VERSION,
         uuid: mark.uuid,
         parent_uuid: mark.parent_uuid,
+        propagation_root_uuid: propagation_root,
         timestamp: format_timestamp(mark.timestamp),
         name: &mark.name,
         data: Some(&mark.data),
@@ -173,6 +179,7 @@ pub fn render_energy_record(
         atof_version: ATOF_VERSION,
         uuid: new_uuid(),
         parent_uuid: parent,
+        propagation_root_uuid: parent,
         timestamp: format_timestamp(timestamp),
         name: ENERGY_MARK_NAME,
         data: Some(record),
@@ -199,6 +206,9 @@ pub struct AtofExporter {
     lines_written: u64,
     lines_lost: u64,
     root_scope: Option<Uuid>,
+    /// The propagation root of each live Agent scope: its own under no other Agent
+    /// scope, its outermost Agent ancestor's when nested. Every other scope is its own.
+    propagation_roots: HashMap<Uuid, Uuid>,
     shut_down: bool,
 }
 
@@ -240,6 +250,7 @@ impl AtofExporter {
             lines_written: 0,
             lines_lost: 0,
             root_scope: None,
+            propagation_roots: HashMap::new(),
             shut_down: false,
         })
     }
@@ -276,25 +287,63 @@ impl AtofExporter {
                         ScopeCategory::End => {}
                     }
                 }
-                render_scope(scope)
+                let root = self.propagation_root_of_scope(scope);
+                if scope.scope_category == ScopeCategory::End {
+                    self.propagation_roots.remove(&scope.uuid);
+                }
+                render_scope(scope, Some(root))
             }
-            PipelineEvent::Mark(mark) => render_mark(mark),
+            PipelineEvent::Mark(mark) => {
+                render_mark(mark, self.propagation_root_under(mark.parent_uuid))
+            }
             PipelineEvent::Metrics {
                 timestamp,
                 measurements,
-            } => render_mark(&Mark {
-                uuid: new_uuid(),
-                parent_uuid: self.root_scope,
-                timestamp: *timestamp,
-                name: METRICS_MARK_NAME.into(),
-                data: MetricMeasurements {
-                    measurements: measurements.clone(),
+            } => render_mark(
+                &Mark {
+                    uuid: new_uuid(),
+                    parent_uuid: self.root_scope,
+                    timestamp: *timestamp,
+                    name: METRICS_MARK_NAME.into(),
+                    data: MetricMeasurements {
+                        measurements: measurements.clone(),
+                    },
                 },
-            }),
+                self.root_scope,
+            ),
             PipelineEvent::Energy { timestamp, record } => {
                 render_energy_record(*timestamp, self.root_scope, record)
             }
         }
+    }
+
+    /// A scope's propagation root; an Agent scope's is remembered while it is live.
+    fn propagation_root_of_scope(&mut self, scope: &ScopeEvent) -> Uuid {
+        if scope.kind != ScopeKind::Agent {
+            return scope.uuid;
+        }
+        if let Some(root) = self.propagation_roots.get(&scope.uuid) {
+            return *root;
+        }
+        // Inside a live Agent scope: that scope's root; otherwise its own.
+        let root = scope
+            .parent_uuid
+            .and_then(|parent| self.propagation_roots.get(&parent).copied())
+            .unwrap_or(scope.uuid);
+        self.propagation_roots.insert(scope.uuid, root);
+        root
+    }
+
+    /// The propagation root of an event under `parent`: the parent's own root (an
+    /// Agent scope's, or the root scope itself).
+    fn propagation_root_under(&self, parent: Option<Uuid>) -> Option<Uuid> {
+        let parent = parent?;
+        Some(
+            self.propagation_roots
+                .get(&parent)
+                .copied()
+                .unwrap_or(parent),
+        )
     }
 
     /// Writes every pending line, re-opening the file first when a previous error

@@ -87,11 +87,12 @@ impl<'de> serde::Deserialize<'de> for KeyOrder {
     }
 }
 
-const ENVELOPE: [&str; 9] = [
+const ENVELOPE: [&str; 10] = [
     "kind",
     "atof_version",
     "uuid",
     "parent_uuid",
+    "propagation_root_uuid",
     "timestamp",
     "name",
     "data",

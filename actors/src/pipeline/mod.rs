@@ -141,10 +141,11 @@ pub async fn prepare_gpu_source(
 pub const ROOT_SCOPE_NAME: &str = "wattline";
 
 /// A scope event under `root` (the root's own events have no parent; everything else
-/// is an Agent scope).
+/// is an Agent scope, under `parent` when it is nested in one, else under the root).
 fn scope_event(
     root: Uuid,
     uuid: Uuid,
+    parent: Option<Uuid>,
     name: &str,
     timestamp: DateTime<Utc>,
     category: ScopeCategory,
@@ -152,7 +153,7 @@ fn scope_event(
     let is_root = uuid == root;
     PipelineEvent::Scope(ScopeEvent {
         uuid,
-        parent_uuid: (!is_root).then_some(root),
+        parent_uuid: (!is_root).then(|| parent.unwrap_or(root)),
         timestamp,
         name: name.to_owned(),
         scope_category: category,
@@ -187,6 +188,8 @@ pub struct LiveScope {
     pub name: String,
     /// When it started.
     pub started: DateTime<Utc>,
+    /// The Agent scope it is nested in, if any.
+    pub parent: Option<Uuid>,
 }
 
 /// Why the pipeline could not do what was asked.
@@ -266,6 +269,7 @@ impl RunningPipeline {
         spec.sink.send(scope_event(
             root_scope,
             root_scope,
+            None,
             ROOT_SCOPE_NAME,
             root_started,
             ScopeCategory::Start,
@@ -523,6 +527,12 @@ impl RunningPipeline {
     /// UUID identifies it for [`Self::end_agent_scope`]. The energy stage takes a
     /// reading at the boundary.
     pub fn start_agent_scope(&self, name: &str) -> Uuid {
+        self.start_agent_scope_in(name, None)
+    }
+
+    /// Starts an Agent scope nested in the live Agent scope `parent` (its events name
+    /// `parent` as their parent); like [`Self::start_agent_scope`] otherwise.
+    pub fn start_agent_scope_in(&self, name: &str, parent: Option<Uuid>) -> Uuid {
         let (at, wall) = (Instant::now(), Utc::now());
         let uuid = new_uuid();
         {
@@ -535,6 +545,7 @@ impl RunningPipeline {
             self.sink.send(scope_event(
                 self.root_scope,
                 uuid,
+                parent,
                 name,
                 wall,
                 ScopeCategory::Start,
@@ -543,6 +554,7 @@ impl RunningPipeline {
                 uuid,
                 name: name.to_owned(),
                 started: wall,
+                parent,
             });
         }
         if let Some(energy) = &self.energy {
@@ -582,11 +594,17 @@ impl RunningPipeline {
             let Some(position) = agents.iter().position(|scope| scope.uuid == uuid) else {
                 return false;
             };
-            let LiveScope { name, started, .. } = agents.remove(position);
+            let LiveScope {
+                name,
+                started,
+                parent,
+                ..
+            } = agents.remove(position);
             let wall = strictly_after(started, wall);
             self.sink.send(scope_event(
                 self.root_scope,
                 uuid,
+                parent,
                 &name,
                 wall,
                 ScopeCategory::End,
@@ -724,6 +742,7 @@ impl RunningPipeline {
             self.sink.send(scope_event(
                 self.root_scope,
                 self.root_scope,
+                None,
                 ROOT_SCOPE_NAME,
                 strictly_after(self.root_started, Utc::now()),
                 ScopeCategory::End,
