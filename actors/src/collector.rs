@@ -1,20 +1,16 @@
-//! One synchronous collection: resolve the scope once, read the environment once, ask
-//! each enabled sampler in turn, assemble the snapshot. The pipeline's actors run the
-//! same samplers and the same assembly; this path serves one-shot use and benchmarks.
+//! One synchronous collection: the merger's tick ([`prepare_tick`], then
+//! [`finish_tick`]) with each enabled sampler asked in turn instead of through its
+//! actor; for one-shot use and benchmarks.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Instant;
 
-use chrono::Utc;
 use wattline_config::ResourceMetricsConfig;
 
-use crate::diagnostics::PipelineDiagnostics;
 use crate::environment::EnvironmentReader;
-use crate::merger::snapshot_builder::assemble_snapshot;
+use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
-use crate::samplers::{CategorySampler, SampleRequest, samplers_for};
-use crate::scope::{ScopeTarget, resolve_scope};
+use crate::samplers::{CategorySampler, samplers_for};
+use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 
 /// Collects snapshots of one target with one configuration.
@@ -24,7 +20,6 @@ pub struct Collector {
     config: ResourceMetricsConfig,
     environment: EnvironmentReader,
     samplers: Vec<Box<dyn CategorySampler>>,
-    diagnostics: Option<PipelineDiagnostics>,
 }
 
 impl std::fmt::Debug for Collector {
@@ -46,7 +41,6 @@ impl Collector {
             root,
             target,
             config,
-            diagnostics: None,
         }
     }
 
@@ -63,41 +57,14 @@ impl Collector {
         self
     }
 
-    /// Records read failures into `diagnostics` from now on.
-    pub fn with_diagnostics(mut self, diagnostics: PipelineDiagnostics) -> Self {
-        self.diagnostics = Some(diagnostics);
-        self
-    }
-
     /// Takes one snapshot in `series`.
     pub fn collect(&mut self, series: SamplingSeries) -> Snapshot {
-        let taken_at = Instant::now();
-        let scope = Arc::new(resolve_scope(&self.root, self.target));
-        let (environment, environment_errors) = self.environment.read(&scope);
-        let request = SampleRequest {
-            series,
-            scope: Arc::clone(&scope),
-            environment: Arc::new(environment),
-            taken_at,
-        };
-        let mut outputs = Vec::with_capacity(self.samplers.len());
-        for sampler in &mut self.samplers {
-            let output = sampler.sample_category(&request);
-            if let Some(diagnostics) = &self.diagnostics {
-                crate::diagnostics::record_read_problems(
-                    diagnostics,
-                    sampler.category(),
-                    &output.problems,
-                );
-            }
-            outputs.push(output);
-        }
-        if let Some(diagnostics) = &self.diagnostics {
-            crate::pipeline::merger_actor::record_environment_errors(
-                diagnostics,
-                &environment_errors,
-            );
-        }
-        assemble_snapshot(&self.config, &scope, outputs, Utc::now())
+        let request = prepare_tick(&self.root, self.target, &self.environment, series, None);
+        let outputs = self
+            .samplers
+            .iter_mut()
+            .map(|sampler| (sampler.category(), sampler.sample_category(&request)))
+            .collect();
+        finish_tick(&self.config, &request.scope, outputs, None)
     }
 }

@@ -57,12 +57,6 @@ impl OtlpExporterBuilder {
         }
     }
 
-    /// Where `header_env` values come from (a test's map, a secrets store).
-    pub fn env_lookup(mut self, lookup: EnvLookup) -> Self {
-        self.env = lookup;
-        self
-    }
-
     /// The most instruments each endpoint creates, overriding the configuration's
     /// `max_instruments`; measurements of further names are refused and counted.
     pub fn max_instruments(mut self, max_instruments: usize) -> Self {

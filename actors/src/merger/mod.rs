@@ -4,3 +4,4 @@
 pub mod convert;
 pub mod marks;
 pub mod snapshot_builder;
+pub mod tick;

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
@@ -18,10 +17,10 @@ use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, Sam
 use crate::environment::EnvironmentReader;
 use crate::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
 use crate::merger::marks::resource_measurements;
-use crate::merger::snapshot_builder::assemble_snapshot;
+use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
-use crate::samplers::{CategoryReading, SampleRequest, SamplerOutput};
-use crate::scope::{ScopeTarget, resolve_scope};
+use crate::samplers::SampleRequest;
+use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 
 /// Messages the merger answers.
@@ -76,50 +75,33 @@ pub struct MergerState {
     closed: bool,
 }
 
-/// cgroup and pressure files feed the CPU and memory categories; their read failures
-/// are counted under the CPU sampler's codes.
-pub fn record_environment_errors(
-    diagnostics: &PipelineDiagnostics,
-    errors: &[crate::platform::linux::ReadError],
-) {
-    let mut problems = crate::samplers::ReadProblems::default();
-    errors.iter().for_each(|error| problems.add(error));
-    crate::diagnostics::record_read_problems(diagnostics, SamplerCategory::Cpu, &problems);
-}
-
 impl MergerState {
     async fn tick(&mut self, series: SamplingSeries) -> Snapshot {
-        let taken_at = Instant::now();
         let root = self.arguments.root.clone();
         let target = self.arguments.target;
         let environment = Arc::clone(&self.environment);
-        let resolved = tokio::task::spawn_blocking(move || {
-            let scope = resolve_scope(&root, target);
-            let (environment, errors) = environment.read(&scope);
-            (scope, environment, errors)
+        let diagnostics = self.arguments.diagnostics.clone();
+        let request = match tokio::task::spawn_blocking(move || {
+            prepare_tick(&root, target, &environment, series, diagnostics.as_ref())
         })
-        .await;
-        let (scope, environment, environment_errors) = match resolved {
-            Ok(resolved) => resolved,
+        .await
+        {
+            Ok(request) => request,
             Err(error) => {
                 tracing::error!(%error, "scope resolution failed");
                 let scope = crate::scope::ResolvedScope::unavailable(
                     target,
                     crate::scope::ScopeStatus::ListingFailed(error.to_string()),
                 );
-                (scope, Default::default(), Vec::new())
+                SampleRequest {
+                    series,
+                    scope: Arc::new(scope),
+                    environment: Arc::default(),
+                    taken_at: Instant::now(),
+                }
             }
         };
-        if let Some(diagnostics) = &self.arguments.diagnostics {
-            record_environment_errors(diagnostics, &environment_errors);
-        }
-        let scope = Arc::new(scope);
-        let request = SampleRequest {
-            series,
-            scope: Arc::clone(&scope),
-            environment: Arc::new(environment),
-            taken_at,
-        };
+        let taken_at = request.taken_at;
         let deadline = self.arguments.deadline;
         let mut calls = tokio::task::JoinSet::new();
         for (position, category) in self.arguments.categories.iter().enumerate() {
@@ -139,30 +121,29 @@ impl MergerState {
                 (position, category, result)
             });
         }
-        let mut outputs: Vec<(usize, SamplerOutput<CategoryReading>)> = Vec::new();
+        let mut outputs = Vec::new();
         while let Some(joined) = calls.join_next().await {
             let Ok((position, category, result)) = joined else {
                 continue;
             };
             match result {
-                Ok(CallResult::Success(output)) => {
-                    if let Some(diagnostics) = &self.arguments.diagnostics {
-                        crate::diagnostics::record_read_problems(
-                            diagnostics,
-                            category,
-                            &output.problems,
-                        );
-                    }
-                    outputs.push((position, output));
-                }
+                Ok(CallResult::Success(output)) => outputs.push((position, category, output)),
                 Ok(CallResult::Timeout) => self.deadline_missed(category, deadline),
                 // The sampler failed or is being restarted: its category is null.
                 Ok(CallResult::SenderError) | Err(_) => {}
             }
         }
-        outputs.sort_by_key(|(position, _)| *position);
-        let outputs = outputs.into_iter().map(|(_, output)| output).collect();
-        assemble_snapshot(&self.arguments.config, &scope, outputs, Utc::now())
+        outputs.sort_by_key(|(position, _, _)| *position);
+        let outputs = outputs
+            .into_iter()
+            .map(|(_, category, output)| (category, output))
+            .collect();
+        finish_tick(
+            &self.arguments.config,
+            &request.scope,
+            outputs,
+            self.arguments.diagnostics.as_ref(),
+        )
     }
 
     fn deadline_missed(&self, category: SamplerCategory, deadline: Duration) {

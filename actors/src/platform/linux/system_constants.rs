@@ -13,10 +13,3 @@ pub fn page_size_bytes() -> u64 {
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
 }
-
-/// Number of logical processors online.
-pub fn online_logical_processors() -> u64 {
-    // SAFETY: sysconf has no preconditions; it returns -1 on an unknown name.
-    let count = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    u64::try_from(count).ok().filter(|&c| c > 0).unwrap_or(1)
-}
