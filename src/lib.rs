@@ -16,6 +16,7 @@ pub use wattline_actors::diagnostics::SamplerCategory;
 pub use wattline_actors::energy::report::EnergyReport;
 pub use wattline_actors::events;
 pub use wattline_actors::gpu;
+pub use wattline_actors::metric_names;
 
 pub use wattline_actors::readings::SamplingSeries;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};

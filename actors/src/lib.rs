@@ -10,6 +10,7 @@ pub mod environment;
 pub mod events;
 pub mod gpu;
 pub mod merger;
+pub mod metric_names;
 pub mod pipeline;
 pub mod platform;
 pub mod readings;

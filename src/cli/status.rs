@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 
 use wattline::events::{EventSink, MetricMeasurement, PipelineEvent};
+use wattline::metric_names as names;
 
 /// The latest figures, updated from events.
 #[derive(Debug, Default, Clone)]
@@ -96,8 +97,8 @@ impl StatusSink {
                             .map_or(value, |peak| peak.max(value)),
                     );
                 }
-                "gen_ai.gpu.aggregate.total_power" => figures.gpu_watts = Some(value),
-                "gen_ai.energy.total" => figures.energy_kwh += value,
+                names::GPU_AGGREGATE_TOTAL_POWER => figures.gpu_watts = Some(value),
+                names::ENERGY_TOTAL => figures.energy_kwh += value,
                 _ => {}
             }
         }

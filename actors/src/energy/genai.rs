@@ -9,6 +9,7 @@ use wattline_config::energy::EnergySettings;
 use super::account::ClosedInterval;
 use crate::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
 use crate::gpu::{GpuDeviceReading, GpuSample};
+use crate::metric_names as names;
 
 /// Bucket boundaries of `gen_ai.power.consumption`, W.
 pub const POWER_HISTOGRAM_BOUNDARIES: [f64; 12] = [
@@ -17,10 +18,7 @@ pub const POWER_HISTOGRAM_BOUNDARIES: [f64; 12] = [
 
 const MEBIBYTE: f64 = 1024.0 * 1024.0;
 
-/// Per-device interval length, s; with [`METHOD_ATTRIBUTE`].
-pub const INTERVAL_METRIC: &str = "wattline.energy.interval_duration";
-/// `counter` or `trapezoid`: which figure an interval's energy is.
-pub const METHOD_ATTRIBUTE: &str = "wattline.energy.method";
+pub use crate::metric_names::{INTERVAL_DURATION as INTERVAL_METRIC, METHOD_ATTRIBUTE};
 
 fn measurement(
     name: &str,
@@ -73,97 +71,97 @@ pub fn sample_measurements(
         let attributes = device_attributes(device);
         let gauges: [(&str, Option<f64>, &str, &str); 16] = [
             (
-                "gen_ai.gpu.utilization",
+                names::GPU_UTILIZATION,
                 device.compute_utilization_percent,
                 "%",
                 "GPU utilization",
             ),
             (
-                "gen_ai.gpu.memory.utilization",
+                names::GPU_MEMORY_UTILIZATION,
                 device.memory_utilization_percent,
                 "%",
                 "GPU memory controller utilization",
             ),
             (
-                "gen_ai.gpu.memory.used",
+                names::GPU_MEMORY_USED,
                 device.memory_used_bytes.map(|b| b as f64 / MEBIBYTE),
                 "MiB",
                 "GPU memory used",
             ),
             (
-                "gen_ai.gpu.memory.total",
+                names::GPU_MEMORY_TOTAL,
                 device.memory_total_bytes.map(|b| b as f64 / MEBIBYTE),
                 "MiB",
                 "GPU memory total",
             ),
             (
-                "gen_ai.gpu.temperature",
+                names::GPU_TEMPERATURE,
                 device.temperature_celsius,
                 "Cel",
                 "GPU temperature",
             ),
             (
-                "gen_ai.gpu.power",
+                names::GPU_POWER,
                 device.power_draw_watts,
                 "W",
                 "GPU power draw",
             ),
             (
-                "gen_ai.gpu.power.limit",
+                names::GPU_POWER_LIMIT,
                 device.power_limit_watts,
                 "W",
                 "GPU power limit",
             ),
             (
-                "gen_ai.gpu.clock.sm",
+                names::GPU_CLOCK_SM,
                 device.sm_clock_mhz,
                 "MHz",
                 "GPU SM clock",
             ),
             (
-                "gen_ai.gpu.clock.memory",
+                names::GPU_CLOCK_MEMORY,
                 device.memory_clock_mhz,
                 "MHz",
                 "GPU memory clock",
             ),
             (
-                "gen_ai.gpu.fan.speed",
+                names::GPU_FAN_SPEED,
                 device.fan_speed_percent,
                 "%",
                 "GPU fan speed",
             ),
             (
-                "gen_ai.gpu.performance.state",
+                names::GPU_PERFORMANCE_STATE,
                 device.performance_state.map(f64::from),
                 "1",
                 "GPU performance state, 0 to 15",
             ),
             (
-                "gen_ai.gpu.throttle.thermal",
+                names::GPU_THROTTLE_THERMAL,
                 device.throttle_thermal.map(flag),
                 "1",
                 "Thermal throttling, 1 or 0",
             ),
             (
-                "gen_ai.gpu.throttle.power",
+                names::GPU_THROTTLE_POWER,
                 device.throttle_power.map(flag),
                 "1",
                 "Power throttling, 1 or 0",
             ),
             (
-                "gen_ai.gpu.throttle.hw_slowdown",
+                names::GPU_THROTTLE_HW_SLOWDOWN,
                 device.throttle_hw_slowdown.map(flag),
                 "1",
                 "Hardware slowdown, 1 or 0",
             ),
             (
-                "gen_ai.gpu.ecc.errors.corrected",
+                names::GPU_ECC_ERRORS_CORRECTED,
                 device.ecc_corrected.map(|c| c as f64),
                 "1",
                 "Corrected ECC errors (volatile)",
             ),
             (
-                "gen_ai.gpu.ecc.errors.uncorrected",
+                names::GPU_ECC_ERRORS_UNCORRECTED,
                 device.ecc_uncorrected.map(|c| c as f64),
                 "1",
                 "Uncorrected ECC errors (volatile)",
@@ -184,7 +182,7 @@ pub fn sample_measurements(
         }
         if let Some(watts) = device.power_draw_watts.filter(|w| w.is_finite()) {
             let mut histogram = measurement(
-                "gen_ai.power.consumption",
+                names::POWER_CONSUMPTION,
                 MetricKind::Histogram,
                 watts,
                 "W",
@@ -213,7 +211,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
     if !utilizations.is_empty() {
         let mean = utilizations.iter().sum::<f64>() / utilizations.len() as f64;
         out.push(measurement(
-            "gen_ai.gpu.aggregate.mean_utilization",
+            names::GPU_AGGREGATE_MEAN_UTILIZATION,
             MetricKind::Gauge,
             mean,
             "%",
@@ -229,7 +227,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
     if !memory.is_empty() {
         let gibibytes = memory.iter().sum::<f64>() / (MEBIBYTE * 1024.0);
         out.push(measurement(
-            "gen_ai.gpu.aggregate.total_memory_used",
+            names::GPU_AGGREGATE_TOTAL_MEMORY_USED,
             MetricKind::Gauge,
             gibibytes,
             "GiB",
@@ -240,7 +238,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
     let power: Vec<f64> = devices.iter().filter_map(|d| d.power_draw_watts).collect();
     if !power.is_empty() {
         out.push(measurement(
-            "gen_ai.gpu.aggregate.total_power",
+            names::GPU_AGGREGATE_TOTAL_POWER,
             MetricKind::Gauge,
             power.iter().sum(),
             "W",
@@ -254,7 +252,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
         .collect();
     if let Some(max) = temperatures.iter().copied().reduce(f64::max) {
         out.push(measurement(
-            "gen_ai.gpu.aggregate.max_temperature",
+            names::GPU_AGGREGATE_MAX_TEMPERATURE,
             MetricKind::Gauge,
             max,
             "Cel",
@@ -263,7 +261,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
         ));
     }
     out.push(measurement(
-        "gen_ai.gpu.aggregate.gpu_count",
+        names::GPU_AGGREGATE_GPU_COUNT,
         MetricKind::Gauge,
         devices.len() as f64,
         "1",
@@ -316,7 +314,7 @@ fn energy(
         ));
         attributes.insert("component".into(), AttributeValue::String("gpu".into()));
         out.push(measurement(
-            "gen_ai.energy.consumed",
+            names::ENERGY_CONSUMED,
             MetricKind::Counter,
             kwh,
             "kWh",
@@ -326,7 +324,7 @@ fn energy(
     }
     let none = BTreeMap::new;
     out.push(measurement(
-        "gen_ai.energy.total",
+        names::ENERGY_TOTAL,
         MetricKind::Counter,
         total_kwh,
         "kWh",
@@ -334,7 +332,7 @@ fn energy(
         none(),
     ));
     out.push(measurement(
-        "gen_ai.power.cost",
+        names::POWER_COST,
         MetricKind::Counter,
         total_kwh * config.cost_per_kwh,
         &config.currency,
@@ -344,7 +342,7 @@ fn energy(
     if config.co2_tracking {
         let grams = total_kwh * config.carbon_intensity;
         out.push(measurement(
-            "gen_ai.co2.emissions",
+            names::CO2_EMISSIONS,
             MetricKind::Counter,
             grams,
             "gCO2e",
@@ -353,7 +351,7 @@ fn energy(
         ));
         if total_seconds > 0.0 {
             out.push(measurement(
-                "gen_ai.co2.emissions_rate",
+                names::CO2_EMISSIONS_RATE,
                 MetricKind::Gauge,
                 grams / total_seconds,
                 "gCO2e/s",
