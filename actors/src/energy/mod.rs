@@ -1,6 +1,7 @@
 //! The energy stage: power samples in time order become kWh, cost and gCO2e.
 
 pub mod account;
+pub mod actor;
 pub mod genai;
 pub mod integrator;
 pub mod record;

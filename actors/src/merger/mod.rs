@@ -1,6 +1,7 @@
 //! The merger: turns base-unit readings into the snapshot, converting units in exactly
 //! one place.
 
+pub mod actor;
 pub mod convert;
 pub mod marks;
 pub mod snapshot_builder;

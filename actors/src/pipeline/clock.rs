@@ -10,14 +10,14 @@ use ractor::ActorRef;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use super::energy_actor::EnergyMessage;
-use super::merger_actor::MergerMessage;
 use super::registry::SamplerRegistry;
-use super::sampler_actor::SamplerMessage;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
+use crate::energy::actor::EnergyMessage;
+use crate::merger::actor::MergerMessage;
 use crate::platform::linux::ReadErrorClass;
 use crate::platform::linux::rapl::read_rapl_zones;
 use crate::readings::SamplingSeries;
+use crate::samplers::actor::SamplerMessage;
 use crate::samplers::gpu::GpuSourceStatus;
 
 /// Ticks that were not run because the previous poll was still running or the clock

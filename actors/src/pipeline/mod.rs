@@ -1,13 +1,11 @@
-//! The actor pipeline: a supervisor over one actor per sampler, the merger, the energy
-//! actor, and the two clocks. [`RunningPipeline`] is the handle the public library API
-//! wraps.
+//! The actor pipeline's wiring: spawning the energy actor (`energy/actor.rs`), the
+//! supervisor over one actor per sampler (`samplers/actor.rs`), the merger
+//! (`merger/actor.rs`) and the clocks. [`RunningPipeline`] is the handle the public
+//! library API wraps.
 
 pub mod clock;
-pub mod energy_actor;
 pub mod gpu_events;
-pub mod merger_actor;
 pub mod registry;
-pub mod sampler_actor;
 pub mod supervisor;
 
 use std::path::PathBuf;
@@ -28,15 +26,15 @@ use wattline_config::energy::EnergySettings;
 use self::clock::{
     MissedTicks, RaplReader, sample_energy_now, spawn_energy_clock, spawn_poll_clock,
 };
-use self::energy_actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
-use self::merger_actor::{MergerActor, MergerArguments, MergerMessage};
 use self::registry::SamplerRegistry;
 use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
+use crate::energy::actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
 use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
 use crate::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid};
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
+use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::{CategorySampler, cpu, disk, memory, network, process};
 use crate::scope::ScopeTarget;

@@ -11,9 +11,9 @@ use std::time::Duration;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use super::registry::SamplerRegistry;
-use super::sampler_actor::SamplerActor;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
 use crate::samplers::CategorySampler;
+use crate::samplers::actor::SamplerActor;
 
 /// Builds a fresh sampler for a category (at start and after each restart).
 pub type SamplerFactory = Arc<dyn Fn() -> Box<dyn CategorySampler> + Send + Sync>;

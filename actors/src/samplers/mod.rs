@@ -1,6 +1,7 @@
 //! Samplers: one per category, each owning its state (rate baselines per sampling
 //! series) and turning OS readings into base-unit readings for one tick.
 
+pub mod actor;
 pub mod cpu;
 pub mod disk;
 pub mod gpu;

@@ -11,15 +11,15 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
-use super::registry::SamplerRegistry;
-use super::sampler_actor::SamplerMessage;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
 use crate::environment::EnvironmentReader;
 use crate::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
 use crate::merger::marks::resource_measurements;
 use crate::merger::tick::{finish_tick, prepare_tick};
+use crate::pipeline::registry::SamplerRegistry;
 use crate::readings::SamplingSeries;
 use crate::samplers::SampleRequest;
+use crate::samplers::actor::SamplerMessage;
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 
@@ -60,7 +60,7 @@ pub struct MergerArguments {
     /// missed rather than queued.
     pub tick_in_flight: Arc<AtomicBool>,
     /// The live Agent scopes (started and ended by the API at the instant it is called).
-    pub agents: super::AgentScopes,
+    pub agents: crate::pipeline::AgentScopes,
     /// The root scope: marks go under it while no Agent scope is live.
     pub root_scope: Uuid,
 }
