@@ -39,7 +39,7 @@ pub enum ScopeError {
         /// The process.
         pid: u32,
         /// Why.
-        source: wattline_actors::platform::linux::ReadError,
+        source: wattline_actors::platform::ReadError,
     },
 }
 

@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
-use wattline_actors::platform::linux::process_list::list_all_process_ids;
-use wattline_actors::platform::linux::process_stat::read_process_stat;
-use wattline_actors::platform::linux::process_status::read_process_status;
+use wattline_actors::platform::os::process_list::list_all_process_ids;
+use wattline_actors::platform::os::process_stat::read_process_stat;
+use wattline_actors::platform::os::process_status::read_process_status;
 
 /// CPU time (user + system) this process has used, ns.
 fn process_cpu_nanos() -> u128 {

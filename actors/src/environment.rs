@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::platform::linux::ReadError;
-use crate::platform::linux::cgroup::{
+use crate::platform::ReadError;
+use crate::platform::os::cgroup::{
     CgroupLayout, CgroupReadings, find_exclusive_group, read_cgroup_layout, read_cgroup_readings,
 };
-use crate::platform::linux::pressure::{Pressure, PressureResource, read_system_pressure};
+use crate::platform::os::pressure::{Pressure, PressureResource, read_system_pressure};
 use crate::scope::{ResolvedScope, ScopeTarget};
 
 /// Environment readings of one tick, base units.

@@ -7,9 +7,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::platform::linux::ReadErrorClass;
-use crate::platform::linux::process_list::{list_all_process_ids, read_children};
-use crate::platform::linux::process_stat::{ProcessStat, read_process_stat};
+use crate::platform::ReadErrorClass;
+use crate::platform::os::process_list::{list_all_process_ids, read_children};
+use crate::platform::os::process_stat::{ProcessStat, read_process_stat};
 use crate::snapshot::MeasurementScope;
 
 /// A process's identity: a pid alone can be reused, pid + start time cannot.
@@ -56,7 +56,7 @@ impl ScopeTarget {
 pub fn identify_process(
     root: &Path,
     pid: u32,
-) -> Result<ProcessIdentity, crate::platform::linux::ReadError> {
+) -> Result<ProcessIdentity, crate::platform::ReadError> {
     let stat = read_process_stat(root, pid, &mut Vec::new())?;
     Ok(ProcessIdentity {
         pid,

@@ -7,7 +7,7 @@ use super::pipeline_components::{
     PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure,
 };
 use super::vocabulary::FailureClass;
-use crate::platform::linux::ReadErrorClass;
+use crate::platform::ReadErrorClass;
 use crate::samplers::ReadProblems;
 
 /// Records each class of `problems` as one observation of `category`'s matching code.

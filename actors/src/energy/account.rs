@@ -23,7 +23,7 @@ use super::report::{
     DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
     ScopeEnergy, ZoneEnergy,
 };
-use crate::platform::linux::rapl::RaplZoneReading;
+use crate::platform::os::rapl::RaplZoneReading;
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
 /// (the flush call, before its fresh reading arrived) can take their tail back out.

@@ -16,7 +16,7 @@ use crate::energy::genai;
 use crate::energy::record::{EnergyRecord, Epoch, power_record};
 use crate::energy::report::EnergyReport;
 use crate::events::{EventSink, PipelineEvent};
-use crate::platform::linux::rapl::RaplZoneReading;
+use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
 
 /// Messages the energy actor answers.

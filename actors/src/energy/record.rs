@@ -14,7 +14,7 @@ use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
 use crate::gpu::GpuSample;
-use crate::platform::linux::rapl::RaplZoneReading;
+use crate::platform::os::rapl::RaplZoneReading;
 
 /// Nanoseconds since the pipeline's epoch, on its monotonic clock.
 pub type Nanos = u64;

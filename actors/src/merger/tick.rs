@@ -60,7 +60,7 @@ pub fn finish_tick(
 /// are counted under the CPU sampler's codes.
 fn record_environment_errors(
     diagnostics: &PipelineDiagnostics,
-    errors: &[crate::platform::linux::ReadError],
+    errors: &[crate::platform::ReadError],
 ) {
     let mut problems = ReadProblems::default();
     errors.iter().for_each(|error| problems.add(error));

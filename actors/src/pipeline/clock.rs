@@ -14,8 +14,8 @@ use super::registry::SamplerRegistry;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
 use crate::energy::actor::EnergyMessage;
 use crate::merger::actor::MergerMessage;
-use crate::platform::linux::ReadErrorClass;
-use crate::platform::linux::rapl::read_rapl_zones;
+use crate::platform::ReadErrorClass;
+use crate::platform::os::rapl::read_rapl_zones;
 use crate::readings::SamplingSeries;
 use crate::samplers::actor::SamplerMessage;
 use crate::samplers::gpu::GpuSourceStatus;
@@ -125,7 +125,7 @@ impl RaplReader {
     /// with the cause and fix; returns whether this call warned.
     fn record_problems(
         &self,
-        errors: &[crate::platform::linux::ReadError],
+        errors: &[crate::platform::ReadError],
         unavailable: Option<&str>,
     ) -> bool {
         let Some(error) = errors.first() else {
@@ -159,8 +159,8 @@ impl RaplReader {
 
 /// Why CPU energy is not read, with the fix, when it is not.
 fn rapl_unavailable(
-    zones: &[crate::platform::linux::rapl::RaplZoneReading],
-    errors: &[crate::platform::linux::ReadError],
+    zones: &[crate::platform::os::rapl::RaplZoneReading],
+    errors: &[crate::platform::ReadError],
     present: bool,
 ) -> Option<String> {
     if zones.iter().any(|zone| zone.name.starts_with("package")) {
@@ -239,7 +239,7 @@ pub fn spawn_energy_clock(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::linux::ReadError;
+    use crate::platform::ReadError;
 
     #[test]
     fn an_unreadable_rapl_counter_is_explained_with_its_cause_and_fix() {

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use super::per_process::{PerProcess, read_per_process};
 use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines};
-use crate::platform::linux::filesystem::statvfs;
-use crate::platform::linux::process_io::{ProcessIo, read_process_io};
+use crate::platform::os::filesystem::statvfs;
+use crate::platform::os::process_io::{ProcessIo, read_process_io};
 use crate::readings::{DiskReading, FieldCoverage, FilesystemReading};
 use crate::scope::ProcessIdentity;
 

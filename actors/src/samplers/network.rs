@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines, checked_sum};
-use crate::platform::linux::net_dev::{NetDevStats, read_net_dev};
+use crate::platform::os::net_dev::{NetDevStats, read_net_dev};
 use crate::readings::{NetworkReading, TrafficReading};
 
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@
 //! with the spec's coverage rules: global adds what each process supplies; application
 //! and tree scopes are all-or-nothing; a process that exited after listing is skipped.
 
-use crate::platform::linux::{ReadError, ReadErrorClass};
+use crate::platform::os::{ReadError, ReadErrorClass};
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
 
 use super::ReadProblems;
@@ -55,7 +55,7 @@ pub fn read_per_process<T>(
 /// Derives a value from each process's `stat`, already read by scope resolution.
 pub fn from_stats<T>(
     scope: &ResolvedScope,
-    value: impl Fn(&crate::platform::linux::process_stat::ProcessStat) -> T,
+    value: impl Fn(&crate::platform::os::process_stat::ProcessStat) -> T,
 ) -> PerProcess<T> {
     PerProcess {
         values: scope

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::per_process::{from_stats, read_per_process};
 use super::{ReadProblems, SampleRequest, SamplerOutput};
-use crate::platform::linux::fd_count::read_fd_count;
+use crate::platform::os::fd_count::read_fd_count;
 use crate::readings::{FieldCoverage, LimitEventReading, ProcessReading};
 use crate::scope::ScopeTarget;
 use crate::snapshot::{LimitEventKind, LimitResource};

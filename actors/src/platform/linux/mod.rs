@@ -18,7 +18,6 @@
 pub mod cgroup;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
-pub mod error;
 pub mod fd_count;
 pub mod filesystem;
 pub mod meminfo;
@@ -33,7 +32,7 @@ pub mod smaps_rollup;
 pub mod system_constants;
 pub mod system_stat;
 
-pub use error::{ParseError, ReadError, ReadErrorClass};
+pub use crate::platform::error::{ParseError, ReadError, ReadErrorClass};
 
 use std::fs::File;
 use std::io::{self, Read};

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::error::ReadError;
+use crate::platform::error::ReadError;
 
 /// Every process ID under `root/proc`, unsorted.
 pub fn list_all_process_ids(root: &Path) -> Result<Vec<u32>, ReadError> {

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{ParseError, ReadError};
 use super::read_pid_file;
+use crate::platform::error::{ParseError, ReadError};
 
 /// The fields of `/proc/PID/stat` the samplers use, in the kernel's units.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

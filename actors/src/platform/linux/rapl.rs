@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use super::error::ReadError;
 use super::{ParseError, parse_u64, read_file};
+use crate::platform::error::ReadError;
 
 /// One RAPL zone's counter.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use super::error::{ParseError, ReadError};
 use super::process_stat::parse_number;
+use crate::platform::error::{ParseError, ReadError};
 
 /// System-wide CPU time, clock ticks summed over every logical processor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,5 @@
-//! Error types shared by every Linux reader: what went wrong, on which path, and its class.
+//! Error types shared by every OS reader: what went wrong, on which path, and its
+//! class. OS-neutral, so no caller outside `platform/` names an OS.
 
 use std::io;
 use std::path::{Path, PathBuf};
