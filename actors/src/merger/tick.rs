@@ -56,13 +56,93 @@ pub fn finish_tick(
     assemble_snapshot(config, scope, outputs, Utc::now())
 }
 
-/// cgroup and pressure files feed the CPU and memory categories; their read failures
-/// are counted under the CPU sampler's codes.
+/// cgroup and pressure files feed the CPU, memory and process categories; each read
+/// failure is counted under the category its file belongs to.
 fn record_environment_errors(
     diagnostics: &PipelineDiagnostics,
     errors: &[crate::platform::ReadError],
 ) {
-    let mut problems = ReadProblems::default();
-    errors.iter().for_each(|error| problems.add(error));
-    crate::diagnostics::record_read_problems(diagnostics, SamplerCategory::Cpu, &problems);
+    for category in [
+        SamplerCategory::Cpu,
+        SamplerCategory::Memory,
+        SamplerCategory::Process,
+    ] {
+        let mut problems = ReadProblems::default();
+        errors
+            .iter()
+            .filter(|error| environment_category(error.path()) == category)
+            .for_each(|error| problems.add(error));
+        crate::diagnostics::record_read_problems(diagnostics, category, &problems);
+    }
+}
+
+/// The category an environment file feeds, by its name: cgroup files are named by
+/// their controller (`memory.max`, `pids.current`, `cpu.stat`), pressure files by
+/// their resource (`memory.pressure`, `/proc/pressure/memory`). Anything else (group
+/// membership) is the CPU category's, as the scope's environment.
+fn environment_category(path: &std::path::Path) -> SamplerCategory {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    if name.starts_with("memory") {
+        SamplerCategory::Memory
+    } else if name.starts_with("pids") {
+        SamplerCategory::Process
+    } else {
+        SamplerCategory::Cpu
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_environment_failure_counts_under_the_category_its_file_feeds() {
+        let file = |path: &str| std::path::PathBuf::from(path);
+        for (path, category) in [
+            (
+                "/sys/fs/cgroup/app/memory.pressure",
+                SamplerCategory::Memory,
+            ),
+            ("/proc/pressure/memory", SamplerCategory::Memory),
+            (
+                "/sys/fs/cgroup/memory/app/memory.limit_in_bytes",
+                SamplerCategory::Memory,
+            ),
+            ("/sys/fs/cgroup/app/pids.max", SamplerCategory::Process),
+            ("/proc/pressure/cpu", SamplerCategory::Cpu),
+            ("/sys/fs/cgroup/app/cpu.stat", SamplerCategory::Cpu),
+        ] {
+            assert_eq!(environment_category(&file(path)), category, "{path}");
+        }
+
+        let (context, components) = crate::pipeline::open_diagnostics(Some(Default::default()))
+            .unwrap()
+            .unwrap();
+        let denied = |path: &str| crate::platform::ReadError::PermissionDenied { path: file(path) };
+        record_environment_errors(
+            &components,
+            &[
+                denied("/proc/pressure/memory"),
+                denied("/proc/pressure/cpu"),
+            ],
+        );
+        let mut codes: Vec<String> = context
+            .snapshot()
+            .unwrap()
+            .recent_events
+            .iter()
+            .map(|event| event.code.as_str().to_owned())
+            .collect();
+        codes.sort();
+        assert_eq!(
+            codes,
+            vec![
+                "sampler.cpu.permission_denied",
+                "sampler.memory.permission_denied"
+            ]
+        );
+    }
 }
