@@ -10,6 +10,10 @@
 //! wattline's root scope events (the reference writes none for its root) and its own
 //! `wattline.*` marks (energy records and `gen_ai.*` metric batches).
 
+mod support;
+
+use support::reference_python;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -21,20 +25,6 @@ use wattline::config::{EffectiveConfig, PluginsDocument};
 use wattline::{Pipeline, ScopeTarget};
 
 const NON_DEFAULT_UNITS: &str = r#"{"cpu": {"user_time": "seconds", "system_time": "microseconds", "consumption_rate": "millicores"}, "memory": {"resident": "mebibytes", "private": "bytes", "system_total": "kilobytes", "virtual_memory": "gibibytes"}, "disk": {"read_data": "kilobytes", "write_data": "kibibytes"}, "network": {"system": {"received_data": "kibibytes", "receive_throughput": "bits_per_second"}}}"#;
-
-fn reference_python() -> Option<String> {
-    match std::env::var("WATTLINE_REFERENCE_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ if std::env::var("WATTLINE_SKIP_REFERENCE").as_deref() == Ok("1") => {
-            eprintln!("SKIPPED on request (WATTLINE_SKIP_REFERENCE=1): event files not compared");
-            None
-        }
-        _ => panic!(
-            "WATTLINE_REFERENCE_PYTHON is not set: run .ci/run (it installs nemo-relay), \
-             or set WATTLINE_SKIP_REFERENCE=1 to skip this test knowingly"
-        ),
-    }
-}
 
 /// `units` as `[components.config.units.*]` TOML tables.
 fn units_toml(units: &Value) -> String {

@@ -27,23 +27,41 @@ fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
     dir
 }
 
-fn run(library: &Path, extra: &[&str], seconds: u32) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
+/// What a run reads GPUs from: a fake NVML library, or a stand-in `nvidia-smi` folder.
+enum Gpu<'a> {
+    Nvml(&'a Path),
+    Smi(&'a Path),
+}
+
+/// `wattline run --report json [extra] -- sleep SECONDS` with only `gpu` to read.
+fn run_on(gpu: Gpu<'_>, extra: &[&str], seconds: u32) -> Value {
+    let system_path = "/usr/local/bin:/usr/bin:/bin";
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wattline"));
+    command
         .args(["run", "--quiet", "--report", "json"])
         .args(extra)
         .args(["--", "sleep", &seconds.to_string()])
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LD_LIBRARY_PATH", library)
         .env("HOME", "/nonexistent-wattline-home")
-        .env_remove("GENAI_GPU_COLLECTION_INTERVAL")
-        .output()
-        .unwrap();
+        .env_remove("GENAI_GPU_COLLECTION_INTERVAL");
+    match gpu {
+        Gpu::Nvml(library) => command
+            .env("PATH", system_path)
+            .env("LD_LIBRARY_PATH", library),
+        Gpu::Smi(folder) => command
+            .env("PATH", format!("{}:{system_path}", folder.display()))
+            .env_remove("LD_LIBRARY_PATH"),
+    };
+    let output = command.output().unwrap();
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn run(library: &Path, extra: &[&str], seconds: u32) -> Value {
+    run_on(Gpu::Nvml(library), extra, seconds)
 }
 
 /// Relative error of each device's mean power against the rhythm's true mean.
@@ -177,31 +195,7 @@ fn stand_in_smi(mode: &str) -> tempfile::TempDir {
 }
 
 fn run_with_smi(smi: &Path, seconds: u32) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_wattline"))
-        .args([
-            "run",
-            "--quiet",
-            "--report",
-            "json",
-            "--",
-            "sleep",
-            &seconds.to_string(),
-        ])
-        .env(
-            "PATH",
-            format!("{}:/usr/local/bin:/usr/bin:/bin", smi.display()),
-        )
-        .env_remove("LD_LIBRARY_PATH")
-        .env("HOME", "/nonexistent-wattline-home")
-        .env_remove("GENAI_GPU_COLLECTION_INTERVAL")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    run_on(Gpu::Smi(smi), &[], seconds)
 }
 
 #[test]

@@ -6,28 +6,16 @@
 //! `.ci/run` sets after installing `nemo-relay==0.10.4` into its venv. Without it the
 //! test fails, unless `WATTLINE_SKIP_REFERENCE=1` says to skip it on purpose.
 
+mod support;
+
+use support::reference_python;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use wattline::ScopeTarget;
 use wattline::config::ResourceMetricsConfig;
-
-fn reference_python() -> Option<String> {
-    match std::env::var("WATTLINE_REFERENCE_PYTHON") {
-        Ok(python) if !python.is_empty() => Some(python),
-        _ if std::env::var("WATTLINE_SKIP_REFERENCE").as_deref() == Ok("1") => {
-            eprintln!(
-                "SKIPPED on request (WATTLINE_SKIP_REFERENCE=1): reference conformance not checked"
-            );
-            None
-        }
-        _ => panic!(
-            "WATTLINE_REFERENCE_PYTHON is not set: run .ci/run (it installs nemo-relay), \
-             or set WATTLINE_SKIP_REFERENCE=1 to skip this test knowingly"
-        ),
-    }
-}
 
 /// Every key path of a JSON value, with `null` leaves marked and unit names kept, so two
 /// snapshots can be compared for shape, units and nulls at once.

@@ -92,3 +92,21 @@ pub fn wattline(home: &std::path::Path) -> std::process::Command {
         .env_remove("GENAI_GPU_COLLECTION_INTERVAL");
     command
 }
+
+/// The Python with the reference system (`nemo-relay`), from
+/// `WATTLINE_REFERENCE_PYTHON` (`.ci/run` sets it after installing the package).
+/// Without it a test fails, unless `WATTLINE_SKIP_REFERENCE=1` says to skip it on
+/// purpose (then `None`, said loudly).
+pub fn reference_python() -> Option<String> {
+    match std::env::var("WATTLINE_REFERENCE_PYTHON") {
+        Ok(python) if !python.is_empty() => Some(python),
+        _ if std::env::var("WATTLINE_SKIP_REFERENCE").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED on request (WATTLINE_SKIP_REFERENCE=1): reference not compared");
+            None
+        }
+        _ => panic!(
+            "WATTLINE_REFERENCE_PYTHON is not set: run .ci/run (it installs nemo-relay), \
+             or set WATTLINE_SKIP_REFERENCE=1 to skip this test knowingly"
+        ),
+    }
+}
