@@ -36,7 +36,7 @@ use crate::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKi
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
-use crate::samplers::{CategorySampler, cpu, disk, memory, network, process};
+use crate::samplers::{CategorySampler, sampler_factories};
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 
@@ -246,12 +246,6 @@ pub fn open_diagnostics(
     Ok(Some((context, components)))
 }
 
-fn sampler_factory<S: CategorySampler>(
-    make: impl Fn() -> S + Send + Sync + 'static,
-) -> SamplerFactory {
-    Arc::new(move || Box::new(make()) as Box<dyn CategorySampler>)
-}
-
 impl RunningPipeline {
     /// Starts every actor and clock of `spec`.
     pub async fn spawn(spec: PipelineSpec) -> Result<Self, PipelineError> {
@@ -310,61 +304,14 @@ impl RunningPipeline {
         let prepared_source = Arc::new(Mutex::new(prepared_source));
 
         let resource = spec.resource.clone();
-        let mut factories: Vec<(SamplerCategory, SamplerFactory)> = Vec::new();
-        let mut categories = Vec::new();
-        if let Some(config) = &resource {
-            let root = spec.root.clone();
-            if config.cpu.enabled {
-                let root = root.clone();
-                factories.push((
-                    SamplerCategory::Cpu,
-                    sampler_factory(move || cpu::CpuSampler::new(root.clone())),
-                ));
-                categories.push(SamplerCategory::Cpu);
-            }
-            if config.memory.enabled {
-                let root = root.clone();
-                factories.push((
-                    SamplerCategory::Memory,
-                    sampler_factory(move || memory::MemorySampler::new(root.clone())),
-                ));
-                categories.push(SamplerCategory::Memory);
-            }
-            if config.process.enabled {
-                let root = root.clone();
-                factories.push((
-                    SamplerCategory::Process,
-                    sampler_factory(move || process::ProcessSampler::new(root.clone())),
-                ));
-                categories.push(SamplerCategory::Process);
-            }
-            if config.disk.enabled {
-                let (root, process_io, paths) = (
-                    root.clone(),
-                    config.disk.process_io,
-                    config.disk.filesystem_paths.clone(),
-                );
-                factories.push((
-                    SamplerCategory::Disk,
-                    sampler_factory(move || {
-                        disk::DiskSampler::new(root.clone(), process_io, paths.clone())
-                    }),
-                ));
-                categories.push(SamplerCategory::Disk);
-            }
-            if config.gpu.enabled {
-                categories.push(SamplerCategory::Gpu);
-            }
-            if config.network.enabled {
-                let (root, interfaces) = (root.clone(), config.network.interfaces.clone());
-                factories.push((
-                    SamplerCategory::Network,
-                    sampler_factory(move || {
-                        network::NetworkSampler::new(root.clone(), interfaces.clone())
-                    }),
-                ));
-                categories.push(SamplerCategory::Network);
-            }
+        let mut factories: Vec<(SamplerCategory, SamplerFactory)> = resource
+            .as_ref()
+            .map(|config| sampler_factories(&spec.root, config))
+            .unwrap_or_default();
+        let mut categories: Vec<SamplerCategory> =
+            factories.iter().map(|(category, _)| *category).collect();
+        if resource.as_ref().is_some_and(|config| config.gpu.enabled) {
+            categories.push(SamplerCategory::Gpu);
         }
         let gpu_wanted = resource.as_ref().is_some_and(|c| c.gpu.enabled) || energy.is_some();
         let gpu_source_name = Arc::new(Mutex::new(None));

@@ -5,18 +5,16 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU64;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use super::registry::SamplerRegistry;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
-use crate::samplers::CategorySampler;
 use crate::samplers::actor::SamplerActor;
 
 /// Builds a fresh sampler for a category (at start and after each restart).
-pub type SamplerFactory = Arc<dyn Fn() -> Box<dyn CategorySampler> + Send + Sync>;
+pub use crate::samplers::SamplerFactory;
 
 /// First restart delay; doubles per restart of the same category, capped.
 pub const FIRST_RESTART_DELAY: Duration = Duration::from_millis(50);

@@ -161,36 +161,74 @@ impl CategorySampler for gpu::GpuSampler {
     }
 }
 
-/// Builds the samplers of every enabled category of `config`.
+/// Makes a category's sampler: at start, and again after each restart.
+pub type SamplerFactory = std::sync::Arc<dyn Fn() -> Box<dyn CategorySampler> + Send + Sync>;
+
+fn factory<S: CategorySampler>(make: impl Fn() -> S + Send + Sync + 'static) -> SamplerFactory {
+    std::sync::Arc::new(move || Box::new(make()) as Box<dyn CategorySampler>)
+}
+
+/// The OS-reading categories `config` enables, each with its sampler factory: the one
+/// list the pipeline spawns from and the one-shot collector builds from. (The GPU
+/// category is the pipeline's to build: its source needs a runtime and feeds the
+/// energy stage.)
+pub fn sampler_factories(
+    root: &std::path::Path,
+    config: &wattline_config::ResourceMetricsConfig,
+) -> Vec<(SamplerCategory, SamplerFactory)> {
+    let root = root.to_path_buf();
+    let mut factories = Vec::new();
+    if config.cpu.enabled {
+        let root = root.clone();
+        factories.push((
+            SamplerCategory::Cpu,
+            factory(move || cpu::CpuSampler::new(root.clone())),
+        ));
+    }
+    if config.memory.enabled {
+        let root = root.clone();
+        factories.push((
+            SamplerCategory::Memory,
+            factory(move || memory::MemorySampler::new(root.clone())),
+        ));
+    }
+    if config.process.enabled {
+        let root = root.clone();
+        factories.push((
+            SamplerCategory::Process,
+            factory(move || process::ProcessSampler::new(root.clone())),
+        ));
+    }
+    if config.disk.enabled {
+        let (root, process_io, paths) = (
+            root.clone(),
+            config.disk.process_io,
+            config.disk.filesystem_paths.clone(),
+        );
+        factories.push((
+            SamplerCategory::Disk,
+            factory(move || disk::DiskSampler::new(root.clone(), process_io, paths.clone())),
+        ));
+    }
+    if config.network.enabled {
+        let interfaces = config.network.interfaces.clone();
+        factories.push((
+            SamplerCategory::Network,
+            factory(move || network::NetworkSampler::new(root.clone(), interfaces.clone())),
+        ));
+    }
+    factories
+}
+
+/// Builds the samplers of every enabled OS-reading category of `config`.
 pub fn samplers_for(
     root: &std::path::Path,
     config: &wattline_config::ResourceMetricsConfig,
 ) -> Vec<Box<dyn CategorySampler>> {
-    let root = root.to_path_buf();
-    let mut samplers: Vec<Box<dyn CategorySampler>> = Vec::new();
-    if config.cpu.enabled {
-        samplers.push(Box::new(cpu::CpuSampler::new(root.clone())));
-    }
-    if config.memory.enabled {
-        samplers.push(Box::new(memory::MemorySampler::new(root.clone())));
-    }
-    if config.process.enabled {
-        samplers.push(Box::new(process::ProcessSampler::new(root.clone())));
-    }
-    if config.disk.enabled {
-        samplers.push(Box::new(disk::DiskSampler::new(
-            root.clone(),
-            config.disk.process_io,
-            config.disk.filesystem_paths.clone(),
-        )));
-    }
-    if config.network.enabled {
-        samplers.push(Box::new(network::NetworkSampler::new(
-            root,
-            config.network.interfaces.clone(),
-        )));
-    }
-    samplers
+    sampler_factories(root, config)
+        .into_iter()
+        .map(|(_, make)| make())
+        .collect()
 }
 
 /// Baselines for the two sampling series, reset when the target changes.
