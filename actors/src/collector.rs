@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use wattline_config::ResourceMetricsConfig;
 
+use crate::categories::sampler_factories;
 use crate::environment::EnvironmentReader;
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
-use crate::samplers::{CategorySampler, samplers_for};
+use crate::samplers::CategorySampler;
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 
@@ -37,7 +38,10 @@ impl Collector {
     pub fn new(root: PathBuf, target: ScopeTarget, config: ResourceMetricsConfig) -> Self {
         Collector {
             environment: EnvironmentReader::new(&root),
-            samplers: samplers_for(&root, &config),
+            samplers: sampler_factories(&root, &config)
+                .into_iter()
+                .map(|(_, make)| make())
+                .collect(),
             root,
             target,
             config,

@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod categories;
 pub mod collector;
 pub mod diagnostics;
 pub mod energy;

@@ -1,5 +1,9 @@
 //! A snapshot as `nemo.relay.metric_measurements` v1 data: every available measurement
 //! under its `nemo.relay.resource.*` name, each a gauge, with the scope attributes.
+//!
+//! Each category's gauges are a table of full metric names, so every name a mark can
+//! carry is written out here once, and [`crate::categories`] lists which table serves
+//! which category.
 
 use std::collections::BTreeMap;
 
@@ -9,11 +13,10 @@ use crate::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
 };
 use crate::snapshot::{
-    LimitEvent, LimitEventKind, LimitResource, Measurement, NetworkTrafficMetrics, Snapshot,
+    AcceleratorDeviceMetrics, AcceleratorProcessMetrics, CpuMetrics, DiskMetrics,
+    FilesystemMetrics, LimitEvent, LimitEventKind, LimitResource, Measurement, MemoryMetrics,
+    NetworkTrafficMetrics, ProcessMetrics, Snapshot,
 };
-
-const PREFIX: &str = "nemo.relay.resource.";
-const ATTRIBUTE_PREFIX: &str = "nemo_relay.resource.";
 
 /// Whether a measurement's unit can ever produce a fraction, which fixes its number
 /// type for every poll (`f64`), or always gives whole numbers (`u64`).
@@ -23,8 +26,47 @@ enum NumberType {
     Fractional,
 }
 
+/// A value ready for a mark: the number, its unit's name and its number type.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MarkValue {
+    value: MeasurementValue,
+    unit: &'static str,
+    number: NumberType,
+}
+
+/// One gauge of a table: its full metric name, what it says, and where its value
+/// comes from in the category's metrics `T`.
+pub(crate) struct Gauge<T> {
+    name: &'static str,
+    description: &'static str,
+    value: fn(&T) -> Option<MarkValue>,
+}
+
+/// The value of `measurement`, whose source reads in steps of `resolution` base units.
+fn at<U: UnitNumber>(measurement: &Option<Measurement<U>>, resolution: u64) -> Option<MarkValue> {
+    measurement.map(|measurement| MarkValue {
+        value: measurement.value,
+        unit: measurement.unit.unit_name(),
+        number: measurement.unit.number_type(resolution),
+    })
+}
+
+/// The value of a measurement read in whole base units.
+fn whole_base<U: UnitNumber>(measurement: &Option<Measurement<U>>) -> Option<MarkValue> {
+    at(measurement, 1)
+}
+
+/// A count the mark states itself (a sample, processes), always whole.
+fn count(value: u64, unit: &'static str) -> MarkValue {
+    MarkValue {
+        value: MeasurementValue::Integer(value),
+        unit,
+        number: NumberType::Whole,
+    }
+}
+
 /// Builds the measurements of one mark.
-struct MarkBuilder {
+pub(crate) struct MarkBuilder {
     common: BTreeMap<String, AttributeValue>,
     measurements: Vec<MetricMeasurement>,
 }
@@ -32,14 +74,13 @@ struct MarkBuilder {
 impl MarkBuilder {
     fn push(
         &mut self,
-        name: &str,
-        value: MeasurementValue,
-        unit: &str,
-        number: NumberType,
-        description: &str,
-        extra: &[(&str, AttributeValue)],
+        name: &'static str,
+        value: MarkValue,
+        description: &'static str,
+        extra: &[(&'static str, AttributeValue)],
     ) {
-        let value = match (number, value) {
+        let unit = value.unit;
+        let value = match (value.number, value.value) {
             (NumberType::Fractional, value) => match value.as_f64() {
                 decimal if decimal.is_finite() => MetricValue::F64(decimal),
                 _ => return,
@@ -54,10 +95,10 @@ impl MarkBuilder {
         };
         let mut attributes = self.common.clone();
         for (key, attribute) in extra {
-            attributes.insert(format!("{ATTRIBUTE_PREFIX}{key}"), attribute.clone());
+            attributes.insert((*key).to_string(), attribute.clone());
         }
         self.measurements.push(MetricMeasurement {
-            name: format!("{PREFIX}{name}"),
+            name: name.to_string(),
             kind: MetricKind::Gauge,
             value_type: value.value_type(),
             value,
@@ -68,35 +109,17 @@ impl MarkBuilder {
         });
     }
 
-    fn measurement<U: UnitNumber>(
+    /// Every gauge of `table` that `metrics` has a value for.
+    fn gauges<T>(
         &mut self,
-        name: &str,
-        measurement: &Option<Measurement<U>>,
-        description: &str,
-        extra: &[(&str, AttributeValue)],
+        table: &[Gauge<T>],
+        metrics: &T,
+        extra: &[(&'static str, AttributeValue)],
     ) {
-        self.measurement_at(name, measurement, 1, description, extra);
-    }
-
-    /// A measurement whose source reads in steps of `resolution` base units.
-    fn measurement_at<U: UnitNumber>(
-        &mut self,
-        name: &str,
-        measurement: &Option<Measurement<U>>,
-        resolution: u64,
-        description: &str,
-        extra: &[(&str, AttributeValue)],
-    ) {
-        if let Some(measurement) = measurement {
-            let number = measurement.unit.number_type(resolution);
-            self.push(
-                name,
-                measurement.value,
-                measurement.unit.unit_name(),
-                number,
-                description,
-                extra,
-            );
+        for gauge in table {
+            if let Some(value) = (gauge.value)(metrics) {
+                self.push(gauge.name, value, gauge.description, extra);
+            }
         }
     }
 
@@ -114,76 +137,24 @@ impl MarkBuilder {
                 LimitEventKind::OutOfMemory => "out_of_memory",
                 LimitEventKind::Terminated => "terminated",
             };
-            self.measurement(
-                "limit.event_count",
-                &event.count,
-                "Cumulative limit events of the measured environment",
-                &[
-                    ("limit.resource", AttributeValue::String(resource.into())),
-                    ("limit.event", AttributeValue::String(kind.into())),
-                ],
-            );
+            if let Some(value) = whole_base(&event.count) {
+                self.push(
+                    "nemo.relay.resource.limit.event_count",
+                    value,
+                    "Cumulative limit events of the measured environment",
+                    &[
+                        (
+                            "nemo_relay.resource.limit.resource",
+                            AttributeValue::String(resource.into()),
+                        ),
+                        (
+                            "nemo_relay.resource.limit.event",
+                            AttributeValue::String(kind.into()),
+                        ),
+                    ],
+                );
+            }
         }
-    }
-
-    fn traffic(
-        &mut self,
-        record: &str,
-        traffic: &NetworkTrafficMetrics,
-        extra: &[(&str, AttributeValue)],
-    ) {
-        let fields: [(&str, &str); 2] = [
-            ("received_data", "Data received"),
-            ("transmitted_data", "Data sent"),
-        ];
-        self.measurement(
-            &format!("network.{record}.{}", fields[0].0),
-            &traffic.received_data,
-            fields[0].1,
-            extra,
-        );
-        self.measurement(
-            &format!("network.{record}.{}", fields[1].0),
-            &traffic.transmitted_data,
-            fields[1].1,
-            extra,
-        );
-        self.measurement(
-            &format!("network.{record}.received_packets"),
-            &traffic.received_packets,
-            "Packets received",
-            extra,
-        );
-        self.measurement(
-            &format!("network.{record}.transmitted_packets"),
-            &traffic.transmitted_packets,
-            "Packets sent",
-            extra,
-        );
-        self.measurement(
-            &format!("network.{record}.receive_errors"),
-            &traffic.receive_errors,
-            "Receive errors",
-            extra,
-        );
-        self.measurement(
-            &format!("network.{record}.transmit_errors"),
-            &traffic.transmit_errors,
-            "Send errors",
-            extra,
-        );
-        self.measurement(
-            &format!("network.{record}.receive_throughput"),
-            &traffic.receive_throughput,
-            "Receive rate since the previous poll",
-            extra,
-        );
-        self.measurement(
-            &format!("network.{record}.transmit_throughput"),
-            &traffic.transmit_throughput,
-            "Send rate since the previous poll",
-            extra,
-        );
     }
 }
 
@@ -256,15 +227,437 @@ const CPU_TIME_RESOLUTION: u64 = 1_000;
 /// Linux reports process and system memory in kibibytes (bytes).
 const PROC_MEMORY_RESOLUTION: u64 = 1024;
 
-/// The measurements of the resource mark for `snapshot`.
+/// The CPU category's gauges.
+const CPU_GAUGES: &[Gauge<CpuMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.cpu.user_time",
+        description: "User CPU time of the measured scope",
+        value: |cpu| at(&cpu.user_time, CPU_TIME_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.cpu.system_time",
+        description: "System CPU time of the measured scope",
+        value: |cpu| at(&cpu.system_time, CPU_TIME_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.cpu.total_time",
+        description: "User plus system CPU time",
+        value: |cpu| at(&cpu.total_time, CPU_TIME_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.cpu.consumption_rate",
+        description: "Average CPU use since the previous poll",
+        value: |cpu| whole_base(&cpu.consumption_rate),
+    },
+    Gauge {
+        name: "nemo.relay.resource.cpu.throttled_time",
+        description: "Time the environment was throttled",
+        value: |cpu| whole_base(&cpu.throttled_time),
+    },
+    Gauge {
+        name: "nemo.relay.resource.cpu.effective_limit",
+        description: "CPU capacity available to the environment",
+        value: |cpu| whole_base(&cpu.effective_limit),
+    },
+    Gauge {
+        name: "nemo.relay.resource.cpu.pressure.some_stall_time",
+        description: "Time some work stalled on CPU",
+        value: |cpu| whole_base(&cpu.some_pressure_stall_time),
+    },
+    Gauge {
+        name: "nemo.relay.resource.cpu.pressure.full_stall_time",
+        description: "Time all work stalled on CPU",
+        value: |cpu| whole_base(&cpu.full_pressure_stall_time),
+    },
+];
+
+/// The memory category's gauges.
+const MEMORY_GAUGES: &[Gauge<MemoryMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.memory.system.used",
+        description: "System memory in use",
+        value: |memory| at(&memory.system_used, PROC_MEMORY_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.system.total",
+        description: "Total system memory",
+        value: |memory| at(&memory.system_total, PROC_MEMORY_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.system.available",
+        description: "Available system memory",
+        value: |memory| at(&memory.system_available, PROC_MEMORY_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.resident",
+        description: "Resident memory of the measured scope",
+        value: |memory| at(&memory.resident, PROC_MEMORY_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.private",
+        description: "Private memory of the measured scope",
+        value: |memory| at(&memory.private, PROC_MEMORY_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.physical_footprint",
+        description: "Physical footprint",
+        value: |memory| whole_base(&memory.physical_footprint),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.virtual",
+        description: "Virtual memory of the measured scope",
+        value: |memory| at(&memory.virtual_memory, PROC_MEMORY_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.peak_resident",
+        description: "Peak resident memory of one process",
+        value: |memory| at(&memory.peak_resident, PROC_MEMORY_RESOLUTION),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.limit",
+        description: "Memory limit of the environment",
+        value: |memory| whole_base(&memory.limit),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.environment_accounted",
+        description: "Memory charged to the environment",
+        value: |memory| whole_base(&memory.environment_accounted),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.pressure.some_stall_time",
+        description: "Time some work stalled on memory",
+        value: |memory| whole_base(&memory.some_pressure_stall_time),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.pressure.full_stall_time",
+        description: "Time all work stalled on memory",
+        value: |memory| whole_base(&memory.full_pressure_stall_time),
+    },
+    Gauge {
+        name: "nemo.relay.resource.memory.out_of_memory_event_count",
+        description: "Cumulative out-of-memory events",
+        value: |memory| whole_base(&memory.out_of_memory_event_count),
+    },
+];
+
+/// The process category's gauges.
+const PROCESS_GAUGES: &[Gauge<ProcessMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.process.active_count",
+        description: "Processes in the measured scope",
+        value: |process| whole_base(&process.active_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.descendant_count",
+        description: "Live descendants of the root",
+        value: |process| whole_base(&process.descendant_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.thread.count",
+        description: "Threads in the measured scope",
+        value: |process| whole_base(&process.thread_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.lifetime_creation_count",
+        description: "Processes created in the job",
+        value: |process| whole_base(&process.lifetime_creation_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.open_file_descriptor_count",
+        description: "Open file descriptors",
+        value: |process| whole_base(&process.open_file_descriptor_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.windows_handle_count",
+        description: "Windows kernel handles",
+        value: |process| whole_base(&process.windows_handle_count),
+    },
+];
+
+/// The disk category's gauges.
+const DISK_GAUGES: &[Gauge<DiskMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.disk.read_data",
+        description: "Storage data read by the measured scope",
+        value: |disk| whole_base(&disk.read_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.write_data",
+        description: "Storage data written by the measured scope",
+        value: |disk| whole_base(&disk.write_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.read_throughput",
+        description: "Read rate since the previous poll",
+        value: |disk| whole_base(&disk.read_throughput),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.write_throughput",
+        description: "Write rate since the previous poll",
+        value: |disk| whole_base(&disk.write_throughput),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.read.operations",
+        description: "Read operations",
+        value: |disk| whole_base(&disk.read_operations),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.write.operations",
+        description: "Write operations",
+        value: |disk| whole_base(&disk.write_operations),
+    },
+];
+
+/// Each configured filesystem's gauges, under its path.
+const FILESYSTEM_GAUGES: &[Gauge<FilesystemMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.disk.filesystem.total_capacity",
+        description: "Filesystem capacity",
+        value: |filesystem| whole_base(&filesystem.total_capacity),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.filesystem.available_capacity",
+        description: "Space available to the caller",
+        value: |filesystem| whole_base(&filesystem.available_capacity),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.filesystem.free_capacity",
+        description: "Free space including reserved blocks",
+        value: |filesystem| whole_base(&filesystem.free_capacity),
+    },
+];
+
+/// Each GPU device's gauges.
+const GPU_DEVICE_GAUGES: &[Gauge<AcceleratorDeviceMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.accelerator.device.memory_used",
+        description: "GPU memory in use",
+        value: |device| whole_base(&device.memory_used),
+    },
+    Gauge {
+        name: "nemo.relay.resource.accelerator.device.compute_utilization",
+        description: "GPU activity",
+        value: |device| whole_base(&device.compute_utilization),
+    },
+];
+
+/// Each GPU process's gauges.
+const GPU_PROCESS_GAUGES: &[Gauge<AcceleratorProcessMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.accelerator.process.memory_used",
+        description: "GPU memory used by the process",
+        value: |process| whole_base(&process.memory_used),
+    },
+    Gauge {
+        name: "nemo.relay.resource.accelerator.process.compute_utilization",
+        description: "GPU activity of the process",
+        value: |process| whole_base(&process.compute_utilization),
+    },
+];
+
+/// The system-wide network record's gauges.
+const NETWORK_SYSTEM_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.network.system.received_data",
+        description: "Data received",
+        value: |traffic| whole_base(&traffic.received_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.system.transmitted_data",
+        description: "Data sent",
+        value: |traffic| whole_base(&traffic.transmitted_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.system.received_packets",
+        description: "Packets received",
+        value: |traffic| whole_base(&traffic.received_packets),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.system.transmitted_packets",
+        description: "Packets sent",
+        value: |traffic| whole_base(&traffic.transmitted_packets),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.system.receive_errors",
+        description: "Receive errors",
+        value: |traffic| whole_base(&traffic.receive_errors),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.system.transmit_errors",
+        description: "Send errors",
+        value: |traffic| whole_base(&traffic.transmit_errors),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.system.receive_throughput",
+        description: "Receive rate since the previous poll",
+        value: |traffic| whole_base(&traffic.receive_throughput),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.system.transmit_throughput",
+        description: "Send rate since the previous poll",
+        value: |traffic| whole_base(&traffic.transmit_throughput),
+    },
+];
+
+/// Each selected interface's gauges, under its name.
+const NETWORK_INTERFACE_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.network.interface.received_data",
+        description: "Data received",
+        value: |traffic| whole_base(&traffic.received_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.interface.transmitted_data",
+        description: "Data sent",
+        value: |traffic| whole_base(&traffic.transmitted_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.interface.received_packets",
+        description: "Packets received",
+        value: |traffic| whole_base(&traffic.received_packets),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.interface.transmitted_packets",
+        description: "Packets sent",
+        value: |traffic| whole_base(&traffic.transmitted_packets),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.interface.receive_errors",
+        description: "Receive errors",
+        value: |traffic| whole_base(&traffic.receive_errors),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.interface.transmit_errors",
+        description: "Send errors",
+        value: |traffic| whole_base(&traffic.transmit_errors),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.interface.receive_throughput",
+        description: "Receive rate since the previous poll",
+        value: |traffic| whole_base(&traffic.receive_throughput),
+    },
+    Gauge {
+        name: "nemo.relay.resource.network.interface.transmit_throughput",
+        description: "Send rate since the previous poll",
+        value: |traffic| whole_base(&traffic.transmit_throughput),
+    },
+];
+
+/// The CPU category's part of a mark.
+pub(crate) fn cpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    if let Some(cpu) = &snapshot.cpu {
+        mark.gauges(CPU_GAUGES, cpu, &[]);
+        mark.limit_events(&cpu.limit_events);
+    }
+}
+
+/// The memory category's part of a mark.
+pub(crate) fn memory_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    if let Some(memory) = &snapshot.memory {
+        mark.gauges(MEMORY_GAUGES, memory, &[]);
+        mark.limit_events(&memory.limit_events);
+    }
+}
+
+/// The process category's part of a mark.
+pub(crate) fn process_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    if let Some(process) = &snapshot.process {
+        mark.gauges(PROCESS_GAUGES, process, &[]);
+        mark.limit_events(&process.limit_events);
+    }
+}
+
+/// The disk category's part of a mark.
+pub(crate) fn disk_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    if let Some(disk) = &snapshot.disk {
+        mark.gauges(DISK_GAUGES, disk, &[]);
+        for filesystem in &disk.filesystems {
+            let path = [(
+                "nemo_relay.resource.disk.filesystem_path",
+                AttributeValue::String(filesystem.path.clone()),
+            )];
+            mark.gauges(FILESYSTEM_GAUGES, filesystem, &path);
+        }
+    }
+}
+
+/// The attributes naming one GPU record's device.
+fn accelerator_attributes(
+    vendor: crate::snapshot::AcceleratorVendor,
+    device_identifier: &str,
+    device_index: Option<u32>,
+) -> Vec<(&'static str, AttributeValue)> {
+    let mut attributes = vec![
+        (
+            "nemo_relay.resource.accelerator.vendor",
+            AttributeValue::String(vendor.as_str().into()),
+        ),
+        (
+            "nemo_relay.resource.accelerator.device_identifier",
+            AttributeValue::String(device_identifier.to_string()),
+        ),
+    ];
+    if let Some(index) = device_index {
+        attributes.push((
+            "nemo_relay.resource.accelerator.device_index",
+            AttributeValue::Int(i64::from(index)),
+        ));
+    }
+    attributes
+}
+
+/// The GPU category's part of a mark.
+pub(crate) fn gpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    let Some(gpu) = &snapshot.gpu else {
+        return;
+    };
+    for device in gpu.device_metrics.iter().flatten() {
+        let attributes = accelerator_attributes(
+            device.vendor,
+            &device.device_identifier,
+            device.device_index,
+        );
+        mark.gauges(GPU_DEVICE_GAUGES, device, &attributes);
+    }
+    for process in gpu.process_metrics.iter().flatten() {
+        let mut attributes = accelerator_attributes(
+            process.vendor,
+            &process.device_identifier,
+            process.device_index,
+        );
+        attributes.push((
+            "nemo_relay.resource.process_id",
+            AttributeValue::Int(i64::from(process.process_id)),
+        ));
+        mark.gauges(GPU_PROCESS_GAUGES, process, &attributes);
+    }
+}
+
+/// The network category's part of a mark.
+pub(crate) fn network_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    if let Some(network) = &snapshot.network {
+        mark.gauges(NETWORK_SYSTEM_GAUGES, &network.system, &[]);
+        for interface in &network.interfaces {
+            let name = [(
+                "nemo_relay.resource.network.interface_name",
+                AttributeValue::String(interface.name.clone()),
+            )];
+            mark.gauges(NETWORK_INTERFACE_GAUGES, &interface.traffic, &name);
+        }
+    }
+}
+
+/// The measurements of the resource mark for `snapshot`: the sample count, each
+/// category's gauges in [`crate::categories::CATEGORIES`] order, then the coverage of
+/// the process sums.
 pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
     let common = BTreeMap::from([
         (
-            format!("{ATTRIBUTE_PREFIX}operating_system"),
+            "nemo_relay.resource.operating_system".to_string(),
             AttributeValue::String(snapshot.operating_system.name().into()),
         ),
         (
-            format!("{ATTRIBUTE_PREFIX}measurement_scope"),
+            "nemo_relay.resource.measurement_scope".to_string(),
             AttributeValue::String(snapshot.measurement_scope.name().into()),
         ),
     ]);
@@ -273,358 +666,36 @@ pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
         measurements: Vec::with_capacity(64),
     };
     mark.push(
-        "sample_count",
-        MeasurementValue::Integer(1),
-        "events",
-        NumberType::Whole,
+        "nemo.relay.resource.sample_count",
+        count(1, "events"),
         "Resource metric samples collected in this poll",
         &[],
     );
-    if let Some(cpu) = &snapshot.cpu {
-        mark.measurement_at(
-            "cpu.user_time",
-            &cpu.user_time,
-            CPU_TIME_RESOLUTION,
-            "User CPU time of the measured scope",
-            &[],
-        );
-        mark.measurement_at(
-            "cpu.system_time",
-            &cpu.system_time,
-            CPU_TIME_RESOLUTION,
-            "System CPU time of the measured scope",
-            &[],
-        );
-        mark.measurement_at(
-            "cpu.total_time",
-            &cpu.total_time,
-            CPU_TIME_RESOLUTION,
-            "User plus system CPU time",
-            &[],
-        );
-        mark.measurement(
-            "cpu.consumption_rate",
-            &cpu.consumption_rate,
-            "Average CPU use since the previous poll",
-            &[],
-        );
-        mark.measurement(
-            "cpu.throttled_time",
-            &cpu.throttled_time,
-            "Time the environment was throttled",
-            &[],
-        );
-        mark.measurement(
-            "cpu.effective_limit",
-            &cpu.effective_limit,
-            "CPU capacity available to the environment",
-            &[],
-        );
-        mark.measurement(
-            "cpu.pressure.some_stall_time",
-            &cpu.some_pressure_stall_time,
-            "Time some work stalled on CPU",
-            &[],
-        );
-        mark.measurement(
-            "cpu.pressure.full_stall_time",
-            &cpu.full_pressure_stall_time,
-            "Time all work stalled on CPU",
-            &[],
-        );
-        mark.limit_events(&cpu.limit_events);
-    }
-    if let Some(memory) = &snapshot.memory {
-        mark.measurement_at(
-            "memory.system.used",
-            &memory.system_used,
-            PROC_MEMORY_RESOLUTION,
-            "System memory in use",
-            &[],
-        );
-        mark.measurement_at(
-            "memory.system.total",
-            &memory.system_total,
-            PROC_MEMORY_RESOLUTION,
-            "Total system memory",
-            &[],
-        );
-        mark.measurement_at(
-            "memory.system.available",
-            &memory.system_available,
-            PROC_MEMORY_RESOLUTION,
-            "Available system memory",
-            &[],
-        );
-        mark.measurement_at(
-            "memory.resident",
-            &memory.resident,
-            PROC_MEMORY_RESOLUTION,
-            "Resident memory of the measured scope",
-            &[],
-        );
-        mark.measurement_at(
-            "memory.private",
-            &memory.private,
-            PROC_MEMORY_RESOLUTION,
-            "Private memory of the measured scope",
-            &[],
-        );
-        mark.measurement(
-            "memory.physical_footprint",
-            &memory.physical_footprint,
-            "Physical footprint",
-            &[],
-        );
-        mark.measurement_at(
-            "memory.virtual",
-            &memory.virtual_memory,
-            PROC_MEMORY_RESOLUTION,
-            "Virtual memory of the measured scope",
-            &[],
-        );
-        mark.measurement_at(
-            "memory.peak_resident",
-            &memory.peak_resident,
-            PROC_MEMORY_RESOLUTION,
-            "Peak resident memory of one process",
-            &[],
-        );
-        mark.measurement(
-            "memory.limit",
-            &memory.limit,
-            "Memory limit of the environment",
-            &[],
-        );
-        mark.measurement(
-            "memory.environment_accounted",
-            &memory.environment_accounted,
-            "Memory charged to the environment",
-            &[],
-        );
-        mark.measurement(
-            "memory.pressure.some_stall_time",
-            &memory.some_pressure_stall_time,
-            "Time some work stalled on memory",
-            &[],
-        );
-        mark.measurement(
-            "memory.pressure.full_stall_time",
-            &memory.full_pressure_stall_time,
-            "Time all work stalled on memory",
-            &[],
-        );
-        mark.measurement(
-            "memory.out_of_memory_event_count",
-            &memory.out_of_memory_event_count,
-            "Cumulative out-of-memory events",
-            &[],
-        );
-        mark.limit_events(&memory.limit_events);
-    }
-    if let Some(process) = &snapshot.process {
-        mark.measurement(
-            "process.active_count",
-            &process.active_count,
-            "Processes in the measured scope",
-            &[],
-        );
-        mark.measurement(
-            "process.descendant_count",
-            &process.descendant_count,
-            "Live descendants of the root",
-            &[],
-        );
-        mark.measurement(
-            "thread.count",
-            &process.thread_count,
-            "Threads in the measured scope",
-            &[],
-        );
-        mark.measurement(
-            "process.lifetime_creation_count",
-            &process.lifetime_creation_count,
-            "Processes created in the job",
-            &[],
-        );
-        mark.measurement(
-            "process.open_file_descriptor_count",
-            &process.open_file_descriptor_count,
-            "Open file descriptors",
-            &[],
-        );
-        mark.measurement(
-            "process.windows_handle_count",
-            &process.windows_handle_count,
-            "Windows kernel handles",
-            &[],
-        );
-        mark.limit_events(&process.limit_events);
-    }
-    if let Some(disk) = &snapshot.disk {
-        mark.measurement(
-            "disk.read_data",
-            &disk.read_data,
-            "Storage data read by the measured scope",
-            &[],
-        );
-        mark.measurement(
-            "disk.write_data",
-            &disk.write_data,
-            "Storage data written by the measured scope",
-            &[],
-        );
-        mark.measurement(
-            "disk.read_throughput",
-            &disk.read_throughput,
-            "Read rate since the previous poll",
-            &[],
-        );
-        mark.measurement(
-            "disk.write_throughput",
-            &disk.write_throughput,
-            "Write rate since the previous poll",
-            &[],
-        );
-        mark.measurement(
-            "disk.read.operations",
-            &disk.read_operations,
-            "Read operations",
-            &[],
-        );
-        mark.measurement(
-            "disk.write.operations",
-            &disk.write_operations,
-            "Write operations",
-            &[],
-        );
-        for filesystem in &disk.filesystems {
-            let path = [(
-                "disk.filesystem_path",
-                AttributeValue::String(filesystem.path.clone()),
-            )];
-            mark.measurement(
-                "disk.filesystem.total_capacity",
-                &filesystem.total_capacity,
-                "Filesystem capacity",
-                &path,
-            );
-            mark.measurement(
-                "disk.filesystem.available_capacity",
-                &filesystem.available_capacity,
-                "Space available to the caller",
-                &path,
-            );
-            mark.measurement(
-                "disk.filesystem.free_capacity",
-                &filesystem.free_capacity,
-                "Free space including reserved blocks",
-                &path,
-            );
-        }
-    }
-    if let Some(gpu) = &snapshot.gpu {
-        for device in gpu.device_metrics.iter().flatten() {
-            let mut attributes = vec![
-                (
-                    "accelerator.vendor",
-                    AttributeValue::String(device.vendor.as_str().into()),
-                ),
-                (
-                    "accelerator.device_identifier",
-                    AttributeValue::String(device.device_identifier.clone()),
-                ),
-            ];
-            if let Some(index) = device.device_index {
-                attributes.push((
-                    "accelerator.device_index",
-                    AttributeValue::Int(i64::from(index)),
-                ));
-            }
-            mark.measurement(
-                "accelerator.device.memory_used",
-                &device.memory_used,
-                "GPU memory in use",
-                &attributes,
-            );
-            mark.measurement(
-                "accelerator.device.compute_utilization",
-                &device.compute_utilization,
-                "GPU activity",
-                &attributes,
-            );
-        }
-        for process in gpu.process_metrics.iter().flatten() {
-            let mut attributes = vec![
-                (
-                    "accelerator.vendor",
-                    AttributeValue::String(process.vendor.as_str().into()),
-                ),
-                (
-                    "accelerator.device_identifier",
-                    AttributeValue::String(process.device_identifier.clone()),
-                ),
-                (
-                    "process_id",
-                    AttributeValue::Int(i64::from(process.process_id)),
-                ),
-            ];
-            if let Some(index) = process.device_index {
-                attributes.push((
-                    "accelerator.device_index",
-                    AttributeValue::Int(i64::from(index)),
-                ));
-            }
-            mark.measurement(
-                "accelerator.process.memory_used",
-                &process.memory_used,
-                "GPU memory used by the process",
-                &attributes,
-            );
-            mark.measurement(
-                "accelerator.process.compute_utilization",
-                &process.compute_utilization,
-                "GPU activity of the process",
-                &attributes,
-            );
-        }
-    }
-    if let Some(network) = &snapshot.network {
-        mark.traffic("system", &network.system, &[]);
-        for interface in &network.interfaces {
-            let name = [(
-                "network.interface_name",
-                AttributeValue::String(interface.name.clone()),
-            )];
-            mark.traffic("interface", &interface.traffic, &name);
-        }
+    for descriptor in crate::categories::CATEGORIES {
+        (descriptor.marks)(snapshot, &mut mark);
     }
     if let Some(sampling) = &snapshot.process_sampling {
-        let processes = "processes";
         mark.push(
-            "process_sampling.visible_count",
-            MeasurementValue::Integer(sampling.visible_processes),
-            processes,
-            NumberType::Whole,
+            "nemo.relay.resource.process_sampling.visible_count",
+            count(sampling.visible_processes, "processes"),
             "Processes listed when collection began",
             &[],
         );
         mark.push(
-            "process_sampling.sampled_count",
-            MeasurementValue::Integer(sampling.sampled_processes),
-            processes,
-            NumberType::Whole,
+            "nemo.relay.resource.process_sampling.sampled_count",
+            count(sampling.sampled_processes, "processes"),
             "Processes whose base query succeeded",
             &[],
         );
-        for (field, count) in &sampling.field_sampled_processes {
+        for (field, sampled) in &sampling.field_sampled_processes {
             mark.push(
-                "process_sampling.field_sampled_count",
-                MeasurementValue::Integer(*count),
-                processes,
-                NumberType::Whole,
+                "nemo.relay.resource.process_sampling.field_sampled_count",
+                count(*sampled, "processes"),
                 "Processes that supplied a process-summed field",
-                &[("field", AttributeValue::String(field.clone()))],
+                &[(
+                    "nemo_relay.resource.field",
+                    AttributeValue::String(field.clone()),
+                )],
             );
         }
     }

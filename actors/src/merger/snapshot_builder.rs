@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use wattline_config::ResourceMetricsConfig;
 
-use super::convert;
 use crate::readings::FieldCoverage;
 use crate::samplers::{CategoryReading, SamplerOutput};
 use crate::scope::ResolvedScope;
@@ -35,29 +34,8 @@ pub fn assemble_snapshot(
     };
     for output in outputs {
         coverage.extend(output.coverage);
-        match output.reading {
-            CategoryReading::Cpu(reading) => {
-                snapshot.cpu = Some(convert::cpu(&reading, &units.cpu))
-            }
-            CategoryReading::Memory(reading) => {
-                snapshot.memory = Some(convert::memory_metrics(&reading, &units.memory));
-            }
-            CategoryReading::Process(reading) => {
-                snapshot.process = Some(convert::process_metrics(&reading))
-            }
-            CategoryReading::Disk(reading) => {
-                snapshot.disk = Some(convert::disk_metrics(&reading, &units.disk))
-            }
-            CategoryReading::Gpu(reading) => {
-                snapshot.gpu = Some(convert::gpu_metrics(&reading, &units.gpu))
-            }
-            CategoryReading::Network(reading) => {
-                snapshot.network = Some(convert::network_metrics(
-                    &reading,
-                    &units.network.system,
-                    &units.network.interface,
-                ));
-            }
+        if let Some(descriptor) = crate::categories::descriptor(output.reading.category()) {
+            (descriptor.fill)(&mut snapshot, output.reading, units);
         }
     }
     snapshot.process_sampling = process_sampling(scope, coverage);

@@ -28,6 +28,7 @@ use self::clock::{
 };
 use self::registry::SamplerRegistry;
 use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
+use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
 use crate::energy::record::Epoch;
@@ -35,8 +36,8 @@ use crate::energy::report::EnergyReport;
 use crate::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid};
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+use crate::samplers::CategorySampler;
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
-use crate::samplers::{CategorySampler, sampler_factories};
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 
@@ -308,11 +309,10 @@ impl RunningPipeline {
             .as_ref()
             .map(|config| sampler_factories(&spec.root, config))
             .unwrap_or_default();
-        let mut categories: Vec<SamplerCategory> =
-            factories.iter().map(|(category, _)| *category).collect();
-        if resource.as_ref().is_some_and(|config| config.gpu.enabled) {
-            categories.push(SamplerCategory::Gpu);
-        }
+        let categories = resource
+            .as_ref()
+            .map(enabled_categories)
+            .unwrap_or_default();
         let gpu_wanted = resource.as_ref().is_some_and(|c| c.gpu.enabled) || energy.is_some();
         let gpu_source_name = Arc::new(Mutex::new(None));
         if gpu_wanted {
