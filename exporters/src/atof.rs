@@ -16,6 +16,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+#[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -455,7 +456,10 @@ impl Exporter for AtofExporter {
 
 fn open_file(path: &Path, truncate: bool) -> std::io::Result<File> {
     let mut options = OpenOptions::new();
-    options.create(true).mode(FILE_MODE);
+    options.create(true);
+    // Owner and group only, where the OS has modes.
+    #[cfg(unix)]
+    options.mode(FILE_MODE);
     if truncate {
         options.write(true).truncate(true);
     } else {

@@ -103,6 +103,12 @@ pub enum ReadError {
         #[source]
         source: io::Error,
     },
+    /// This OS has no reader for `path`: wattline's readers are Linux's.
+    #[error("reading {} is not supported on {}", path.display(), std::env::consts::OS)]
+    Unsupported {
+        /// What the reader would have read.
+        path: PathBuf,
+    },
     /// The content of `path` could not be parsed.
     #[error("cannot parse {}: {detail}", path.display())]
     Parse {
@@ -120,7 +126,7 @@ impl ReadError {
         match self {
             ReadError::PermissionDenied { .. } => ReadErrorClass::PermissionDenied,
             ReadError::Gone { .. } => ReadErrorClass::TargetGone,
-            ReadError::Io { .. } => ReadErrorClass::Unavailable,
+            ReadError::Io { .. } | ReadError::Unsupported { .. } => ReadErrorClass::Unavailable,
             ReadError::Parse { .. } => ReadErrorClass::Invalid,
         }
     }
@@ -131,6 +137,7 @@ impl ReadError {
             ReadError::PermissionDenied { path }
             | ReadError::Gone { path }
             | ReadError::Io { path, .. }
+            | ReadError::Unsupported { path }
             | ReadError::Parse { path, .. } => path,
         }
     }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::diagnostics::SamplerCategory;
 use crate::environment::Environment;
-use crate::platform::os::{ReadError, ReadErrorClass};
+use crate::platform::{ReadError, ReadErrorClass};
 use crate::readings::{FieldCoverage, SamplingSeries};
 use crate::scope::{ResolvedScope, ScopeTarget};
 

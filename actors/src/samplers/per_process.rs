@@ -2,7 +2,7 @@
 //! with the spec's coverage rules: global adds what each process supplies; application
 //! and tree scopes are all-or-nothing; a process that exited after listing is skipped.
 
-use crate::platform::os::{ReadError, ReadErrorClass};
+use crate::platform::{ReadError, ReadErrorClass};
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
 
 use super::ReadProblems;

@@ -5,12 +5,18 @@
 //! tree. Tests use `/` and a missing path; the arithmetic is tested through
 //! [`FsCapacity::from_blocks`].
 
+#[cfg(unix)]
 use std::ffi::CString;
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::mem::MaybeUninit;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
+#[cfg(unix)]
 use std::path::Path;
 
+#[cfg(unix)]
 use super::{ParseError, ReadError};
 
 /// Capacity of the filesystem containing a path, bytes.
@@ -50,6 +56,7 @@ fn wide<T: Into<u64>>(value: T) -> u64 {
 /// Errors carry `path`: EACCES → [`ReadError::PermissionDenied`], a missing path or
 /// any other failure → [`ReadError::Io`], a path with a NUL byte →
 /// [`ReadError::Parse`]. The caller keeps its entry with null capacities on error.
+#[cfg(unix)]
 pub fn statvfs(path: &Path) -> Result<FsCapacity, ReadError> {
     let c_path = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| ReadError::parse(path, ParseError::NulInPath))?;

@@ -29,6 +29,7 @@ pub mod process_stat;
 pub mod process_status;
 pub mod rapl;
 pub mod smaps_rollup;
+#[cfg(unix)]
 pub mod system_constants;
 pub mod system_stat;
 

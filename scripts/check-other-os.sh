@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The OS seam holds: the workspace type-checks for macOS (library and CLI), and the
+# library crates for Windows, where every reader answers "not supported on this OS"
+# (actors/src/platform/unsupported.rs). Needs no linker: `cargo check` only. The
+# targets' standard libraries come from rustup once per machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+macos=x86_64-apple-darwin
+windows=x86_64-pc-windows-gnu
+installed="$(rustup target list --installed)"
+for target in "$macos" "$windows"; do
+  grep -qx "$target" <<<"$installed" || rustup target add "$target"
+done
+cargo check --workspace --quiet --target "$macos"
+# The CLI's `run` needs Unix signals and process groups; Windows gets the library.
+cargo check --quiet --target "$windows" -p wattline-config -p wattline-actors -p wattline-exporters
+cargo check --quiet --target "$windows" --lib
