@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::categories::sampler_factories;
-use crate::environment::EnvironmentReader;
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
 use crate::samplers::CategorySampler;
+use crate::samplers::environment::EnvironmentReader;
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 

@@ -7,7 +7,6 @@ pub mod categories;
 pub mod collector;
 pub mod diagnostics;
 pub mod energy;
-pub mod environment;
 pub mod events;
 pub mod gpu;
 pub mod merger;

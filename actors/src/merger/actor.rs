@@ -12,7 +12,6 @@ use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
-use crate::environment::EnvironmentReader;
 use crate::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
 use crate::merger::marks::resource_measurements;
 use crate::merger::tick::{finish_tick, prepare_tick};
@@ -20,6 +19,7 @@ use crate::pipeline::registry::SamplerRegistry;
 use crate::readings::SamplingSeries;
 use crate::samplers::SampleRequest;
 use crate::samplers::actor::SamplerMessage;
+use crate::samplers::environment::EnvironmentReader;
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 

@@ -10,8 +10,8 @@ use wattline_config::ResourceMetricsConfig;
 
 use super::snapshot_builder::assemble_snapshot;
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
-use crate::environment::EnvironmentReader;
 use crate::readings::SamplingSeries;
+use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::{CategoryReading, ReadProblems, SampleRequest, SamplerOutput};
 use crate::scope::{ResolvedScope, ScopeTarget, resolve_scope};
 use crate::snapshot::Snapshot;

@@ -23,9 +23,7 @@ use wattline_config::ResourceMetricsConfig;
 use wattline_config::diagnostics::DiagnosticsLimits;
 use wattline_config::energy::EnergySettings;
 
-use self::clock::{
-    MissedTicks, RaplReader, sample_energy_now, spawn_energy_clock, spawn_poll_clock,
-};
+use self::clock::{MissedTicks, sample_energy_now, spawn_energy_clock, spawn_poll_clock};
 use self::registry::SamplerRegistry;
 use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use crate::categories::{enabled_categories, sampler_factories};
@@ -38,6 +36,7 @@ use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
 use crate::samplers::CategorySampler;
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
+use crate::samplers::rapl::RaplReader;
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
 

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines, checked_sum};
-use crate::environment::Environment;
 use crate::platform::os::process_stat::ProcessStat;
 use crate::platform::os::system_constants::clock_ticks_per_second;
 use crate::platform::os::system_stat::read_system_cpu_times;
 use crate::readings::{CpuReading, FieldCoverage, LimitEventReading};
+use crate::samplers::environment::Environment;
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
 use crate::snapshot::{LimitEventKind, LimitResource};
 

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use super::per_process::{from_stats, read_per_process};
 use super::{ReadProblems, SampleRequest, SamplerOutput};
-use crate::environment::Environment;
 use crate::platform::os::meminfo::read_meminfo;
 use crate::platform::os::process_status::read_process_status;
 use crate::platform::os::smaps_rollup::read_smaps_rollup;
 use crate::platform::os::system_constants::page_size_bytes;
 use crate::readings::{FieldCoverage, LimitEventReading, MemoryReading};
+use crate::samplers::environment::Environment;
 use crate::scope::{ResolvedScope, ScopeTarget};
 use crate::snapshot::{LimitEventKind, LimitResource};
 

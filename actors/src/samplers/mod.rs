@@ -4,19 +4,21 @@
 pub mod actor;
 pub mod cpu;
 pub mod disk;
+pub mod environment;
 pub mod gpu;
 pub mod memory;
 pub mod network;
 pub mod per_process;
 pub mod process;
+pub mod rapl;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::diagnostics::SamplerCategory;
-use crate::environment::Environment;
 use crate::platform::{ReadError, ReadErrorClass};
 use crate::readings::{FieldCoverage, SamplingSeries};
+use crate::samplers::environment::Environment;
 use crate::scope::{ResolvedScope, ScopeTarget};
 
 /// What a sampler is asked for on a tick.
