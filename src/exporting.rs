@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wattline_actors::diagnostics::PipelineDiagnostics;
-use wattline_actors::events::{EventSink, PipelineEvent};
+use wattline_actors::PipelineDiagnostics;
+use wattline_actors::{EventSink, PipelineEvent};
 use wattline_config::EffectiveConfig;
 use wattline_exporters::{
     AtofExporter, BuildError, ExportFailureSink, FanOut, FanOutError, OtlpExporter, StdoutExporter,

@@ -12,18 +12,18 @@ mod pipeline;
 use std::path::PathBuf;
 
 pub use pipeline::{AgentScope, Error, Pipeline, PipelineBuilder, PreparedPipeline};
-pub use wattline_actors::diagnostics::SamplerCategory;
-pub use wattline_actors::energy::report::EnergyReport;
+pub use wattline_actors::EnergyReport;
+pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::events;
 pub use wattline_actors::gpu;
 pub use wattline_actors::metric_names;
 
-pub use wattline_actors::readings::SamplingSeries;
+pub use wattline_actors::SamplingSeries;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};
 pub use wattline_actors::snapshot;
 pub use wattline_config as config;
 
-use wattline_actors::collector::Collector;
+use wattline_actors::Collector;
 use wattline_actors::scope::identify_process;
 use wattline_config::{MeasurementScopeSetting, ResourceMetricsConfig};
 

@@ -4,17 +4,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wattline_actors::diagnostics::SamplerCategory;
-use wattline_actors::energy::record::Epoch;
-use wattline_actors::energy::report::EnergyReport;
-use wattline_actors::events::EventSink;
+use wattline_actors::EnergyReport;
+use wattline_actors::Epoch;
+use wattline_actors::EventSink;
+use wattline_actors::SamplerCategory;
+use wattline_actors::ScopeTarget;
+use wattline_actors::Snapshot;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_actors::pipeline::{
     GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
     prepare_gpu_source,
 };
-use wattline_actors::scope::ScopeTarget;
-use wattline_actors::snapshot::Snapshot;
 use wattline_config::energy::EnvironmentError;
 use wattline_config::{
     ConfigError, EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig,
@@ -221,7 +221,7 @@ pub struct PreparedPipeline {
     scope: Option<ScopeTarget>,
     diagnostics: Option<(
         wattline_actors::diagnostics::Diagnostics,
-        wattline_actors::diagnostics::PipelineDiagnostics,
+        wattline_actors::PipelineDiagnostics,
     )>,
     exporters: Option<Arc<wattline_exporters::FanOut>>,
     sink: Arc<dyn EventSink>,

@@ -3,17 +3,30 @@
 
 #![warn(missing_docs)]
 
-pub mod categories;
+pub(crate) mod categories;
 pub mod collector;
 pub mod diagnostics;
 pub mod energy;
 pub mod events;
 pub mod gpu;
-pub mod merger;
+pub(crate) mod merger;
 pub mod metric_names;
 pub mod pipeline;
 pub mod platform;
 pub mod readings;
-pub mod samplers;
+pub(crate) mod samplers;
 pub mod scope;
 pub mod snapshot;
+
+// The API other crates build on, by name: the rest stays reachable through its module
+// for the crate's integration tests and benchmarks.
+pub use collector::Collector;
+pub use diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
+pub use energy::record::{EnergyRecord, Epoch};
+pub use energy::report::EnergyReport;
+pub use events::{EventSink, PipelineEvent};
+pub use gpu::GpuSource;
+pub use platform::{ReadError, ReadErrorClass};
+pub use readings::SamplingSeries;
+pub use scope::{ProcessIdentity, ScopeTarget};
+pub use snapshot::Snapshot;

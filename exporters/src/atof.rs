@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use uuid::Uuid;
-use wattline_actors::energy::record::EnergyRecord;
+use wattline_actors::EnergyRecord;
 use wattline_actors::events::{
     METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MetricMeasurements,
     PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
@@ -39,7 +39,7 @@ pub const ATOF_VERSION: &str = "0.1";
 pub const METRICS_MARK_NAME: &str = "wattline.metrics";
 /// The mark name an energy record is written under.
 pub const ENERGY_MARK_NAME: &str = "wattline.energy";
-/// The data schema of an energy record (`wattline_actors::energy::record::EnergyRecord`).
+/// The data schema of an energy record (`wattline_actors::EnergyRecord`).
 pub const ENERGY_RECORD_SCHEMA: &str = "wattline.energy_record";
 /// The subtype of a custom scope without a parent.
 pub const ROOT_SCOPE_SUBTYPE: &str = "root";

@@ -5,7 +5,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use wattline_actors::energy::record::EnergyRecord;
+use wattline_actors::EnergyRecord;
 use wattline_actors::events::MetricMeasurement;
 
 use crate::atof::ENERGY_RECORD_SCHEMA;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
-use wattline_actors::events::PipelineEvent;
+use wattline_actors::PipelineEvent;
 use wattline_config::{OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
 
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};

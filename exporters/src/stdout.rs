@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
-use wattline_actors::events::PipelineEvent;
+use wattline_actors::PipelineEvent;
 use wattline_config::MetricTemporality;
 use wattline_config::opentelemetry::{DEFAULT_CARDINALITY_LIMIT, DEFAULT_SERVICE_NAME};
 

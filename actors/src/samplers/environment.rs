@@ -45,11 +45,6 @@ impl EnvironmentReader {
         }
     }
 
-    /// The detected layout.
-    pub fn layout(&self) -> Option<&CgroupLayout> {
-        self.layout.as_ref()
-    }
-
     /// Reads this tick's environment for `scope`; failures are returned beside the
     /// readings so the caller can record them.
     pub fn read(&self, scope: &ResolvedScope) -> (Environment, Vec<ReadError>) {

@@ -89,16 +89,6 @@ impl GpuSampler {
         self
     }
 
-    /// Whether dense power reading runs.
-    pub fn has_dense_power(&self) -> bool {
-        self.dense.as_ref().is_some_and(|dense| !dense.is_empty())
-    }
-
-    /// The name of the source in use, e.g. `nvml+drm`.
-    pub fn source_name(&self) -> Option<String> {
-        self.source.as_ref().map(|source| source.name().to_string())
-    }
-
     /// The configured source and why it reads nothing, when it does not.
     pub fn status(&self) -> GpuSourceStatus {
         match &self.source {
@@ -110,13 +100,6 @@ impl GpuSampler {
                 configured: "none".into(),
                 unavailable: Some("GPU reading is off".into()),
             },
-        }
-    }
-
-    /// Waits, at most `limit`, for the source's first answer.
-    pub fn wait_until_ready(&mut self, limit: Duration) {
-        if let Some(source) = self.source.as_mut() {
-            source.wait_until_ready(limit);
         }
     }
 
