@@ -23,19 +23,21 @@ pub const DEFAULT_CARDINALITY_LIMIT: usize = 2_000;
 /// The largest `cardinality_limit` accepted.
 pub const MAX_CARDINALITY_LIMIT: usize = 1_000_000;
 
-/// How sums, histograms and gauges are aggregated between exports.
+/// How sums and histograms are aggregated between exports. Gauges are delta whatever
+/// is set (the spec: a gauge nobody recorded in an interval is not exported, so a
+/// source that stopped shows as a gap); a gauge has no temporality on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricTemporality {
-    /// Each export carries what was recorded since the previous one; a gauge nobody
-    /// recorded in an interval is absent, so a collector that stopped shows as a gap.
+    /// Each export carries totals since start (energy, cost and CO2 sums grow), what
+    /// cumulative-only backends need. The default.
     #[default]
-    Delta,
-    /// Each export carries totals since start; a gauge repeats its last value.
     Cumulative,
-    /// Counters and histograms are delta, everything else (gauges, up-down counters)
-    /// cumulative: the SDK keeps no per-attribute state across exports for the
-    /// instruments that have the most attribute sets.
+    /// Each export carries what was recorded since the previous one.
+    Delta,
+    /// Counters and histograms are delta, up-down counters cumulative: the SDK keeps no
+    /// per-attribute state across exports for the instruments that have the most
+    /// attribute sets.
     LowMemory,
 }
 
@@ -57,7 +59,8 @@ pub enum OtlpTransport {
 pub struct OpenTelemetryConfig {
     /// Milliseconds between two exports to each endpoint. Default 60000; > 0.
     pub export_interval_millis: u64,
-    /// `delta` (default), `cumulative` or `low_memory`.
+    /// `cumulative` (default), `delta` or `low_memory`, for sums and histograms;
+    /// gauges are always delta.
     pub temporality: MetricTemporality,
     /// The most instruments (distinct metric names) each endpoint creates; further
     /// names are refused and counted. Default 256; 1..=65536.
@@ -74,7 +77,7 @@ impl Default for OpenTelemetryConfig {
     fn default() -> Self {
         OpenTelemetryConfig {
             export_interval_millis: DEFAULT_EXPORT_INTERVAL_MILLIS,
-            temporality: MetricTemporality::Delta,
+            temporality: MetricTemporality::Cumulative,
             max_instruments: DEFAULT_MAX_INSTRUMENTS,
             cardinality_limit: DEFAULT_CARDINALITY_LIMIT,
             endpoints: Vec::new(),

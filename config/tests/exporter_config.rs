@@ -139,7 +139,7 @@ fn opentelemetry_defaults() {
     .opentelemetry
     .unwrap();
     assert_eq!(config.export_interval_millis, 60_000);
-    assert_eq!(config.temporality, MetricTemporality::Delta);
+    assert_eq!(config.temporality, MetricTemporality::Cumulative);
     assert_eq!(config.endpoints.len(), 2);
     let first = &config.endpoints[0];
     assert_eq!(first.transport, OtlpTransport::Grpc);
@@ -153,11 +153,11 @@ fn opentelemetry_defaults() {
 }
 
 #[test]
-fn opentelemetry_cumulative_and_low_memory_are_selectable() {
-    let config = effective(&otel("temporality = \"cumulative\""))
+fn opentelemetry_delta_and_low_memory_are_selectable() {
+    let config = effective(&otel("temporality = \"delta\""))
         .opentelemetry
         .unwrap();
-    assert_eq!(config.temporality, MetricTemporality::Cumulative);
+    assert_eq!(config.temporality, MetricTemporality::Delta);
     let config = effective(&otel("temporality = \"low_memory\""))
         .opentelemetry
         .unwrap();

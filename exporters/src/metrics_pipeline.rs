@@ -3,7 +3,7 @@
 //! observed and counted. The OTLP exporter runs one per endpoint, the stdout exporter one.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use opentelemetry::InstrumentationScope;
@@ -12,8 +12,9 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::data::ResourceMetrics;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::reader::MetricReader;
 use opentelemetry_sdk::metrics::{
-    Instrument, PeriodicReader, SdkMeterProvider, Stream, Temporality,
+    Instrument, InstrumentKind, PeriodicReader, Pipeline, SdkMeterProvider, Stream, Temporality,
 };
 use wattline_config::MetricTemporality;
 
@@ -25,8 +26,9 @@ use crate::instruments::{InstrumentTable, measurements_of};
 /// The instrumentation scope name of every wattline instrument.
 pub const METER_NAME: &str = "wattline";
 
-/// The SDK temporality for a configured one. With `low_memory` the SDK makes
-/// counters and histograms delta and gauges and up-down counters cumulative.
+/// The SDK temporality for a configured one, which governs sums and histograms (with
+/// `low_memory` the SDK makes counters and histograms delta and up-down counters
+/// cumulative). Gauges are delta whatever is configured: see [`DeltaGaugeReader`].
 pub fn sdk_temporality(temporality: MetricTemporality) -> Temporality {
     match temporality {
         MetricTemporality::Delta => Temporality::Delta,
@@ -106,6 +108,47 @@ impl<E: PushMetricExporter> PushMetricExporter for ObservedExporter<E> {
     }
 }
 
+/// The periodic reader with the spec's rule for gauges on top: a gauge is always
+/// delta, so one nobody recorded during an interval is not exported and a source that
+/// stopped shows as a gap, not a flat line. Every other kind keeps the configured
+/// temporality (a gauge has none on the wire, so nothing else changes).
+struct DeltaGaugeReader<E: PushMetricExporter> {
+    periodic: PeriodicReader<E>,
+}
+
+impl<E: PushMetricExporter> std::fmt::Debug for DeltaGaugeReader<E> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("DeltaGaugeReader")
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: PushMetricExporter> MetricReader for DeltaGaugeReader<E> {
+    fn register_pipeline(&self, pipeline: Weak<Pipeline>) {
+        self.periodic.register_pipeline(pipeline);
+    }
+
+    fn collect(&self, metrics: &mut ResourceMetrics) -> OTelSdkResult {
+        self.periodic.collect(metrics)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.periodic.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.periodic.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self, kind: InstrumentKind) -> Temporality {
+        match kind {
+            InstrumentKind::Gauge | InstrumentKind::ObservableGauge => Temporality::Delta,
+            _ => self.periodic.temporality(kind),
+        }
+    }
+}
+
 /// A meter provider with one periodic reader and its instruments.
 #[derive(Debug)]
 pub(crate) struct MetricsPipeline {
@@ -130,12 +173,13 @@ impl MetricsPipeline {
         cardinality_limit: usize,
     ) -> Self {
         let status = Arc::new(ExportStatus::default());
-        let reader = PeriodicReader::builder(ObservedExporter {
+        let periodic = PeriodicReader::builder(ObservedExporter {
             inner: exporter,
             status: Arc::clone(&status),
         })
         .with_interval(interval)
         .build();
+        let reader = DeltaGaugeReader { periodic };
         // The SDK refuses 0 and usize::MAX (and would then silently use its default).
         let cardinality_limit = cardinality_limit.clamp(1, usize::MAX - 1);
         let provider = SdkMeterProvider::builder()

@@ -214,8 +214,8 @@ fn a_gpu_that_stops_reporting_is_absent_from_later_delta_exports() {
 }
 
 #[test]
-fn with_cumulative_temporality_a_silent_gauge_repeats_its_last_value() {
-    // The contrast to the delta test: what delta temporality is there to prevent.
+fn with_cumulative_temporality_sums_grow_and_a_silent_gauge_still_disappears() {
+    // Sums follow the configured temporality; gauges are delta whatever is set.
     let receiver = grpc_receiver();
     let mut exporter = exporter(
         &receiver.url(),
@@ -237,7 +237,13 @@ fn with_cumulative_temporality_a_silent_gauge_repeats_its_last_value() {
         .unwrap();
     exporter.flush().unwrap();
     let received = receiver.inbox.take();
-    assert_eq!(gpu_utilization(&received).get("GPU-0"), Some(&10.0));
+    let utilization = gpu_utilization(&received);
+    assert_eq!(
+        utilization.get("GPU-0"),
+        None,
+        "the silent gauge is not repeated"
+    );
+    assert_eq!(utilization.get("GPU-1"), Some(&30.0));
     match &named(&received, "gen_ai.energy.consumed")[0].data {
         Some(metric::Data::Sum(sum)) => {
             assert_eq!(
@@ -248,6 +254,51 @@ fn with_cumulative_temporality_a_silent_gauge_repeats_its_last_value() {
         }
         other => panic!("{other:?}"),
     }
+    exporter.shutdown().unwrap();
+}
+
+#[test]
+fn by_default_sums_and_histograms_are_cumulative_and_gauges_delta_on_the_wire() {
+    // What the exporter puts on the wire for each instrument kind, at the default
+    // configuration: cumulative-only backends read energy, cost and CO2 correctly,
+    // and a gauge nobody records is gone from the next export.
+    let receiver = grpc_receiver();
+    let mut config = otel_config(
+        &receiver.url(),
+        OtlpTransport::Grpc,
+        MetricTemporality::Delta,
+        2_000,
+    );
+    config.temporality = wattline_config::OpenTelemetryConfig::default().temporality;
+    let mut exporter = OtlpExporter::builder(config).build().expect("exporter");
+    exporter.export(&every_kind(0, true)).unwrap();
+    exporter.flush().unwrap();
+    let first = receiver.inbox.take();
+    let cumulative = AggregationTemporality::Cumulative as i32;
+    for name in ["test.requests", "test.latency", "test.in_flight"] {
+        assert_eq!(temporality_of(named(&first, name)[0]), cumulative, "{name}");
+    }
+    assert!(matches!(
+        &named(&first, "test.queue_depth")[0].data,
+        Some(metric::Data::Gauge(_))
+    ));
+    exporter.export(&every_kind(1, false)).unwrap();
+    exporter.flush().unwrap();
+    let second = receiver.inbox.take();
+    assert_eq!(
+        points_by_worker(named(&second, "test.requests")[0]),
+        [("w0".to_string(), 4.0)],
+        "a cumulative counter carries the total"
+    );
+    assert_eq!(
+        points_by_worker(named(&second, "test.latency")[0]),
+        [("w0".to_string(), 2.0)],
+        "a cumulative histogram counts both intervals"
+    );
+    assert!(
+        named(&second, "test.queue_depth").is_empty(),
+        "the gauge nobody recorded is not exported"
+    );
     exporter.shutdown().unwrap();
 }
 
@@ -631,6 +682,40 @@ fn default_cardinality_limit_keeps_ten_attribute_sets_apart() {
     exporter.shutdown().unwrap();
 }
 
+/// One batch of each instrument kind (counter +2, histogram 1.0, up-down counter +3),
+/// with a gauge (4.0) when `with_gauge`.
+fn every_kind(seconds: i64, with_gauge: bool) -> wattline_actors::PipelineEvent {
+    let mut measurements = vec![
+        measurement(
+            "test.requests",
+            MetricKind::Counter,
+            MetricValue::U64(2),
+            "w0",
+        ),
+        measurement(
+            "test.latency",
+            MetricKind::Histogram,
+            MetricValue::F64(1.0),
+            "w0",
+        ),
+        measurement(
+            "test.in_flight",
+            MetricKind::UpDownCounter,
+            MetricValue::I64(3),
+            "w0",
+        ),
+    ];
+    if with_gauge {
+        measurements.push(measurement(
+            "test.queue_depth",
+            MetricKind::Gauge,
+            MetricValue::F64(4.0),
+            "w0",
+        ));
+    }
+    batch(seconds, measurements)
+}
+
 fn temporality_of(metric: &Metric) -> i32 {
     match &metric.data {
         Some(metric::Data::Sum(sum)) => sum.aggregation_temporality,
@@ -640,46 +725,15 @@ fn temporality_of(metric: &Metric) -> i32 {
 }
 
 #[test]
-fn low_memory_is_delta_for_counters_and_histograms_and_cumulative_for_the_rest() {
+fn low_memory_is_delta_for_counters_and_histograms_cumulative_for_up_down_counters() {
     for transport in [OtlpTransport::Grpc, OtlpTransport::HttpBinary] {
         let receiver = match transport {
             OtlpTransport::Grpc => grpc_receiver(),
             OtlpTransport::HttpBinary => http_receiver(),
         };
         let mut exporter = exporter(&receiver.url(), transport, MetricTemporality::LowMemory);
-        let interval = |seconds: i64, with_gauge: bool| {
-            let mut measurements = vec![
-                measurement(
-                    "test.requests",
-                    MetricKind::Counter,
-                    MetricValue::U64(2),
-                    "w0",
-                ),
-                measurement(
-                    "test.latency",
-                    MetricKind::Histogram,
-                    MetricValue::F64(1.0),
-                    "w0",
-                ),
-                measurement(
-                    "test.in_flight",
-                    MetricKind::UpDownCounter,
-                    MetricValue::I64(3),
-                    "w0",
-                ),
-            ];
-            if with_gauge {
-                measurements.push(measurement(
-                    "test.queue_depth",
-                    MetricKind::Gauge,
-                    MetricValue::F64(4.0),
-                    "w0",
-                ));
-            }
-            batch(seconds, measurements)
-        };
         for seconds in [0, 1] {
-            exporter.export(&interval(seconds, seconds == 0)).unwrap();
+            exporter.export(&every_kind(seconds, seconds == 0)).unwrap();
             exporter.flush().unwrap();
         }
         let received = receiver.inbox.take();
@@ -702,11 +756,12 @@ fn low_memory_is_delta_for_counters_and_histograms_and_cumulative_for_the_rest()
         assert!(matches!(&in_flight.data, Some(metric::Data::Sum(sum)) if !sum.is_monotonic));
         assert_eq!(points_by_worker(in_flight), [("w0".to_string(), 6.0)]);
 
-        // Gauges are cumulative too: one recorded only in the first interval is
-        // repeated in the second (with `delta` it would be absent).
-        let queue_depth = named(second, "test.queue_depth");
-        assert_eq!(queue_depth.len(), 1, "{transport:?}");
-        assert_eq!(points_by_worker(queue_depth[0]), [("w0".to_string(), 4.0)]);
+        // Gauges stay delta: one recorded only in the first interval is absent from
+        // the second (the SDK's own low_memory would repeat it).
+        assert!(
+            named(second, "test.queue_depth").is_empty(),
+            "{transport:?}"
+        );
         exporter.shutdown().unwrap();
     }
 }
