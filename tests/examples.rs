@@ -58,3 +58,40 @@ fn energy_report_prints_the_table_and_json() {
     assert!(report["total"]["gpu_energy_kwh"].as_f64().unwrap() > 0.0);
     assert!(report["total"]["co2_grams"].as_f64().unwrap() > 0.0);
 }
+
+/// The lines of the first ```rust block after `heading` in the README.
+fn readme_block(heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let after = &readme[readme.find(heading).expect("heading")..];
+    let start = after.find("```rust\n").expect("a rust block") + "```rust\n".len();
+    let block = &after[start..];
+    let end = block.find("```").expect("the block ends");
+    block[..end]
+        .lines()
+        .map(|line| line.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn the_readme_library_example_is_the_library_tour_example_and_it_runs() {
+    let source = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/library_tour.rs"
+    ))
+    .expect("example source");
+    let begin =
+        source.find("// README: begin\n").expect("begin marker") + "// README: begin\n".len();
+    let end = source.find("// README: end").expect("end marker");
+    let example: Vec<String> = source[begin..end]
+        .lines()
+        .map(|line| line.trim().to_string())
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert_eq!(readme_block("## The library"), example);
+    // No plugins.toml anywhere (HOME and XDG_CONFIG_HOME are empty): the example works.
+    let out = run("library_tour");
+    assert!(out.contains("snapshot scope: \"process_tree\""), "{out}");
+    assert!(out.contains("memory resident: Some("), "{out}");
+    assert!(out.contains("report agent scopes: 1"), "{out}");
+}

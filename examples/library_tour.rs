@@ -1,0 +1,29 @@
+//! The README's library example, as it stands there (the block between the markers is
+//! compared with the README by `tests/examples.rs`), then what it got.
+//!
+//! Run: `cargo run --example library_tour`
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // README: begin
+    // Default components: resource_metrics on, polling off. With
+    // `.config(wattline::load_config(None)?)` the plugins.toml layers decide instead:
+    // collect() then needs a resource_metrics component in them.
+    let pipeline = wattline::Pipeline::builder().spawn().await?;
+    let snapshot = pipeline.collect().await?; // on-demand series, no mark
+    let agent = pipeline.agent_scope("planner").await?; // marks are copied under it while live
+    let report = pipeline.flush().await?; // energy/cost report so far
+    agent.end().await?;
+    pipeline.shutdown().await?; // final report
+    // README: end
+    println!(
+        "snapshot scope: {}",
+        serde_json::to_value(snapshot.measurement_scope)?
+    );
+    println!(
+        "memory resident: {:?}",
+        snapshot.memory.and_then(|memory| memory.resident)
+    );
+    println!("report agent scopes: {}", report.agent_scopes.len());
+    Ok(())
+}
