@@ -213,3 +213,22 @@ fn diagnostics_shows_what_the_collection_recorded() {
     }
     assert_eq!(occurrences("pipeline.tick_missed"), 0);
 }
+
+#[test]
+fn a_reader_that_closed_the_pipe_ends_collect_quietly() {
+    // `wattline collect | head -c 1`: the reader is gone before the snapshot is written.
+    let home = tempfile::tempdir().unwrap();
+    for command in [vec!["collect"], vec!["config", "show"]] {
+        let mut child = wattline(home.path())
+            .args(&command)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{command:?}: {stderr}");
+        assert!(output.status.success(), "{command:?}: {stderr}");
+    }
+}

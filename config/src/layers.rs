@@ -319,3 +319,51 @@ pub fn merge_tables(base: &mut toml::Table, overlay: &toml::Table) {
         }
     }
 }
+
+/// What the layers say of one component, for a host that has its own default for it
+/// (the CLI measures with `resource_metrics` when no file mentions the component).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ComponentSwitch {
+    /// No layer mentions it.
+    Unmentioned,
+    /// Some layer switches it off and none on; the first such layer's source.
+    Disabled(String),
+    /// Some layer switches it on.
+    Enabled,
+}
+
+impl ComponentSwitch {
+    /// How `layers` leave `kind`.
+    pub fn of(layers: &[PluginsDocument], kind: ComponentKind) -> Self {
+        let entries = || {
+            layers
+                .iter()
+                .filter_map(|layer| layer.components.get(&kind).map(|entry| (layer, entry)))
+        };
+        if entries().any(|(_, entry)| entry.enabled) {
+            return ComponentSwitch::Enabled;
+        }
+        match entries().next() {
+            Some((layer, _)) => ComponentSwitch::Disabled(layer.source_name.clone()),
+            None => ComponentSwitch::Unmentioned,
+        }
+    }
+}
+
+/// The layer (its source) that last sets `polling.enabled` of an enabled
+/// `resource_metrics` entry, with the value it sets; `None` when no layer sets it.
+pub fn polling_setting(layers: &[PluginsDocument]) -> Option<(String, bool)> {
+    layers.iter().rev().find_map(|layer| {
+        let entry = layer
+            .components
+            .get(&ComponentKind::ResourceMetrics)
+            .filter(|entry| entry.enabled)?;
+        let enabled = entry
+            .config
+            .get("polling")?
+            .as_table()?
+            .get("enabled")?
+            .as_bool()?;
+        Some((layer.source_name.clone(), enabled))
+    })
+}

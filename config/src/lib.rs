@@ -18,7 +18,10 @@ pub mod units;
 pub use atof::{AtofConfig, AtofWriteMode};
 pub use document::{ComponentEntry, ComponentKind, KNOWN_KINDS, PluginsDocument};
 pub use error::{ConfigError, FieldError};
-pub use layers::{CODE_SOURCE, Discovery, EffectiveConfig, load_file, merge_tables};
+pub use layers::{
+    CODE_SOURCE, ComponentSwitch, Discovery, EffectiveConfig, load_file, merge_tables,
+    polling_setting,
+};
 pub use opentelemetry::{
     MetricTemporality, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport,
 };

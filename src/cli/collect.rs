@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 use wattline::config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};
 
-use super::{ScopeArgument, load_effective_config};
+use super::{ScopeArgument, cli_resource_metrics, load_configuration};
 
 /// Arguments of `wattline collect` and `wattline diagnostics`.
 #[derive(Debug, Args)]
@@ -37,9 +37,16 @@ pub enum Output {
 
 /// Runs `collect` or `diagnostics`.
 pub fn run(args: CollectArgs, output: Output) -> Result<ExitCode, String> {
-    let effective = load_effective_config(args.config)?;
-    // The CLI measures with the default component when no file enables it.
-    let resource: ResourceMetricsConfig = effective.resource_metrics.clone().unwrap_or_default();
+    let (layers, effective) = load_configuration(args.config)?;
+    // On-demand collection needs an active component: the default one when no file
+    // mentions it, never one a file switched off.
+    let resource: ResourceMetricsConfig =
+        cli_resource_metrics(&layers, &effective).map_err(|source| {
+            format!(
+                "resource_metrics is disabled in {source}: there is nothing to collect \
+                 (set `enabled = true` on that component, or remove the entry)"
+            )
+        })?;
     let setting = args
         .scope
         .map(MeasurementScopeSetting::from)
@@ -90,6 +97,6 @@ pub fn run(args: CollectArgs, output: Output) -> Result<ExitCode, String> {
             }
         }
     };
-    println!("{json}");
+    super::output::print_stdout(&format!("{json}\n"))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -31,15 +31,12 @@ pub fn run(command: ConfigCommand) -> Result<ExitCode, String> {
             let document = load_file(&file, true).map_err(|error| error.to_string())?;
             EffectiveConfig::merge(&document.into_iter().collect::<Vec<_>>())
                 .map_err(|error| error.to_string())?;
-            println!("ok");
+            super::output::print_stdout("ok\n")?;
             Ok(ExitCode::SUCCESS)
         }
         ConfigCommand::Show { config } => {
             let effective = load_effective_config(config)?;
-            print!(
-                "{}",
-                effective.to_toml().map_err(|error| error.to_string())?
-            );
+            super::output::print_stdout(&effective.to_toml().map_err(|error| error.to_string())?)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -2,6 +2,7 @@
 
 mod collect;
 mod config_commands;
+mod output;
 mod report;
 mod run;
 mod status;
@@ -81,10 +82,33 @@ pub fn run() -> ExitCode {
 
 /// Loads the layered configuration, `--config` first.
 pub fn load_effective_config(explicit: Option<PathBuf>) -> Result<EffectiveConfig, String> {
+    load_configuration(explicit).map(|(_, effective)| effective)
+}
+
+/// The configuration layers, `--config` first, and their merge.
+pub fn load_configuration(
+    explicit: Option<PathBuf>,
+) -> Result<(Vec<wattline::config::PluginsDocument>, EffectiveConfig), String> {
     let layers = Discovery::from_environment(explicit)
         .load()
         .map_err(|e| e.to_string())?;
-    EffectiveConfig::merge(&layers).map_err(|e| e.to_string())
+    let effective = EffectiveConfig::merge(&layers).map_err(|e| e.to_string())?;
+    Ok((layers, effective))
+}
+
+/// The `resource_metrics` component a command measures with: the files' when one
+/// enables it, the default component when none mentions it (the CLI's own default),
+/// and `Err(source)` naming the file that switched it off.
+pub fn cli_resource_metrics(
+    layers: &[wattline::config::PluginsDocument],
+    effective: &EffectiveConfig,
+) -> Result<wattline::config::ResourceMetricsConfig, String> {
+    use wattline::config::{ComponentKind, ComponentSwitch};
+    match ComponentSwitch::of(layers, ComponentKind::ResourceMetrics) {
+        ComponentSwitch::Disabled(source) => Err(source),
+        ComponentSwitch::Unmentioned => Ok(Default::default()),
+        ComponentSwitch::Enabled => Ok(effective.resource_metrics.clone().unwrap_or_default()),
+    }
 }
 
 fn init_logging() {

@@ -22,13 +22,13 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     let report = wattline::report_from_atof(&args.file).map_err(|error| error.to_string())?;
     match args.report {
-        ReportFormat::Table => print!("{}", report.to_table()),
-        ReportFormat::Json => println!(
-            "{}",
+        ReportFormat::Table => super::output::print_stdout(&report.to_table())?,
+        ReportFormat::Json => super::output::print_stdout(&format!(
+            "{}\n",
             report
                 .to_json()
                 .map_err(|error| format!("cannot write the report: {error}"))?
-        ),
+        ))?,
     }
     Ok(ExitCode::SUCCESS)
 }

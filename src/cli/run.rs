@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use wattline::config::{MeasurementScopeSetting, ResourceMetricsConfig};
 
 use super::status::{StatusSink, status_line};
-use super::{ScopeArgument, load_effective_config};
+use super::{ScopeArgument, cli_resource_metrics, load_configuration};
 
 /// How the report is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,27 +62,82 @@ pub struct RunArgs {
 
 /// Runs `run`.
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
-    let mut effective = load_effective_config(args.config.clone())?;
-    let mut resource: ResourceMetricsConfig =
-        effective.resource_metrics.clone().unwrap_or_default();
-    resource.polling.enabled = true;
-    if let Some(interval) = args.interval {
-        if interval == 0 {
-            return Err("--interval: must be greater than zero (got 0)".into());
-        }
-        resource.polling.interval_millis = interval;
+    let (layers, mut effective) = load_configuration(args.config.clone())?;
+    if let Some(0) = args.interval {
+        return Err("--interval: must be greater than zero (got 0)".into());
+    }
+    let measured = what_run_measures(&layers, &effective, args.interval);
+    if let Some(notice) = &measured.notice {
+        super::output::print_stderr(&format!("wattline: {notice}\n"))?;
     }
     let setting = args
         .scope
         .map(MeasurementScopeSetting::from)
-        .unwrap_or(resource.measurement_scope);
-    effective.resource_metrics = Some(resource);
+        .or(measured
+            .resource
+            .as_ref()
+            .map(|resource| resource.measurement_scope))
+        .unwrap_or_default();
+    effective.resource_metrics = measured.resource;
     apply_exporter_flags(&args, &mut effective)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|error| format!("cannot start the async runtime: {error}"))?;
     runtime.block_on(run_async(args, effective, setting))
+}
+
+/// What `run` measures and, when that is less than usual, why.
+#[derive(Debug, Clone, PartialEq)]
+struct RunMeasures {
+    /// The resource component to run, `None` when a file switched it off.
+    resource: Option<ResourceMetricsConfig>,
+    /// What to tell the user before the command starts.
+    notice: Option<String>,
+}
+
+/// `run` polls resources unless a file says otherwise: the default component when no
+/// file mentions it, polling on unless a file sets `polling.enabled = false`
+/// (`--interval` turns it back on: the flag is the newer word).
+fn what_run_measures(
+    layers: &[wattline::config::PluginsDocument],
+    effective: &wattline::config::EffectiveConfig,
+    interval: Option<u64>,
+) -> RunMeasures {
+    let energy = if effective.energy.is_some() {
+        "energy only"
+    } else {
+        "nothing but the exit code (energy is off too)"
+    };
+    let mut resource = match cli_resource_metrics(layers, effective) {
+        Ok(resource) => resource,
+        Err(source) => {
+            return RunMeasures {
+                resource: None,
+                notice: Some(format!(
+                    "resource_metrics is disabled in {source}: measuring {energy}"
+                )),
+            };
+        }
+    };
+    let mut notice = None;
+    match (wattline::config::polling_setting(layers), interval) {
+        (_, Some(interval)) => {
+            resource.polling.enabled = true;
+            resource.polling.interval_millis = interval;
+        }
+        (Some((source, false)), None) => {
+            resource.polling.enabled = false;
+            notice = Some(format!(
+                "polling is off in {source}: no resource marks or summary; measuring {energy}"
+            ));
+        }
+        (Some((_, true)) | None, None) => resource.polling.enabled = true,
+    }
+    RunMeasures {
+        resource: Some(resource),
+        notice,
+    }
 }
 
 /// `--atof DIR` and `--otlp URL` turn those exporters on over the configuration's.
@@ -190,16 +245,16 @@ async fn run_async(
                     started.elapsed().as_secs_f64(),
                     &status_for_summary.figures(),
                 ) {
-                    eprint!("{summary}");
+                    super::output::print_stderr(&summary)?;
                 }
-                eprint!("{}", report.to_table());
+                super::output::print_stderr(&report.to_table())?;
             }
-            ReportFormat::Json => println!(
-                "{}",
+            ReportFormat::Json => super::output::print_stdout(&format!(
+                "{}\n",
                 report
                     .to_json()
                     .map_err(|error| format!("cannot write the report: {error}"))?
-            ),
+            ))?,
         }
     }
     Ok(exit)
