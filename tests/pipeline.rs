@@ -429,3 +429,31 @@ async fn agent_scopes_start_and_end_while_a_poll_is_stuck_in_flight() {
     open.store(true, Ordering::SeqCst);
     pipeline.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_on_demand_collection_waits_for_a_source_slower_than_the_poll_deadline() {
+    // Polling off at a 100 ms interval (a poll would give each sampler 80 ms); the GPU
+    // source answers in 150 ms. collect() is awaited: the GPU category is filled.
+    let mut config = polling_config(100, false);
+    if let Some(resource) = config.resource_metrics.as_mut() {
+        resource.polling.enabled = false;
+    }
+    let pipeline = Pipeline::builder()
+        .config(config)
+        .gpu_source(|| {
+            let mut slow = ConstantPowerGpu::new(100.0);
+            slow.delay = Duration::from_millis(150);
+            Some(Box::new(slow))
+        })
+        .spawn()
+        .await
+        .unwrap();
+    let snapshot = pipeline.collect().await.unwrap();
+    pipeline.shutdown().await.unwrap();
+    let gpu = snapshot
+        .gpu
+        .expect("the GPU category is enabled and answered");
+    let devices = gpu.device_metrics.expect("device records");
+    assert_eq!(devices.len(), 1);
+    assert_eq!(devices[0].device_identifier, "GPU-test-0");
+}

@@ -65,6 +65,9 @@ pub struct MergerArguments {
     pub root_scope: Uuid,
 }
 
+/// The longest an on-demand collection waits for one sampler.
+const ON_DEMAND_LIMIT: Duration = Duration::from_secs(60);
+
 /// The actor.
 pub struct MergerActor;
 
@@ -102,7 +105,12 @@ impl MergerState {
             }
         };
         let taken_at = request.taken_at;
-        let deadline = self.arguments.deadline;
+        // A poll keeps to its grid; an on-demand collection is awaited (the spec), bound
+        // only so that a wedged driver cannot wedge the pipeline.
+        let deadline = match series {
+            SamplingSeries::Polling => self.arguments.deadline,
+            SamplingSeries::OnDemand => ON_DEMAND_LIMIT,
+        };
         let mut calls = tokio::task::JoinSet::new();
         for (position, category) in self.arguments.categories.iter().enumerate() {
             let Some(actor) = self.arguments.registry.get(*category) else {
