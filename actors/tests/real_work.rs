@@ -328,3 +328,24 @@ fn global_scope_leaves_per_process_memory_null_and_skips_unreadable_io() {
     }
     assert!(snapshot.process.unwrap().descendant_count.is_none());
 }
+
+#[test]
+fn back_to_back_global_rates_are_null_or_within_the_machines_capacity() {
+    // Collects a few milliseconds apart: the kernel's counters move in whole ticks, so
+    // a rate over wall time would read several processors on this 2-core machine.
+    let capacity = std::thread::available_parallelism().unwrap().get() as f64;
+    let mut collector = Collector::new("/".into(), ScopeTarget::Global, config());
+    collector.collect(SamplingSeries::OnDemand);
+    let mut rates = Vec::new();
+    for _ in 0..40 {
+        let snapshot = collector.collect(SamplingSeries::OnDemand);
+        let rate = snapshot.cpu.and_then(|cpu| cpu.consumption_rate);
+        rates.push(rate.map(|measurement| measurement.value.as_f64()));
+    }
+    for rate in rates.iter().flatten() {
+        assert!(
+            (0.0..=capacity + 1e-9).contains(rate),
+            "{rate} logical processors on a {capacity}-processor machine: {rates:?}"
+        );
+    }
+}

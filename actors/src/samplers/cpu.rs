@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines, checked_sum};
 use crate::platform::os::process_stat::ProcessStat;
 use crate::platform::os::system_constants::clock_ticks_per_second;
-use crate::platform::os::system_stat::read_system_cpu_times;
+use crate::platform::os::system_stat::{SystemCpuTimes, read_system_cpu_times};
 use crate::readings::{CpuReading, FieldCoverage, LimitEventReading};
 use crate::samplers::environment::Environment;
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
@@ -30,7 +30,7 @@ enum CpuBaseline {
         ticks: HashMap<ProcessIdentity, u64>,
     },
     /// System busy ticks (global scope).
-    System { at: Instant, busy_ticks: u64 },
+    System { times: SystemCpuTimes },
 }
 
 /// The CPU sampler's state.
@@ -64,21 +64,13 @@ impl CpuSampler {
             ScopeTarget::Global => match read_system_cpu_times(&self.root) {
                 Ok(current) => {
                     let rate = match previous {
-                        Some(CpuBaseline::System { at, busy_ticks }) => system_consumption_rate(
-                            busy_ticks,
-                            current.busy_ticks,
-                            request.taken_at.saturating_duration_since(at).as_secs_f64(),
-                            self.ticks_per_second,
-                        ),
+                        Some(CpuBaseline::System { times }) => {
+                            system_consumption_rate(&times, &current)
+                        }
                         _ => None,
                     };
-                    self.baselines.store(
-                        request.series,
-                        CpuBaseline::System {
-                            at: request.taken_at,
-                            busy_ticks: current.busy_ticks,
-                        },
-                    );
+                    self.baselines
+                        .store(request.series, CpuBaseline::System { times: current });
                     rate
                 }
                 Err(error) => {
@@ -219,18 +211,17 @@ pub fn process_consumption_rate(
     rate.is_finite().then_some(rate)
 }
 
-/// Logical processors the whole system used between two `/proc/stat` readings.
-pub fn system_consumption_rate(
-    previous_busy_ticks: u64,
-    current_busy_ticks: u64,
-    elapsed_seconds: f64,
-    ticks_per_second: u64,
-) -> Option<f64> {
-    if elapsed_seconds <= 0.0 || ticks_per_second == 0 {
+/// The machine's CPU use between two `/proc/stat` readings, in logical processors:
+/// the busy share of all processors' ticks times the processors. Measured in the
+/// kernel's own ticks on both sides, so it never exceeds the machine's capacity, and
+/// `None` when no tick has passed since the previous reading (nothing new to say).
+pub fn system_consumption_rate(previous: &SystemCpuTimes, current: &SystemCpuTimes) -> Option<f64> {
+    let busy = current.busy_ticks.checked_sub(previous.busy_ticks)?;
+    let total = current.total_ticks.checked_sub(previous.total_ticks)?;
+    if total == 0 || busy > total || current.logical_processors == 0 {
         return None;
     }
-    let delta = current_busy_ticks.checked_sub(previous_busy_ticks)?;
-    let rate = delta as f64 / ticks_per_second as f64 / elapsed_seconds;
+    let rate = busy as f64 / total as f64 * current.logical_processors as f64;
     rate.is_finite().then_some(rate)
 }
 
@@ -267,19 +258,42 @@ mod tests {
             process_consumption_rate(&previous, &current, 1.0, 100),
             None
         );
-        assert_eq!(system_consumption_rate(10, 9, 1.0, 100), None);
+        assert_eq!(
+            system_consumption_rate(&times(10, 100, 2), &times(9, 110, 2)),
+            None
+        );
     }
 
     #[test]
     fn zero_elapsed_time_gives_no_rate() {
         let map = HashMap::from([(id(1, 10), 5)]);
         assert_eq!(process_consumption_rate(&map, &map, 0.0, 100), None);
-        assert_eq!(system_consumption_rate(1, 2, 0.0, 100), None);
+    }
+
+    fn times(busy_ticks: u64, total_ticks: u64, logical_processors: u64) -> SystemCpuTimes {
+        SystemCpuTimes {
+            busy_ticks,
+            total_ticks,
+            logical_processors,
+        }
     }
 
     #[test]
-    fn system_rate_is_busy_ticks_per_second() {
-        let rate = system_consumption_rate(1000, 1150, 0.5, 100).unwrap();
+    fn system_rate_is_the_busy_share_of_every_processors_ticks() {
+        // 4 processors, 200 ticks of them in the interval, 150 busy: 3 processors' worth.
+        let rate = system_consumption_rate(&times(1000, 4000, 4), &times(1150, 4200, 4)).unwrap();
         assert!((rate - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn system_rate_is_null_when_no_tick_passed_and_never_above_capacity() {
+        // Back-to-back readings inside one tick: nothing new, not a huge rate.
+        assert_eq!(
+            system_consumption_rate(&times(1000, 4000, 2), &times(1000, 4000, 2)),
+            None
+        );
+        // One tick passed and it was busy: at most every processor, never more.
+        let rate = system_consumption_rate(&times(1000, 4000, 2), &times(1001, 4001, 2)).unwrap();
+        assert!((rate - 2.0).abs() < 1e-12);
     }
 }

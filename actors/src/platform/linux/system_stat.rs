@@ -12,6 +12,8 @@ pub struct SystemCpuTimes {
     pub busy_ticks: u64,
     /// Busy plus idle and iowait.
     pub total_ticks: u64,
+    /// Logical processors with a `cpuN` line (the online ones).
+    pub logical_processors: u64,
 }
 
 /// Reads the aggregate `cpu` line of `/proc/stat`.
@@ -53,9 +55,17 @@ pub fn parse_system_cpu_times(text: &[u8]) -> Result<SystemCpuTimes, String> {
     }
     let [user, nice, system, idle, iowait, irq, softirq, steal] = values;
     let busy_ticks = user + nice + system + irq + softirq + steal;
+    let logical_processors = text
+        .split(|&byte| byte == b'\n')
+        .filter(|line| {
+            line.strip_prefix(b"cpu")
+                .is_some_and(|rest| rest.first().is_some_and(u8::is_ascii_digit))
+        })
+        .count() as u64;
     Ok(SystemCpuTimes {
         busy_ticks,
         total_ticks: busy_ticks + idle + iowait,
+        logical_processors,
     })
 }
 
@@ -69,6 +79,7 @@ mod tests {
         let times = parse_system_cpu_times(text).unwrap();
         assert_eq!(times.busy_ticks, 100 + 5 + 50 + 3 + 2 + 1);
         assert_eq!(times.total_ticks, times.busy_ticks + 1000 + 20);
+        assert_eq!(times.logical_processors, 1);
     }
 
     #[test]
