@@ -349,3 +349,54 @@ fn back_to_back_global_rates_are_null_or_within_the_machines_capacity() {
         );
     }
 }
+
+#[test]
+fn a_zombie_in_the_tree_makes_its_missing_memory_totals_null_not_partial() {
+    // A parent that never reaps its child: the tree is the parent and a zombie.
+    let mut parent = Command::new("python3")
+        .args([
+            "-c",
+            "import os, sys, time\n\
+             child = os.fork()\n\
+             if child == 0:\n    os._exit(0)\n\
+             print(child, flush=True)\n\
+             time.sleep(30)\n",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(parent.stdout.take().unwrap());
+    let mut line = String::new();
+    lines.read_line(&mut line).unwrap();
+    let zombie: u32 = line.trim().parse().unwrap();
+    // Wait until the child has exited (state Z).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{zombie}/stat")).unwrap();
+        if stat.contains(") Z ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the child never became a zombie");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let root = identify_process(std::path::Path::new("/"), parent.id()).unwrap();
+    let mut collector = Collector::new("/".into(), ScopeTarget::ProcessTree(root), config());
+    let snapshot = collector.collect(SamplingSeries::OnDemand);
+    let _ = parent.kill();
+    let _ = parent.wait();
+
+    let sampling = snapshot.process_sampling.expect("process sampling");
+    assert_eq!(sampling.sampled_processes, 2, "the parent and its zombie");
+    let memory = snapshot.memory.expect("memory");
+    assert!(memory.private.is_none(), "{:?}", memory.private);
+    assert!(
+        memory.virtual_memory.is_none(),
+        "{:?}",
+        memory.virtual_memory
+    );
+    assert!(memory.resident.is_none(), "{:?}", memory.resident);
+    assert_eq!(sampling.field_sampled_processes["memory.private"], 1);
+    assert_eq!(sampling.field_sampled_processes["memory.virtual_memory"], 1);
+    // CPU time is a counter the zombie still has: its total stands.
+    assert!(snapshot.cpu.unwrap().total_time.is_some());
+}

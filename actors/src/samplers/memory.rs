@@ -77,14 +77,21 @@ impl MemorySampler {
         coverage: &mut FieldCoverage,
         problems: &mut ReadProblems,
     ) {
-        // Resident and virtual sizes come from the `stat` the scope already read.
+        // Resident and virtual sizes come from the `stat` the scope already read. A
+        // zombie's zeros there mean "no address space", not "none used": it lacks both.
         let page_size = self.page_size;
         let from_stat = from_stats(scope, |p| {
-            (p.resident_pages.checked_mul(page_size), p.virtual_bytes)
+            if p.is_zombie() {
+                (None, None)
+            } else {
+                (
+                    p.resident_pages.checked_mul(page_size),
+                    Some(p.virtual_bytes),
+                )
+            }
         });
         let (resident, resident_count) = from_stat.sum(|(resident, _)| *resident);
-        let (virtual_total, virtual_count) =
-            from_stat.sum(|(_, virtual_bytes)| Some(*virtual_bytes));
+        let (virtual_total, virtual_count) = from_stat.sum(|(_, virtual_bytes)| *virtual_bytes);
         let buffer = &mut self.buffer;
         let root = &self.root;
         let private = read_per_process(scope, problems, |pid| {

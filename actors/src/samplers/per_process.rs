@@ -1,6 +1,7 @@
 //! Reading one per-process source for every process of a tick and summing its fields
 //! with the spec's coverage rules: global adds what each process supplies; application
-//! and tree scopes are all-or-nothing; a process that exited after listing is skipped.
+//! and tree scopes are all-or-nothing; a process that exited after listing is skipped,
+//! but a zombie listed as one is a sampled process without the counter.
 
 use crate::platform::{ReadError, ReadErrorClass};
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
@@ -37,6 +38,11 @@ pub fn read_per_process<T>(
         match read(process.pid) {
             Ok(Some(value)) => values.push((identity, value)),
             Ok(None) => missing += 1,
+            // A zombie answers ESRCH for what it no longer has (an address space): it
+            // is listed and sampled, and lacks the counter, which no read failure is.
+            Err(error) if error.class() == ReadErrorClass::TargetGone && process.is_zombie() => {
+                missing += 1
+            }
             Err(error) if error.class() == ReadErrorClass::TargetGone => {}
             Err(error) => {
                 problems.add(&error);

@@ -28,6 +28,14 @@ pub struct ProcessStat {
     pub resident_pages: u64,
 }
 
+impl ProcessStat {
+    /// Whether the process has exited and awaits its parent (`Z`): it keeps its CPU
+    /// times but has no address space.
+    pub fn is_zombie(&self) -> bool {
+        self.state == b'Z'
+    }
+}
+
 /// The path of a process's `stat` file under `root`.
 pub fn stat_path(root: &Path, pid: u32) -> PathBuf {
     root.join(format!("proc/{pid}/stat"))
