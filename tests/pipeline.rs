@@ -457,3 +457,58 @@ async fn an_on_demand_collection_waits_for_a_source_slower_than_the_poll_deadlin
     assert_eq!(devices.len(), 1);
     assert_eq!(devices[0].device_identifier, "GPU-test-0");
 }
+
+/// A driver that reports one process of ours and one of another PID namespace.
+struct DriverWithForeignProcess;
+
+impl wattline::gpu::GpuSource for DriverWithForeignProcess {
+    fn name(&self) -> &str {
+        "test-foreign-pid"
+    }
+
+    fn sample(
+        &mut self,
+        request: &wattline::gpu::GpuSampleRequest,
+    ) -> Option<wattline::gpu::GpuSample> {
+        // Answers like a driver: every process it knows, whatever was asked.
+        let process = |pid: u32| wattline::gpu::GpuProcessReading {
+            vendor: wattline::gpu::GpuVendor::Nvidia,
+            device_identifier: "GPU-test-0".into(),
+            device_index: Some(0),
+            process_id: pid,
+            memory_used_bytes: Some(1 << 20),
+            compute_utilization_percent: None,
+        };
+        // Above the kernel's largest pid_max (2^22): never a process of this namespace.
+        let foreign = 4_194_305;
+        Some(wattline::gpu::GpuSample {
+            devices: vec![support::device("GPU-test-0", 100.0)],
+            processes: if request.process_metrics {
+                vec![process(std::process::id()), process(foreign)]
+            } else {
+                Vec::new()
+            },
+            taken_at: std::time::Instant::now(),
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gpu_process_records_are_visible_processes_only_in_global_scope_too() {
+    let mut config = polling_config(1000, false);
+    if let Some(resource) = config.resource_metrics.as_mut() {
+        resource.polling.enabled = false;
+    }
+    let pipeline = Pipeline::builder()
+        .config(config)
+        .scope(ScopeTarget::Global)
+        .gpu_source(|| Some(Box::new(DriverWithForeignProcess)))
+        .spawn()
+        .await
+        .unwrap();
+    let snapshot = pipeline.collect().await.unwrap();
+    pipeline.shutdown().await.unwrap();
+    let processes = snapshot.gpu.unwrap().process_metrics.unwrap();
+    let pids: Vec<u32> = processes.iter().map(|p| p.process_id).collect();
+    assert_eq!(pids, vec![std::process::id()]);
+}

@@ -11,7 +11,6 @@ use wattline_config::resource_metrics::GpuConfig;
 use super::{ReadProblems, SampleRequest, SamplerOutput};
 use crate::gpu::{GpuSample, GpuSampleRequest, GpuSource, ProcessScope, SamplePart, merge_parts};
 use crate::readings::{FieldCoverage, SamplingSeries};
-use crate::scope::ScopeTarget;
 
 pub use crate::gpu::{PowerSample, PowerSampleSink};
 
@@ -106,17 +105,16 @@ impl GpuSampler {
     /// Samples the GPU category for a resource tick.
     pub fn sample(&mut self, request: &SampleRequest) -> SamplerOutput<GpuReading> {
         let scope = &request.scope;
-        let processes = match scope.target {
-            ScopeTarget::Global => ProcessScope::All,
-            // Exited children are not in the list, so they are not in the pid set.
-            _ => ProcessScope::Pids(
-                scope
-                    .processes
-                    .iter()
-                    .map(|p| p.pid)
-                    .collect::<BTreeSet<u32>>(),
-            ),
-        };
+        // Only processes this tick can see, in every scope: the driver also reports PIDs
+        // of other PID namespaces (containers), which are no process of ours. Exited
+        // children are not in the list either.
+        let processes = ProcessScope::Pids(
+            scope
+                .processes
+                .iter()
+                .map(|p| p.pid)
+                .collect::<BTreeSet<u32>>(),
+        );
         if !scope.is_unavailable() {
             self.processes = processes.clone();
         }
@@ -134,6 +132,10 @@ impl GpuSampler {
             if !self.config.device_metrics {
                 sample.devices.clear();
             }
+            // Whatever the source answered, a record is a visible process.
+            sample
+                .processes
+                .retain(|process| gpu_request.processes.contains(process.process_id));
             sample
         });
         SamplerOutput {
