@@ -218,6 +218,62 @@ async fn nvidia_smi_is_chosen_when_nvml_does_not_load() {
     ));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nvml_is_retried_while_nvidia_smi_answers_and_takes_over_when_it_loads() {
+    // No NVML library at first; nvidia-smi answers. The library then appears: after
+    // the retry delay NVML reads the devices and the tool is no longer run.
+    let dir = tempfile::tempdir().unwrap();
+    let library = dir.path().join("libnvidia-ml.so.1");
+    let smi = fake_smi_dir("answer.sh", Some("one_device.csv"));
+    let no_drm = tempfile::tempdir().unwrap();
+    let sink = Arc::new(CollectingEventSink::new());
+    let mut env = env(&sink, library, Some(smi.path().into()));
+    env.nvml.retry_delay = Duration::from_millis(300);
+    let mut sources = select_default_sources(no_drm.path(), env);
+    assert_eq!(sources.name(), "nvidia-smi");
+    let request = GpuSampleRequest::all(SamplingSeries::Polling);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let first = loop {
+        if let Some(sample) = tokio::task::block_in_place(|| sources.sample_parts(&request))
+            .into_iter()
+            .find_map(|part| part.sample)
+        {
+            break sample;
+        }
+        assert!(Instant::now() < deadline, "no nvidia-smi answer");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        first.devices[0].device_identifier,
+        "GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c"
+    );
+    build_fake_nvml(dir.path(), &[]);
+    let taken_over = loop {
+        let parts = tokio::task::block_in_place(|| sources.sample_parts(&request));
+        if sources.name() == "nvml" {
+            break parts;
+        }
+        assert!(Instant::now() < deadline, "NVML never took over");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let sample = taken_over
+        .into_iter()
+        .find_map(|part| part.sample)
+        .expect("NVML answers");
+    assert_eq!(
+        sample.devices[0].device_identifier,
+        "GPU-11111111-2222-3333-4444-555555555555"
+    );
+    // The tool stops: no run starts after the takeover.
+    let runs = gpu_support::calls(smi.path()).len();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        gpu_support::calls(smi.path()).len(),
+        runs,
+        "nvidia-smi still run"
+    );
+}
+
 #[test]
 fn neither_nvml_nor_nvidia_smi_reports_once_and_keeps_nvml_for_retries() {
     let recorder = LogRecorder::default();

@@ -15,6 +15,7 @@
 pub mod dense_power;
 pub mod drm;
 pub mod events;
+pub mod nvidia_fallback;
 pub mod nvidia_smi;
 pub mod nvidia_smi_collector;
 pub mod nvidia_smi_stream;

@@ -1,7 +1,8 @@
 //! Choosing the GPU sources for a host, combining them, and matching device selectors.
 //!
 //! [`select_default_sources`] picks NVML when its library loads, else `nvidia-smi`
-//! when it is on the search path, plus DRM when the root has `sys/class/drm`. The
+//! when it is on the search path (NVML is retried meanwhile and takes over when it
+//! loads), plus DRM when the root has `sys/class/drm`. The
 //! result is one [`CompositeGpuSource`] whose [`GpuSource::name`] says what is in use
 //! (`"nvml+drm"`, `"nvidia-smi"`, ...). Any other [`GpuSource`] (a user's) can be put
 //! in a composite with [`CompositeGpuSource::new`].
@@ -16,6 +17,7 @@ use tokio::runtime::Handle;
 use super::dense_power::DensePower;
 use super::drm::DrmSource;
 use super::events::{GpuEventSink, NoopEventSink};
+use super::nvidia_fallback::NvidiaSmiUntilNvml;
 use super::nvidia_smi_collector::{
     DEFAULT_INTERVAL, DEFAULT_TIMEOUT, NvidiaSmiCollector, NvidiaSmiConfig, NvidiaSmiSource,
     locate_nvidia_smi,
@@ -105,7 +107,11 @@ pub fn select_default_sources(root: &Path, env: GpuSourceEnv) -> CompositeGpuSou
                 config.interval = env.smi_interval;
                 config.timeout = env.smi_timeout;
                 let collector = NvidiaSmiCollector::start(config, Arc::clone(&env.sink), &runtime);
-                sources.push(Box::new(NvidiaSmiSource::new(collector)));
+                // NVML keeps being retried; when it loads, it takes over.
+                sources.push(Box::new(NvidiaSmiUntilNvml::new(
+                    nvml,
+                    NvidiaSmiSource::new(collector),
+                )));
             }
             (Some(program), None) => {
                 tracing::warn!(
@@ -128,6 +134,15 @@ pub fn select_default_sources(root: &Path, env: GpuSourceEnv) -> CompositeGpuSou
     CompositeGpuSource::new(sources).with_notes(notes)
 }
 
+/// `nvml+drm`, or `none` without a source.
+fn composite_name(sources: &[Box<dyn GpuSource>]) -> String {
+    if sources.is_empty() {
+        return "none".to_owned();
+    }
+    let names: Vec<&str> = sources.iter().map(|source| source.name()).collect();
+    names.join("+")
+}
+
 /// Several sources read as one: records are concatenated in source order.
 pub struct CompositeGpuSource {
     sources: Vec<Box<dyn GpuSource>>,
@@ -147,15 +162,9 @@ impl std::fmt::Debug for CompositeGpuSource {
 impl CompositeGpuSource {
     /// Combine `sources`; the first one's timestamp stamps the combined sample.
     pub fn new(sources: Vec<Box<dyn GpuSource>>) -> Self {
-        let names: Vec<&str> = sources.iter().map(|source| source.name()).collect();
-        let name = if names.is_empty() {
-            "none".to_owned()
-        } else {
-            names.join("+")
-        };
         Self {
+            name: composite_name(&sources),
             sources,
-            name,
             notes: Vec::new(),
         }
     }
@@ -190,10 +199,14 @@ impl GpuSource for CompositeGpuSource {
     }
 
     fn sample_parts(&mut self, request: &GpuSampleRequest) -> Vec<SamplePart> {
-        self.sources
+        let parts = self
+            .sources
             .iter_mut()
             .flat_map(|source| source.sample_parts(request))
-            .collect()
+            .collect();
+        // A backend can hand over to another (nvidia-smi to NVML): name what answers.
+        self.name = composite_name(&self.sources);
+        parts
     }
 
     fn wait_until_ready(&mut self, limit: Duration) {
