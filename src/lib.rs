@@ -14,6 +14,7 @@ use std::path::PathBuf;
 pub use pipeline::{AgentScope, Error, Pipeline, PipelineBuilder, PreparedPipeline};
 pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;
+pub use wattline_actors::diagnostics;
 pub use wattline_actors::events;
 pub use wattline_actors::gpu;
 pub use wattline_actors::metric_names;

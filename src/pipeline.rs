@@ -393,6 +393,10 @@ impl Pipeline {
                 report.exporter_drops = exporter_drops(exporters);
             }
         }
+        // Activation teardown: no handle records after this.
+        if let Some(context) = self.inner.diagnostics() {
+            context.revoke();
+        }
         Ok(report)
     }
 
@@ -401,9 +405,26 @@ impl Pipeline {
         self.inner.diagnostics()?.snapshot().ok()?.to_json().ok()
     }
 
-    /// The diagnostics context, when diagnostics are on.
-    pub fn diagnostics(&self) -> Option<&wattline_actors::diagnostics::Diagnostics> {
-        self.inner.diagnostics()
+    /// The pipeline's diagnostics snapshot (the host reads the whole context), when
+    /// diagnostics are on.
+    pub fn diagnostics_snapshot(
+        &self,
+    ) -> Option<wattline_actors::diagnostics::DiagnosticsSnapshot> {
+        self.inner.diagnostics()?.snapshot().ok()
+    }
+
+    /// The diagnostics context as a plugin inside this host gets it: it registers
+    /// components and records; it reads the whole context only when the configuration
+    /// grants it (`grant_plugin_reads`). Its handles are revoked at shutdown.
+    pub fn diagnostics(&self) -> Option<wattline_actors::diagnostics::PluginDiagnostics> {
+        let context = self.inner.diagnostics()?;
+        let granted = context
+            .capabilities()
+            .is_some_and(|limits| limits.grant_plugin_reads);
+        Some(wattline_actors::diagnostics::PluginDiagnostics::new(
+            context.clone(),
+            granted,
+        ))
     }
 
     /// How many times a category's sampler was restarted after failing.

@@ -232,3 +232,34 @@ fn a_reader_that_closed_the_pipe_ends_collect_quietly() {
         assert!(output.status.success(), "{command:?}: {stderr}");
     }
 }
+
+#[test]
+fn limits_config_check_accepts_are_limits_the_pipeline_starts_with() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        "version = 1\n[[components]]\nkind = \"diagnostics\"\n\
+         [components.config]\nmax_live_components = 1\nmax_codes_per_component = 1\n",
+    )
+    .unwrap();
+    let check = wattline(home.path())
+        .args(["config", "check"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(check.status.success());
+    assert_eq!(String::from_utf8_lossy(&check.stdout), "ok\n");
+    let collect = wattline(home.path())
+        .args(["diagnostics", "--compact", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        collect.status.success(),
+        "{}",
+        String::from_utf8_lossy(&collect.stderr)
+    );
+    let diagnostics: serde_json::Value = serde_json::from_slice(&collect.stdout).unwrap();
+    assert_eq!(diagnostics["components"].as_array().unwrap().len(), 4);
+}

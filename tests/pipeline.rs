@@ -512,3 +512,60 @@ async fn gpu_process_records_are_visible_processes_only_in_global_scope_too() {
     let pids: Vec<u32> = processes.iter().map(|p| p.process_id).collect();
     assert_eq!(pids, vec![std::process::id()]);
 }
+
+fn plugin_component(
+    diagnostics: &wattline::diagnostics::PluginDiagnostics,
+) -> Result<wattline::diagnostics::DiagnosticComponent, wattline::diagnostics::DiagnosticError> {
+    use wattline::diagnostics::{BuiltinDiagnosticCode, ComponentDeclaration, DiagnosticCode};
+    diagnostics.component_lazy(|| ComponentDeclaration {
+        name: "plugin.lookup",
+        codes: &[DiagnosticCode::Builtin(
+            BuiltinDiagnosticCode::PluginUnavailable,
+        )],
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_records_reads_only_with_the_grant_and_is_revoked_at_shutdown() {
+    for granted in [false, true] {
+        let mut config = polling_config(1000, false);
+        config.resource_metrics = None;
+        if let Some(limits) = config.diagnostics.as_mut() {
+            // The lowest plugin budget: the pipeline's own four still start.
+            limits.max_live_components = 1;
+            limits.grant_plugin_reads = granted;
+        }
+        let pipeline = Pipeline::builder()
+            .config(config)
+            .gpu_source(|| None)
+            .spawn()
+            .await
+            .expect("starts with one plugin slot");
+        let diagnostics = pipeline.diagnostics().expect("diagnostics on");
+        let component = plugin_component(&diagnostics).expect("the one plugin slot");
+        let read = diagnostics.snapshot();
+        if granted {
+            let snapshot = read.expect("granted");
+            assert!(
+                snapshot
+                    .components
+                    .iter()
+                    .any(|c| c.name == "plugin.lookup")
+            );
+        } else {
+            assert_eq!(read.expect_err("no grant").reason(), "read_not_granted");
+        }
+        assert!(pipeline.diagnostics_snapshot().is_some(), "the host reads");
+        pipeline.shutdown().await.unwrap();
+        assert!(
+            component.is_closed(),
+            "teardown revokes the plugin's handle"
+        );
+        assert_eq!(
+            plugin_component(&diagnostics)
+                .expect_err("no registration after teardown")
+                .reason(),
+            "closed"
+        );
+    }
+}

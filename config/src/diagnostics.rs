@@ -41,6 +41,9 @@ pub struct DiagnosticsLimits {
     pub max_registration_text_bytes: usize,
     /// Aggregate input text bytes per recording call. Range 1..=16384, default 16384.
     pub max_input_text_bytes: usize,
+    /// The host-policy grant that lets plugins read the whole context (every
+    /// component's counters and evidence). Default `false`: plugins record only.
+    pub grant_plugin_reads: bool,
 }
 
 impl Default for DiagnosticsLimits {
@@ -53,6 +56,7 @@ impl Default for DiagnosticsLimits {
             max_extension_declarations: MAX_EXTENSION_DECLARATIONS,
             max_registration_text_bytes: MAX_REGISTRATION_TEXT_BYTES,
             max_input_text_bytes: MAX_INPUT_TEXT_BYTES,
+            grant_plugin_reads: false,
         }
     }
 }

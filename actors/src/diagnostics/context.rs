@@ -1,6 +1,6 @@
 //! The cloneable context handle and component handles: locking, admission and lifecycle.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use chrono::Utc;
@@ -30,6 +30,8 @@ pub struct Diagnostics {
 #[derive(Debug)]
 struct ContextInner {
     limits: DiagnosticsLimits,
+    /// Set by [`Diagnostics::revoke`] (activation teardown); never cleared.
+    revoked: AtomicBool,
     state: Mutex<ContextState>,
     accepted: AtomicU64,
     rejected: AtomicU64,
@@ -74,6 +76,7 @@ impl Diagnostics {
         Ok(Self {
             inner: Some(Arc::new(ContextInner {
                 limits,
+                revoked: AtomicBool::new(false),
                 state: Mutex::new(ContextState::new(&limits)),
                 accepted: AtomicU64::new(0),
                 rejected: AtomicU64::new(0),
@@ -138,10 +141,21 @@ impl Diagnostics {
         let Some(context) = &self.inner else {
             return Ok(DiagnosticComponent::disabled());
         };
+        if context.revoked.load(Ordering::Acquire) {
+            return Err(DiagnosticError::Closed);
+        }
         let mut state = context.try_enter()?;
         let declaration = factory();
-        let validated = validate_declaration(&declaration, &context.limits, host_codes)?;
-        let shared = state.admit(validated, &context.limits)?;
+        // The pipeline's own declarations are held to the spec's maxima, whatever the
+        // configuration lowered for plugins.
+        let host = host_codes == HostCodes::Allowed;
+        let declaration_limits = if host {
+            DiagnosticsLimits::default()
+        } else {
+            context.limits
+        };
+        let validated = validate_declaration(&declaration, &declaration_limits, host_codes)?;
+        let shared = state.admit(validated, &context.limits, host)?;
         drop(state);
         Ok(DiagnosticComponent {
             handle: Some(Arc::new(ComponentHandle {
@@ -151,7 +165,23 @@ impl Diagnostics {
         })
     }
 
-    /// Budget use so far; `busy` if another call is in progress.
+    /// Activation teardown: closes every registration, so no handle records after it
+    /// (`closed`) and none registers; what was recorded stays readable. Never blocks
+    /// on a recording call: handles check the flag before they take the lock.
+    pub fn revoke(&self) {
+        let Some(context) = &self.inner else {
+            return;
+        };
+        context.revoked.store(true, Ordering::Release);
+        let state = match context.state.lock() {
+            Ok(state) => state,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        state.close_all();
+    }
+
+    /// Use of the plugins' budget so far (the pipeline's own components have their
+    /// own); `busy` if another call is in progress.
     pub fn usage(&self) -> Result<AdmissionUsage, DiagnosticError> {
         match &self.inner {
             Some(context) => Ok(context.try_enter()?.usage()),
@@ -221,7 +251,7 @@ impl ComponentHandle {
     where
         F: FnOnce() -> Observation<'a>,
     {
-        if self.shared.is_closed() {
+        if self.shared.is_closed() || self.context.revoked.load(Ordering::Acquire) {
             return Err(DiagnosticError::Closed);
         }
         let mut state = self.context.try_enter()?;
@@ -230,7 +260,14 @@ impl ComponentHandle {
         }
         let observation = factory();
         let limits = &self.context.limits;
-        validate_observation(&observation, &self.shared.codes, limits)?;
+        // The pipeline's own input is held to the spec's maximum; storage limits (history,
+        // detail) are the context's for everyone.
+        let input_limits = if self.shared.host {
+            &DiagnosticsLimits::default()
+        } else {
+            limits
+        };
+        validate_observation(&observation, &self.shared.codes, input_limits)?;
         let receipt = state.record(&self.shared, observation, limits)?;
         Ok(RecordOutcome::Recorded(receipt))
     }
@@ -287,5 +324,45 @@ impl DiagnosticComponent {
         self.handle
             .as_ref()
             .is_some_and(|handle| handle.shared.close())
+    }
+}
+
+/// What a plugin inside the host gets of the context: it registers components and
+/// records through them; it reads the whole context only with the host's grant
+/// (`grant_plugin_reads`), which a query filter would not narrow.
+#[derive(Debug, Clone)]
+pub struct PluginDiagnostics {
+    context: Diagnostics,
+    read_granted: bool,
+}
+
+impl PluginDiagnostics {
+    /// `context` as a plugin sees it, reading only when `read_granted`.
+    pub fn new(context: Diagnostics, read_granted: bool) -> Self {
+        PluginDiagnostics {
+            context,
+            read_granted,
+        }
+    }
+
+    /// Registers one component (see [`Diagnostics::component_lazy`]).
+    pub fn component_lazy<'a, F>(&self, factory: F) -> Result<DiagnosticComponent, DiagnosticError>
+    where
+        F: FnOnce() -> ComponentDeclaration<'a>,
+    {
+        self.context.component_lazy(factory)
+    }
+
+    /// The limits in force; `None` when disabled.
+    pub fn capabilities(&self) -> Option<DiagnosticsLimits> {
+        self.context.capabilities()
+    }
+
+    /// A copy of the whole context, with the grant; `read_not_granted` without it.
+    pub fn snapshot(&self) -> Result<DiagnosticsSnapshot, DiagnosticError> {
+        if !self.read_granted {
+            return Err(DiagnosticError::ReadNotGranted);
+        }
+        self.context.snapshot()
     }
 }

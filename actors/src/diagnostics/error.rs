@@ -10,9 +10,15 @@ pub enum DiagnosticError {
     /// Another call on the same context was in progress; the call did not wait. Retry later.
     #[error("diagnostics context is busy with another call")]
     Busy,
-    /// The component was closed explicitly or by the drop of its last handle.
+    /// The component was closed explicitly, by the drop of its last handle, or by the
+    /// activation's teardown.
     #[error("diagnostic component is closed")]
     Closed,
+    /// A plugin asked to read the whole context without the host's grant.
+    #[error(
+        "reading the whole diagnostics context needs the host's grant: `grant_plugin_reads = true` in the diagnostics component's config"
+    )]
+    ReadNotGranted,
     /// The context already has its maximum of live components.
     #[error("live component limit reached: {limit} components are open")]
     ComponentLimit {
@@ -79,6 +85,7 @@ impl DiagnosticError {
         match self {
             DiagnosticError::Busy => "busy",
             DiagnosticError::Closed => "closed",
+            DiagnosticError::ReadNotGranted => "read_not_granted",
             DiagnosticError::ComponentLimit { .. } => "component_limit",
             DiagnosticError::CodeLimit { .. } => "code_limit",
             DiagnosticError::ExtensionLimit { .. } => "extension_limit",

@@ -19,7 +19,7 @@ mod snapshot;
 mod store;
 mod vocabulary;
 
-pub use context::{DiagnosticComponent, Diagnostics};
+pub use context::{DiagnosticComponent, Diagnostics, PluginDiagnostics};
 pub use declaration::{
     BuiltinDiagnosticCode, CodeOrigin, ComponentDeclaration, DiagnosticCode, MAX_NAME_BYTES,
 };

@@ -26,6 +26,9 @@ pub(super) struct ComponentShared {
     row: usize,
     /// Set once by `close()` or the last handle's drop; never cleared.
     closed: AtomicBool,
+    /// One of the pipeline's own components: admitted on the host's budget, not the
+    /// plugins'.
+    pub(super) host: bool,
 }
 
 impl ComponentShared {
@@ -97,10 +100,22 @@ impl ContextState {
         self.rows.iter().filter(|row| !row.shared.is_closed())
     }
 
-    /// Current budget use.
+    /// Live components on the plugins' budget (the pipeline's own have their own).
+    fn live_plugin_rows(&self) -> impl Iterator<Item = &ComponentRow> {
+        self.live_rows().filter(|row| !row.shared.host)
+    }
+
+    /// Closes every registration (activation teardown): no handle records after it.
+    pub(super) fn close_all(&self) {
+        for row in &self.rows {
+            row.shared.close();
+        }
+    }
+
+    /// Current use of the plugins' budget.
     pub(super) fn usage(&self) -> AdmissionUsage {
         AdmissionUsage {
-            live_components: self.live_rows().count(),
+            live_components: self.live_plugin_rows().count(),
             extension_declarations: self.extension_declarations,
             registration_text_bytes: self.registration_text_bytes,
         }
@@ -109,11 +124,14 @@ impl ContextState {
     /// Admits a validated declaration against the context budgets and stores it.
     ///
     /// Order: duplicate live name, live components, extensions, registration text.
-    /// Nothing is charged when an error is returned.
+    /// Nothing is charged when an error is returned. A `host` declaration (the
+    /// pipeline's own, fixed and validated against the spec's maxima) charges no budget:
+    /// the plugins keep every slot the configuration gives them.
     pub(super) fn admit(
         &mut self,
         declaration: ValidatedDeclaration,
         limits: &DiagnosticsLimits,
+        host: bool,
     ) -> Result<Arc<ComponentShared>, DiagnosticError> {
         if self
             .live_rows()
@@ -123,7 +141,10 @@ impl ContextState {
                 name: declaration.name,
             });
         }
-        if self.live_rows().count() >= limits.max_live_components {
+        if host {
+            return Ok(self.store_row(declaration, true));
+        }
+        if self.live_plugin_rows().count() >= limits.max_live_components {
             return Err(DiagnosticError::ComponentLimit {
                 limit: limits.max_live_components,
             });
@@ -150,18 +171,23 @@ impl ContextState {
         }
         self.extension_declarations = extensions;
         self.registration_text_bytes = text;
+        Ok(self.store_row(declaration, false))
+    }
+
+    fn store_row(&mut self, declaration: ValidatedDeclaration, host: bool) -> Arc<ComponentShared> {
         let counters = vec![CodeCounter::default(); declaration.codes.len()];
         let shared = Arc::new(ComponentShared {
             name: declaration.name,
             codes: declaration.codes,
             row: self.rows.len(),
             closed: AtomicBool::new(false),
+            host,
         });
         self.rows.push(ComponentRow {
             shared: Arc::clone(&shared),
             counters,
         });
-        Ok(shared)
+        shared
     }
 
     /// Stores an already validated observation: counters first, then evidence.

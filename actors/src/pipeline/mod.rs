@@ -704,6 +704,10 @@ impl RunningPipeline {
         if let Some(energy) = &self.energy {
             energy.stop(None);
         }
+        // The activation ends with its last handle: so do its components.
+        if let Some(diagnostics) = &self.diagnostics {
+            diagnostics.revoke();
+        }
     }
 }
 
@@ -716,6 +720,10 @@ impl Drop for RunningPipeline {
         self.supervisor.stop(None);
         if let Some(energy) = &self.energy {
             energy.stop(None);
+        }
+        // The activation ends with its last handle: so do its components.
+        if let Some(diagnostics) = &self.diagnostics {
+            diagnostics.revoke();
         }
     }
 }
