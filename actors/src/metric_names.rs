@@ -57,6 +57,16 @@ pub const GPU_UTILIZATION: &str = "gen_ai.gpu.utilization";
 pub const POWER_CONSUMPTION: &str = "gen_ai.power.consumption";
 /// `gen_ai.power.cost`.
 pub const POWER_COST: &str = "gen_ai.power.cost";
+/// Per-device energy of an interval by wattline's best figure (the hardware counter
+/// where readable, else the trapezoid), kWh; with [`METHOD_ATTRIBUTE`]. Beside the
+/// spec's `gen_ai.energy.consumed`, which is always the trapezoid.
+pub const WATTLINE_ENERGY_CONSUMED: &str = "wattline.energy.consumed";
+/// The sum of [`WATTLINE_ENERGY_CONSUMED`] over the devices of a sample, kWh (GPU).
+pub const WATTLINE_ENERGY_TOTAL: &str = "wattline.energy.total";
+/// The cost of [`WATTLINE_ENERGY_TOTAL`], in the configured currency.
+pub const WATTLINE_ENERGY_COST: &str = "wattline.energy.cost";
+/// The CO2 of [`WATTLINE_ENERGY_TOTAL`] times the carbon intensity, gCO2e.
+pub const WATTLINE_CO2_EMISSIONS: &str = "wattline.co2.emissions";
 /// Per-device interval length, s; with [`METHOD_ATTRIBUTE`].
 pub const INTERVAL_DURATION: &str = "wattline.energy.interval_duration";
 /// `counter` or `trapezoid`: which figure an interval's energy is.

@@ -98,7 +98,8 @@ impl StatusSink {
                     );
                 }
                 names::GPU_AGGREGATE_TOTAL_POWER => figures.gpu_watts = Some(value),
-                names::ENERGY_TOTAL => figures.energy_kwh += value,
+                // The best figure, as the report at the end shows.
+                names::WATTLINE_ENERGY_TOTAL => figures.energy_kwh += value,
                 _ => {}
             }
         }

@@ -280,6 +280,8 @@ pub struct ClosedInterval {
     pub device: String,
     /// Its best energy (counter delta where known, else trapezoid), kWh.
     pub kilowatt_hours: f64,
+    /// The spec's figure: the mean of the two ends' power times the interval, kWh.
+    pub trapezoid_kilowatt_hours: Option<f64>,
     /// Its length, s.
     pub seconds: f64,
     /// Whether the energy is a counter delta.
@@ -478,6 +480,9 @@ impl EnergyAccount {
                 closed.push(ClosedInterval {
                     device: device.id.clone(),
                     kilowatt_hours: segment.best_joules() / JOULES_PER_KILOWATT_HOUR,
+                    trapezoid_kilowatt_hours: segment
+                        .trapezoid_joules
+                        .map(|joules| joules / JOULES_PER_KILOWATT_HOUR),
                     seconds: seconds(segment.length()),
                     counter: segment.counter_joules.is_some(),
                 });

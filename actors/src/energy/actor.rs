@@ -217,13 +217,20 @@ impl Actor for EnergyActor {
     }
 }
 
-/// Adds `more` into `into`, one entry per device: energy and length summed, a
-/// counter figure only when every part was one.
+/// Adds `more` into `into`, one entry per device: energy (both figures) and length
+/// summed, a counter figure only when every part was one.
 fn merge_closed(into: &mut Vec<ClosedInterval>, more: Vec<ClosedInterval>) {
     for interval in more {
         match into.iter_mut().find(|i| i.device == interval.device) {
             Some(existing) => {
                 existing.kilowatt_hours += interval.kilowatt_hours;
+                existing.trapezoid_kilowatt_hours = match (
+                    existing.trapezoid_kilowatt_hours,
+                    interval.trapezoid_kilowatt_hours,
+                ) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (one, other) => one.or(other),
+                };
                 existing.seconds += interval.seconds;
                 existing.counter &= interval.counter;
             }

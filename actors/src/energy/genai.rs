@@ -280,11 +280,13 @@ fn energy(
         return;
     }
     let config = &settings.config;
-    let mut total_kwh = 0.0;
+    // gen_ai.* are the spec's trapezoid; wattline.* the best figure (the counter where
+    // readable), what the report shows.
+    let mut trapezoid_kwh = 0.0;
+    let mut best_kwh = 0.0;
     let mut total_seconds: f64 = 0.0;
     for interval in closed {
-        let kwh = interval.kilowatt_hours;
-        total_kwh += kwh;
+        best_kwh += interval.kilowatt_hours;
         total_seconds = total_seconds.max(interval.seconds);
         let mut attributes = sample
             .devices
@@ -292,15 +294,16 @@ fn energy(
             .find(|d| d.device_identifier == interval.device)
             .map(device_attributes)
             .unwrap_or_default();
+        attributes.insert("component".into(), AttributeValue::String("gpu".into()));
         // The interval's length and method let a reader of the event file rebuild the
         // report: covered time and which figure the energy is.
-        let mut interval_attributes = attributes.clone();
+        let mut best_attributes = attributes.clone();
         let method = if interval.counter {
             "counter"
         } else {
             "trapezoid"
         };
-        interval_attributes.insert(
+        best_attributes.insert(
             METHOD_ATTRIBUTE.into(),
             AttributeValue::String(method.into()),
         );
@@ -310,54 +313,158 @@ fn energy(
             interval.seconds,
             "s",
             "Length of the power interval the energy covers",
-            interval_attributes,
+            best_attributes.clone(),
         ));
-        attributes.insert("component".into(), AttributeValue::String("gpu".into()));
         out.push(measurement(
-            names::ENERGY_CONSUMED,
+            names::WATTLINE_ENERGY_CONSUMED,
+            MetricKind::Counter,
+            interval.kilowatt_hours,
+            "kWh",
+            "Energy consumed: the hardware counter where readable, else the trapezoid",
+            best_attributes,
+        ));
+        if let Some(kwh) = interval.trapezoid_kilowatt_hours {
+            trapezoid_kwh += kwh;
+            out.push(measurement(
+                names::ENERGY_CONSUMED,
+                MetricKind::Counter,
+                kwh,
+                "kWh",
+                "Energy consumed: mean of the two power readings times the interval",
+                attributes,
+            ));
+        }
+    }
+    let none = BTreeMap::new;
+    for (total, cost, co2, kwh) in [
+        (
+            names::ENERGY_TOTAL,
+            names::POWER_COST,
+            names::CO2_EMISSIONS,
+            trapezoid_kwh,
+        ),
+        (
+            names::WATTLINE_ENERGY_TOTAL,
+            names::WATTLINE_ENERGY_COST,
+            names::WATTLINE_CO2_EMISSIONS,
+            best_kwh,
+        ),
+    ] {
+        out.push(measurement(
+            total,
             MetricKind::Counter,
             kwh,
             "kWh",
-            "Energy consumed",
-            attributes,
-        ));
-    }
-    let none = BTreeMap::new;
-    out.push(measurement(
-        names::ENERGY_TOTAL,
-        MetricKind::Counter,
-        total_kwh,
-        "kWh",
-        "GPU energy only; CPU and RAM are not in this figure",
-        none(),
-    ));
-    out.push(measurement(
-        names::POWER_COST,
-        MetricKind::Counter,
-        total_kwh * config.cost_per_kwh,
-        &config.currency,
-        "Cost of the energy consumed",
-        none(),
-    ));
-    if config.co2_tracking {
-        let grams = total_kwh * config.carbon_intensity;
-        out.push(measurement(
-            names::CO2_EMISSIONS,
-            MetricKind::Counter,
-            grams,
-            "gCO2e",
-            "Energy times the configured carbon intensity (a factor)",
+            "GPU energy only; CPU and RAM are not in this figure",
             none(),
         ));
-        if total_seconds > 0.0 {
+        out.push(measurement(
+            cost,
+            MetricKind::Counter,
+            kwh * config.cost_per_kwh,
+            &config.currency,
+            "Cost of the energy consumed",
+            none(),
+        ));
+        if config.co2_tracking {
             out.push(measurement(
-                names::CO2_EMISSIONS_RATE,
-                MetricKind::Gauge,
-                grams / total_seconds,
-                "gCO2e/s",
-                "CO2 rate over the last interval",
+                co2,
+                MetricKind::Counter,
+                kwh * config.carbon_intensity,
+                "gCO2e",
+                "Energy times the configured carbon intensity (a factor)",
                 none(),
             ));
         }
+    }
+    if config.co2_tracking && total_seconds > 0.0 {
+        out.push(measurement(
+            names::CO2_EMISSIONS_RATE,
+            MetricKind::Gauge,
+            trapezoid_kwh * config.carbon_intensity / total_seconds,
+            "gCO2e/s",
+            "CO2 rate over the last interval",
+            none(),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::GpuVendor;
+
+    fn value_of(measurements: &[MetricMeasurement], name: &str) -> Option<f64> {
+        measurements
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| match m.value {
+                MetricValue::F64(value) => value,
+                ref other => panic!("{name}: {other:?}"),
+            })
+    }
+
+    #[test]
+    fn gen_ai_energy_is_the_trapezoid_and_wattlines_the_counter_beside_it() {
+        // 100 W then 200 W over 10 s: the trapezoid says 1500 J; the counter 1800 J.
+        let joules = |j: f64| j / 3_600_000.0;
+        let closed = [ClosedInterval {
+            device: "GPU-0".into(),
+            kilowatt_hours: joules(1800.0),
+            trapezoid_kilowatt_hours: Some(joules(1500.0)),
+            seconds: 10.0,
+            counter: true,
+        }];
+        let mut sample = GpuSample::empty();
+        let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-0");
+        device.power_draw_watts = Some(200.0);
+        sample.devices.push(device);
+        let mut settings = EnergySettings::default();
+        settings.config.cost_per_kwh = 2.0;
+        settings.config.co2_tracking = true;
+        settings.config.carbon_intensity = 100.0;
+        let out = sample_measurements(&sample, &closed, &settings);
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-15);
+        assert!(close(
+            value_of(&out, names::ENERGY_CONSUMED),
+            joules(1500.0)
+        ));
+        assert!(close(value_of(&out, names::ENERGY_TOTAL), joules(1500.0)));
+        assert!(close(
+            value_of(&out, names::POWER_COST),
+            2.0 * joules(1500.0)
+        ));
+        assert!(close(
+            value_of(&out, names::CO2_EMISSIONS),
+            100.0 * joules(1500.0)
+        ));
+        assert!(close(
+            value_of(&out, names::WATTLINE_ENERGY_CONSUMED),
+            joules(1800.0)
+        ));
+        assert!(close(
+            value_of(&out, names::WATTLINE_ENERGY_TOTAL),
+            joules(1800.0)
+        ));
+        assert!(close(
+            value_of(&out, names::WATTLINE_ENERGY_COST),
+            2.0 * joules(1800.0)
+        ));
+        let best = out
+            .iter()
+            .find(|m| m.name == names::WATTLINE_ENERGY_CONSUMED)
+            .unwrap();
+        assert_eq!(
+            best.attributes.as_ref().unwrap()[METHOD_ATTRIBUTE],
+            AttributeValue::String("counter".into())
+        );
+        let spec = out
+            .iter()
+            .find(|m| m.name == names::ENERGY_CONSUMED)
+            .unwrap();
+        assert_eq!(
+            spec.attributes.as_ref().unwrap()["component"],
+            AttributeValue::String("gpu".into())
+        );
     }
 }
