@@ -1,5 +1,5 @@
-//! One synchronous collection: the merger's tick ([`prepare_tick`], then
-//! [`finish_tick`]) with each enabled sampler asked in turn instead of through its
+//! One synchronous collection: the merger's tick (`prepare_tick`, then
+//! `finish_tick`) with each enabled sampler asked in turn instead of through its
 //! actor; for one-shot use and benchmarks.
 
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! is chosen once here (`os`), so callers name neither an OS nor a `cfg`. Error types
 //! are OS-neutral.
 //!
-//! Elsewhere than Linux, `os` is [`unsupported`]: the same functions, each answering
+//! Elsewhere than Linux, `os` is `unsupported`: the same functions, each answering
 //! "not supported on this OS". The Linux module's types and parsers build on every OS
 //! (they are plain Rust over text), so both modules share one set of types.
 
