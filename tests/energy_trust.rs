@@ -21,7 +21,7 @@ fn stand_in_smi() -> tempfile::TempDir {
         r#"#!/bin/sh
 sleep 0.35
 case "$*" in
-  *--query-compute-apps*) echo "GPU-11111111-2222-3333-4444-555555555555, 4242, 512" ;;
+  *--query-compute-apps*) echo "GPU-11111111-2222-3333-4444-555555555555, $PPID, 512" ;;
   *--loop-ms=*) while :; do printf '%s\n' \
 "0, GPU-11111111-2222-3333-4444-555555555555, {0}" \
 "1, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee, {1}"; sleep 0.1; done ;;
@@ -65,6 +65,9 @@ fn search_path(first: Option<&Path>) -> String {
 struct Run {
     report: Value,
     seconds: f64,
+    /// The wattline process: the stand-in driver reports it as the compute process (a
+    /// visible process, as a driver's processes are).
+    wattline_pid: u32,
 }
 
 fn run_measured(
@@ -90,7 +93,13 @@ fn run_measured(
         Some(dir) => command.env("LD_LIBRARY_PATH", dir),
         None => command.env_remove("LD_LIBRARY_PATH"),
     };
-    let output = command.output().unwrap();
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let wattline_pid = child.id();
+    let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
         "wattline run failed: {}",
@@ -105,6 +114,7 @@ fn run_measured(
     Run {
         report,
         seconds: end - start,
+        wattline_pid,
     }
 }
 
@@ -151,7 +161,7 @@ fn through_nvidia_smi(seconds: u64, interval: Option<u64>) {
     check(&run, &SMI_WATTS, "dense_trapezoid", "nvidia-smi");
     // The compute process is attributed by its memory share: all of device 0.
     let process = &run.report["processes"][0];
-    assert_eq!(process["process_id"], 4242);
+    assert_eq!(process["process_id"], run.wattline_pid);
     assert_eq!(process["basis"], "memory");
     let device = &run.report["devices"][0];
     let attributed = process["gpu_energy_kwh"].as_f64().unwrap();
