@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite with what its real-system tests need: a venv (.ci/venv) holding the
 # reference system (nemo-relay 0.10.4, for the conformance tests) and the rotel OTLP
-# collector (for the exporter tests), then `cargo test --workspace`. Extra arguments
+# collector (for the exporter tests), a second one (.ci/venv-genai) with the GPU spec's
+# reference (genai-otel-instrument 1.42.0), then `cargo test --workspace`. Extra arguments
 # go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,15 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check "nemo-relay==0.10.4" "rotel==0.0.1a15"
 export WATTLINE_REFERENCE_PYTHON="$PWD/$venv/bin/python"
+
+# The GPU spec's reference (genai-otel-instrument, with pynvml and codecarbon) in a
+# venv of its own: its OpenTelemetry SDK pins differ from nemo-relay's.
+genai_venv=.ci/venv-genai
+if [ ! -x "$genai_venv/bin/python" ]; then
+  python3 -m venv "$genai_venv"
+fi
+"$genai_venv/bin/pip" install --quiet --disable-pip-version-check "genai-otel-instrument[gpu]==1.42.0"
+export WATTLINE_GENAI_REFERENCE_PYTHON="$PWD/$genai_venv/bin/python"
 
 # rotel-agent ships inside the rotel wheel.
 WATTLINE_ROTEL_AGENT="$("$venv/bin/python" -c 'import os, rotel; print(os.path.join(os.path.dirname(os.path.abspath(rotel.__file__)), "rotel-agent"))')"

@@ -3,29 +3,16 @@
 //! divides the 5 s collection interval, so sampling only at that interval lands on the
 //! same phase every time.
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
+use support::fake_nvml;
 
 /// The fake's two devices at full power, W; the rhythm's mean is 5/8 of it.
 const HIGH_WATTS: [f64; 2] = [123.456, 612.345];
-
-fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let source =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("actors/tests/fixtures/gpu/fake_nvml.c");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O0"])
-        .args(defines)
-        .arg("-o")
-        .arg(dir.path().join("libnvidia-ml.so.1"))
-        .arg(source)
-        .status()
-        .expect("the system C compiler (cc) runs");
-    assert!(status.success(), "fake NVML did not compile");
-    dir
-}
 
 /// What a run reads GPUs from: a fake NVML library, or a stand-in `nvidia-smi` folder.
 enum Gpu<'a> {
@@ -273,11 +260,18 @@ fn nvidia_smi_gauges_keep_their_cadence_and_the_dense_energy_reaches_the_metrics
                 .unwrap_or_default()
         })
         .collect();
+    // gen_ai.* series name a device by its index (the reference's `gpu_id`),
+    // wattline.* ones also by its UUID.
     let device = "GPU-11111111-2222-3333-4444-555555555555";
     let of = |name: &str| {
         measurements
             .iter()
-            .filter(|m| m["name"] == name && m["attributes"]["gpu_id"] == device)
+            .filter(|m| {
+                m["name"] == name
+                    && (m["attributes"]["gpu_uuid"] == device
+                        || (m["attributes"]["gpu_uuid"].is_null()
+                            && m["attributes"]["gpu_id"] == "0"))
+            })
             .map(|m| m["value"].as_f64().unwrap())
             .collect::<Vec<f64>>()
     };
@@ -290,10 +284,25 @@ fn nvidia_smi_gauges_keep_their_cadence_and_the_dense_energy_reaches_the_metrics
     );
     // Every dense interval's energy goes out with the gauges: the file's sum covers
     // the report's window (and a little before and after it).
-    let exported: f64 = of("gen_ai.energy.consumed").iter().sum();
+    let exported: f64 = of("wattline.energy.consumed").iter().sum();
     let reported = report["devices"][0]["energy_kwh"].as_f64().unwrap();
     assert!(
         exported >= reported * 0.99 && exported <= reported * 1.1,
         "{exported} kWh exported, {reported} kWh reported"
+    );
+    // The spec's series: every device's trapezoid under `component = gpu`; with no
+    // counter here it is the report's figure too.
+    let spec: f64 = measurements
+        .iter()
+        .filter(|m| m["name"] == "gen_ai.energy.consumed")
+        .map(|m| {
+            assert_eq!(m["attributes"]["component"], "gpu");
+            m["value"].as_f64().unwrap()
+        })
+        .sum();
+    let total = report["total"]["gpu_energy_kwh"].as_f64().unwrap();
+    assert!(
+        spec >= total * 0.99 && spec <= total * 1.1,
+        "{spec} kWh in gen_ai.energy.consumed, {total} kWh reported"
     );
 }

@@ -3,6 +3,8 @@
 //! whose energy counter advances in real time. A command of D seconds at constant
 //! power P must report P·D within 2%, with at least 95% of the run covered.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -40,17 +42,7 @@ esac
 
 /// The fake NVML built with a counter that advances at the device's power.
 fn fake_nvml() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let source =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("actors/tests/fixtures/gpu/fake_nvml.c");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O0", "-DFAKE_ENERGY_ADVANCES", "-o"])
-        .arg(dir.path().join("libnvidia-ml.so.1"))
-        .arg(source)
-        .status()
-        .expect("the system C compiler (cc) runs");
-    assert!(status.success(), "fake NVML did not compile");
-    dir
+    support::fake_nvml(&["-DFAKE_ENERGY_ADVANCES"])
 }
 
 /// `PATH` without any real `nvidia-smi`, with `first` in front when given.

@@ -11,8 +11,6 @@ pub const CO2_EMISSIONS_RATE: &str = "gen_ai.co2.emissions_rate";
 pub const ENERGY_CONSUMED: &str = "gen_ai.energy.consumed";
 /// `gen_ai.energy.total`.
 pub const ENERGY_TOTAL: &str = "gen_ai.energy.total";
-/// `gen_ai.gpu.aggregate.gpu_count`.
-pub const GPU_AGGREGATE_GPU_COUNT: &str = "gen_ai.gpu.aggregate.gpu_count";
 /// `gen_ai.gpu.aggregate.max_temperature`.
 pub const GPU_AGGREGATE_MAX_TEMPERATURE: &str = "gen_ai.gpu.aggregate.max_temperature";
 /// `gen_ai.gpu.aggregate.mean_utilization`.
@@ -67,6 +65,12 @@ pub const WATTLINE_ENERGY_TOTAL: &str = "wattline.energy.total";
 pub const WATTLINE_ENERGY_COST: &str = "wattline.energy.cost";
 /// The CO2 of [`WATTLINE_ENERGY_TOTAL`] times the carbon intensity, gCO2e.
 pub const WATTLINE_CO2_EMISSIONS: &str = "wattline.co2.emissions";
+/// Hardware thermal slowdown of a device, 1 or 0 (the reference's
+/// `gen_ai.gpu.throttle.thermal` is the software reason only).
+pub const WATTLINE_GPU_THROTTLE_HW_THERMAL: &str = "wattline.gpu.throttle.hw_thermal";
+/// Hardware power brake slowdown of a device, 1 or 0 (the reference's
+/// `gen_ai.gpu.throttle.power` is the software power cap only).
+pub const WATTLINE_GPU_THROTTLE_HW_POWER_BRAKE: &str = "wattline.gpu.throttle.hw_power_brake";
 /// Per-device interval length, s; with [`METHOD_ATTRIBUTE`].
 pub const INTERVAL_DURATION: &str = "wattline.energy.interval_duration";
 /// `counter` or `trapezoid`: which figure an interval's energy is.

@@ -134,8 +134,10 @@ fn eight_data_centre_devices() {
     assert_eq!(devices[3].memory_used_bytes, Some(4 * MIB));
     assert_eq!(devices[3].ecc_corrected, Some(3));
     assert_eq!(devices[3].ecc_uncorrected, Some(0));
-    // Device 4: hardware thermal slowdown and hardware slowdown active.
-    assert_eq!(devices[4].throttle_thermal, Some(true));
+    // Device 4: hardware thermal slowdown and hardware slowdown active; the software
+    // thermal flag (the reference's) is not.
+    assert_eq!(devices[4].throttle_thermal, Some(false));
+    assert_eq!(devices[4].throttle_hw_thermal, Some(true));
     assert_eq!(devices[4].throttle_hw_slowdown, Some(true));
     assert_eq!(devices[4].sm_clock_mhz, Some(1755.0));
     assert_eq!(devices[7].temperature_celsius, Some(72.0));

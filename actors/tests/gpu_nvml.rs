@@ -88,6 +88,11 @@ fn two_devices_with_their_own_values() {
     assert_eq!(h100.performance_state, Some(0));
     assert_eq!(
         h100.throttle_thermal,
+        Some(false),
+        "the reference's thermal flag is the software reason"
+    );
+    assert_eq!(
+        h100.throttle_hw_thermal,
         Some(true),
         "hardware thermal slowdown"
     );

@@ -98,15 +98,43 @@ pub fn wattline(home: &std::path::Path) -> std::process::Command {
 /// Without it a test fails, unless `WATTLINE_SKIP_REFERENCE=1` says to skip it on
 /// purpose (then `None`, said loudly).
 pub fn reference_python() -> Option<String> {
-    match std::env::var("WATTLINE_REFERENCE_PYTHON") {
+    python_from("WATTLINE_REFERENCE_PYTHON")
+}
+
+/// The Python with the GPU spec's reference (`genai-otel-instrument`), from
+/// `WATTLINE_GENAI_REFERENCE_PYTHON`; the same rules as [`reference_python`].
+pub fn genai_reference_python() -> Option<String> {
+    python_from("WATTLINE_GENAI_REFERENCE_PYTHON")
+}
+
+fn python_from(variable: &str) -> Option<String> {
+    match std::env::var(variable) {
         Ok(python) if !python.is_empty() => Some(python),
         _ if std::env::var("WATTLINE_SKIP_REFERENCE").as_deref() == Ok("1") => {
             eprintln!("SKIPPED on request (WATTLINE_SKIP_REFERENCE=1): reference not compared");
             None
         }
         _ => panic!(
-            "WATTLINE_REFERENCE_PYTHON is not set: run .ci/run (it installs nemo-relay), \
+            "{variable} is not set: run scripts/test.sh (it installs the reference), \
              or set WATTLINE_SKIP_REFERENCE=1 to skip this test knowingly"
         ),
     }
+}
+
+/// The fake `libnvidia-ml.so.1` (actors/tests/fixtures/gpu/fake_nvml.c) built with
+/// `defines` into a fresh folder, for `LD_LIBRARY_PATH`.
+pub fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("actors/tests/fixtures/gpu/fake_nvml.c");
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O0"])
+        .args(defines)
+        .arg("-o")
+        .arg(dir.path().join("libnvidia-ml.so.1"))
+        .arg(source)
+        .status()
+        .expect("the system C compiler (cc) runs");
+    assert!(status.success(), "fake NVML did not compile");
+    dir
 }

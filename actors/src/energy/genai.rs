@@ -1,6 +1,9 @@
-//! The `gen_ai.*` metric values of one GPU sample: per-device gauges, aggregates over
-//! the devices that reported each value, and the energy, cost and CO2 of the intervals
-//! the sample closed.
+//! The `gen_ai.*` metric values of one GPU sample, exactly as the GPU spec's reference
+//! (`genai-otel-instrument`) exports them: per-device gauges keyed by `gpu_id` (the
+//! device index) and `gpu_name`, aggregates carrying `gpu_count`, and the energy, cost
+//! and CO2 of the intervals the sample closed. What wattline knows beyond the reference
+//! (UUIDs, per-device energy by the best figure, hardware throttle reasons) goes under
+//! `wattline.*` names, never into a `gen_ai.*` series.
 
 use std::collections::BTreeMap;
 
@@ -40,12 +43,15 @@ fn measurement(
     }
 }
 
+/// The reference's device attributes: `gpu_id` is the device index as a string (the
+/// backend's identifier for a device without one), `gpu_name` its name.
 fn device_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
+    let gpu_id = device.device_index.map_or_else(
+        || device.device_identifier.clone(),
+        |index| index.to_string(),
+    );
     BTreeMap::from([
-        (
-            "gpu_id".to_string(),
-            AttributeValue::String(device.device_identifier.clone()),
-        ),
+        ("gpu_id".to_string(), AttributeValue::String(gpu_id)),
         (
             "gpu_name".to_string(),
             AttributeValue::String(
@@ -56,6 +62,24 @@ fn device_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeVal
             ),
         ),
     ])
+}
+
+/// [`device_attributes`] with the backend's identifier (NVML: the UUID) as `gpu_uuid`,
+/// for the `wattline.*` per-device series.
+fn wattline_device_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
+    let mut attributes = device_attributes(device);
+    attributes.insert(
+        GPU_UUID_ATTRIBUTE.into(),
+        AttributeValue::String(device.device_identifier.clone()),
+    );
+    attributes
+}
+
+/// The attribute holding the backend's device identifier on `wattline.*` series.
+pub const GPU_UUID_ATTRIBUTE: &str = "gpu_uuid";
+
+fn component_gpu() -> BTreeMap<String, AttributeValue> {
+    BTreeMap::from([("component".into(), AttributeValue::String("gpu".into()))])
 }
 
 /// The measurements of one sample. `closed` holds the intervals (by device) that this
@@ -180,18 +204,49 @@ pub fn sample_measurements(
                 ));
             }
         }
-        if let Some(watts) = device.power_draw_watts.filter(|w| w.is_finite()) {
-            let mut histogram = measurement(
-                names::POWER_CONSUMPTION,
-                MetricKind::Histogram,
-                watts,
-                "W",
-                "GPU power readings",
-                attributes.clone(),
-            );
-            histogram.boundaries = Some(POWER_HISTOGRAM_BOUNDARIES.to_vec());
-            out.push(histogram);
+        let hardware_flags = [
+            (
+                names::WATTLINE_GPU_THROTTLE_HW_THERMAL,
+                device.throttle_hw_thermal,
+                "Hardware thermal slowdown, 1 or 0",
+            ),
+            (
+                names::WATTLINE_GPU_THROTTLE_HW_POWER_BRAKE,
+                device.throttle_hw_power_brake,
+                "Hardware power brake slowdown, 1 or 0",
+            ),
+        ];
+        for (name, value, description) in hardware_flags {
+            if let Some(value) = value {
+                out.push(measurement(
+                    name,
+                    MetricKind::Gauge,
+                    flag(value),
+                    "1",
+                    description,
+                    wattline_device_attributes(device),
+                ));
+            }
         }
+    }
+    // One power reading of the whole GPU side per sample, as the reference's
+    // (codecarbon's GPU power, `component = gpu`).
+    let powers: Vec<f64> = sample
+        .devices
+        .iter()
+        .filter_map(|device| device.power_draw_watts.filter(|w| w.is_finite()))
+        .collect();
+    if !powers.is_empty() {
+        let mut histogram = measurement(
+            names::POWER_CONSUMPTION,
+            MetricKind::Histogram,
+            powers.iter().sum(),
+            "W",
+            "GPU power readings",
+            component_gpu(),
+        );
+        histogram.boundaries = Some(POWER_HISTOGRAM_BOUNDARIES.to_vec());
+        out.push(histogram);
     }
     aggregates(sample, &mut out);
     energy(closed, sample, settings, &mut out);
@@ -203,7 +258,13 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
     if devices.is_empty() {
         return;
     }
-    let none = BTreeMap::new;
+    // The reference's `gpu_count`: how many devices the aggregate is over.
+    let over = |count: usize| {
+        BTreeMap::from([(
+            "gpu_count".to_string(),
+            AttributeValue::String(count.to_string()),
+        )])
+    };
     let utilizations: Vec<f64> = devices
         .iter()
         .filter_map(|d| d.compute_utilization_percent)
@@ -216,7 +277,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
             mean,
             "%",
             "Mean utilization over the GPUs that reported it",
-            none(),
+            over(utilizations.len()),
         ));
     }
     let memory: Vec<f64> = devices
@@ -232,7 +293,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
             gibibytes,
             "GiB",
             "GPU memory used over the GPUs that reported it",
-            none(),
+            over(memory.len()),
         ));
     }
     let power: Vec<f64> = devices.iter().filter_map(|d| d.power_draw_watts).collect();
@@ -243,7 +304,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
             power.iter().sum(),
             "W",
             "Power over the GPUs that reported it",
-            none(),
+            over(power.len()),
         ));
     }
     let temperatures: Vec<f64> = devices
@@ -257,17 +318,9 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
             max,
             "Cel",
             "Hottest GPU",
-            none(),
+            over(temperatures.len()),
         ));
     }
-    out.push(measurement(
-        names::GPU_AGGREGATE_GPU_COUNT,
-        MetricKind::Gauge,
-        devices.len() as f64,
-        "1",
-        "GPUs that reported",
-        none(),
-    ));
 }
 
 fn energy(
@@ -280,24 +333,32 @@ fn energy(
         return;
     }
     let config = &settings.config;
-    // gen_ai.* are the spec's trapezoid; wattline.* the best figure (the counter where
-    // readable), what the report shows.
+    // gen_ai.* are the spec's trapezoid in the reference's shapes; wattline.* the best
+    // figure (the counter where readable), what the report shows, per device.
     let mut trapezoid_kwh = 0.0;
     let mut best_kwh = 0.0;
     let mut total_seconds: f64 = 0.0;
     for interval in closed {
         best_kwh += interval.kilowatt_hours;
         total_seconds = total_seconds.max(interval.seconds);
-        let mut attributes = sample
+        let device = sample
             .devices
             .iter()
-            .find(|d| d.device_identifier == interval.device)
-            .map(device_attributes)
-            .unwrap_or_default();
-        attributes.insert("component".into(), AttributeValue::String("gpu".into()));
+            .find(|d| d.device_identifier == interval.device);
+        let reference_attributes = device.map(device_attributes).unwrap_or_else(|| {
+            BTreeMap::from([(
+                "gpu_id".to_string(),
+                AttributeValue::String(interval.device.clone()),
+            )])
+        });
         // The interval's length and method let a reader of the event file rebuild the
         // report: covered time and which figure the energy is.
-        let mut best_attributes = attributes.clone();
+        let mut best_attributes = device.map(wattline_device_attributes).unwrap_or_default();
+        best_attributes.insert(
+            GPU_UUID_ATTRIBUTE.into(),
+            AttributeValue::String(interval.device.clone()),
+        );
+        best_attributes.insert("component".into(), AttributeValue::String("gpu".into()));
         let method = if interval.counter {
             "counter"
         } else {
@@ -323,67 +384,86 @@ fn energy(
             "Energy consumed: the hardware counter where readable, else the trapezoid",
             best_attributes,
         ));
-        if let Some(kwh) = interval.trapezoid_kilowatt_hours {
-            trapezoid_kwh += kwh;
-            out.push(measurement(
-                names::ENERGY_CONSUMED,
-                MetricKind::Counter,
-                kwh,
-                "kWh",
-                "Energy consumed: mean of the two power readings times the interval",
-                attributes,
-            ));
-        }
-    }
-    let none = BTreeMap::new;
-    for (total, cost, co2, kwh) in [
-        (
-            names::ENERGY_TOTAL,
-            names::POWER_COST,
-            names::CO2_EMISSIONS,
-            trapezoid_kwh,
-        ),
-        (
-            names::WATTLINE_ENERGY_TOTAL,
-            names::WATTLINE_ENERGY_COST,
-            names::WATTLINE_CO2_EMISSIONS,
-            best_kwh,
-        ),
-    ] {
+        let Some(kwh) = interval.trapezoid_kilowatt_hours else {
+            continue;
+        };
+        trapezoid_kwh += kwh;
+        // The reference's shapes: energy by component, cost per device, CO2 per device
+        // (its manual carbon-intensity mode, the spec's formula).
         out.push(measurement(
-            total,
+            names::ENERGY_CONSUMED,
             MetricKind::Counter,
             kwh,
             "kWh",
-            "GPU energy only; CPU and RAM are not in this figure",
-            none(),
+            "Energy consumed: mean of the two power readings times the interval",
+            component_gpu(),
         ));
         out.push(measurement(
-            cost,
+            names::POWER_COST,
             MetricKind::Counter,
             kwh * config.cost_per_kwh,
             &config.currency,
             "Cost of the energy consumed",
-            none(),
+            reference_attributes.clone(),
         ));
         if config.co2_tracking {
+            let gpu_id = reference_attributes
+                .get("gpu_id")
+                .cloned()
+                .map(|id| BTreeMap::from([("gpu_id".to_string(), id)]))
+                .unwrap_or_default();
             out.push(measurement(
-                co2,
+                names::CO2_EMISSIONS,
                 MetricKind::Counter,
                 kwh * config.carbon_intensity,
                 "gCO2e",
                 "Energy times the configured carbon intensity (a factor)",
-                none(),
+                gpu_id,
             ));
         }
     }
+    let none = BTreeMap::new;
+    out.push(measurement(
+        names::ENERGY_TOTAL,
+        MetricKind::Counter,
+        trapezoid_kwh,
+        "kWh",
+        "GPU energy only; CPU and RAM are not in this figure",
+        none(),
+    ));
     if config.co2_tracking && total_seconds > 0.0 {
         out.push(measurement(
             names::CO2_EMISSIONS_RATE,
-            MetricKind::Gauge,
+            MetricKind::Histogram,
             trapezoid_kwh * config.carbon_intensity / total_seconds,
             "gCO2e/s",
             "CO2 rate over the last interval",
+            none(),
+        ));
+    }
+    out.push(measurement(
+        names::WATTLINE_ENERGY_TOTAL,
+        MetricKind::Counter,
+        best_kwh,
+        "kWh",
+        "GPU energy only, by the report's figure",
+        none(),
+    ));
+    out.push(measurement(
+        names::WATTLINE_ENERGY_COST,
+        MetricKind::Counter,
+        best_kwh * config.cost_per_kwh,
+        &config.currency,
+        "Cost of the GPU energy, by the report's figure",
+        none(),
+    ));
+    if config.co2_tracking {
+        out.push(measurement(
+            names::WATTLINE_CO2_EMISSIONS,
+            MetricKind::Counter,
+            best_kwh * config.carbon_intensity,
+            "gCO2e",
+            "GPU energy times the configured carbon intensity (a factor)",
             none(),
         ));
     }
@@ -417,6 +497,7 @@ mod tests {
         }];
         let mut sample = GpuSample::empty();
         let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-0");
+        device.device_index = Some(3);
         device.power_draw_watts = Some(200.0);
         sample.devices.push(device);
         let mut settings = EnergySettings::default();
@@ -458,13 +539,31 @@ mod tests {
             best.attributes.as_ref().unwrap()[METHOD_ATTRIBUTE],
             AttributeValue::String("counter".into())
         );
-        let spec = out
-            .iter()
-            .find(|m| m.name == names::ENERGY_CONSUMED)
-            .unwrap();
         assert_eq!(
-            spec.attributes.as_ref().unwrap()["component"],
-            AttributeValue::String("gpu".into())
+            best.attributes.as_ref().unwrap()[GPU_UUID_ATTRIBUTE],
+            AttributeValue::String("GPU-0".into())
         );
+        // The reference's shapes: energy by component; cost per device by index; CO2
+        // per device.
+        let attributes = |name: &str| {
+            let found = out.iter().find(|m| m.name == name).unwrap();
+            found.attributes.clone().unwrap()
+        };
+        assert_eq!(
+            attributes(names::ENERGY_CONSUMED),
+            BTreeMap::from([("component".into(), AttributeValue::String("gpu".into()))])
+        );
+        let cost = attributes(names::POWER_COST);
+        assert_eq!(cost["gpu_id"], AttributeValue::String("3".into()));
+        assert_eq!(cost.len(), 2, "gpu_id and gpu_name: {cost:?}");
+        assert_eq!(
+            attributes(names::CO2_EMISSIONS),
+            BTreeMap::from([("gpu_id".into(), AttributeValue::String("3".into()))])
+        );
+        let rate = out
+            .iter()
+            .find(|m| m.name == names::CO2_EMISSIONS_RATE)
+            .unwrap();
+        assert_eq!(rate.kind, MetricKind::Histogram);
     }
 }

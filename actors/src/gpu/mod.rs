@@ -97,10 +97,16 @@ pub struct GpuDeviceReading {
     pub fan_speed_percent: Option<f64>,
     /// Performance state, 0 (maximum) to 15 (minimum).
     pub performance_state: Option<u8>,
-    /// Clocks reduced for temperature (software or hardware thermal slowdown).
+    /// Clocks reduced by the driver for temperature (software thermal slowdown), the
+    /// reference's `throttle.thermal`.
     pub throttle_thermal: Option<bool>,
-    /// Clocks reduced for power (software power cap; hardware power brake where known).
+    /// Clocks reduced by the hardware for temperature (hardware thermal slowdown).
+    pub throttle_hw_thermal: Option<bool>,
+    /// Clocks reduced by the driver's software power cap, the reference's
+    /// `throttle.power`.
     pub throttle_power: Option<bool>,
+    /// Clocks reduced by the external power brake (hardware), where known.
+    pub throttle_hw_power_brake: Option<bool>,
     /// Hardware slowdown engaged.
     pub throttle_hw_slowdown: Option<bool>,
     /// Volatile corrected ECC errors since the driver was loaded, count.
@@ -130,7 +136,9 @@ impl GpuDeviceReading {
             fan_speed_percent: None,
             performance_state: None,
             throttle_thermal: None,
+            throttle_hw_thermal: None,
             throttle_power: None,
+            throttle_hw_power_brake: None,
             throttle_hw_slowdown: None,
             ecc_corrected: None,
             ecc_uncorrected: None,

@@ -252,7 +252,8 @@ pub fn parse_rows(text: &str, fields: &[&str]) -> Result<Vec<GpuDeviceReading>, 
             kind.apply(value, &mut reading, &mut flags)
                 .map_err(|()| invalid())?;
         }
-        reading.throttle_thermal = either(flags.sw_thermal, flags.hw_thermal);
+        reading.throttle_thermal = flags.sw_thermal;
+        reading.throttle_hw_thermal = flags.hw_thermal;
         reading.throttle_power = flags.sw_power_cap;
         reading.throttle_hw_slowdown = flags.hw_slowdown;
         readings.push(reading);
@@ -260,16 +261,7 @@ pub fn parse_rows(text: &str, fields: &[&str]) -> Result<Vec<GpuDeviceReading>, 
     Ok(readings)
 }
 
-/// `Some(true)` if either is known to be set, `Some(false)` if both are known clear,
-/// otherwise `None`: a half-known flag is not reported as clear.
-fn either(a: Option<bool>, b: Option<bool>) -> Option<bool> {
-    match (a, b) {
-        (Some(true), _) | (_, Some(true)) => Some(true),
-        (Some(false), Some(false)) => Some(false),
-        _ => None,
-    }
-}
-
+/// The throttle reasons of one line, each `None` where the tool said `[N/A]`.
 #[derive(Debug, Default)]
 struct ThrottleFlags {
     sw_thermal: Option<bool>,

@@ -407,13 +407,13 @@ fn read_device(
         "current_throttle_reasons",
         device.current_throttle_reasons(),
     ) {
-        reading.throttle_thermal = Some(reasons.intersects(
-            ThrottleReasons::SW_THERMAL_SLOWDOWN | ThrottleReasons::HW_THERMAL_SLOWDOWN,
-        ));
-        reading.throttle_power =
-            Some(reasons.intersects(
-                ThrottleReasons::SW_POWER_CAP | ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
-            ));
+        // The reference's flags are the software reasons; the hardware ones are kept
+        // beside them.
+        reading.throttle_thermal = Some(reasons.contains(ThrottleReasons::SW_THERMAL_SLOWDOWN));
+        reading.throttle_hw_thermal = Some(reasons.contains(ThrottleReasons::HW_THERMAL_SLOWDOWN));
+        reading.throttle_power = Some(reasons.contains(ThrottleReasons::SW_POWER_CAP));
+        reading.throttle_hw_power_brake =
+            Some(reasons.contains(ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN));
         reading.throttle_hw_slowdown = Some(reasons.contains(ThrottleReasons::HW_SLOWDOWN));
     }
     reading.ecc_corrected = reporter.value(
