@@ -7,6 +7,8 @@
 #![warn(missing_docs)]
 
 mod exporting;
+#[cfg(unix)]
+pub mod host;
 mod pipeline;
 
 use std::path::PathBuf;

@@ -116,7 +116,20 @@ impl Diagnostics {
     where
         F: FnOnce() -> ComponentDeclaration<'a>,
     {
-        self.register(factory, HostCodes::Rejected)
+        self.register(factory, Registrant::Plugin)
+    }
+
+    /// Registration path of a worker's component, arriving over the host endpoint: the
+    /// same codes a plugin may declare, on the worker session's budget (which the
+    /// endpoint enforces) rather than the native plugins'.
+    pub fn component_lazy_for_worker<'a, F>(
+        &self,
+        factory: F,
+    ) -> Result<DiagnosticComponent, DiagnosticError>
+    where
+        F: FnOnce() -> ComponentDeclaration<'a>,
+    {
+        self.register(factory, Registrant::Worker)
     }
 
     /// Registration path of the pipeline's own components (host-owned codes allowed).
@@ -127,13 +140,13 @@ impl Diagnostics {
     where
         F: FnOnce() -> ComponentDeclaration<'a>,
     {
-        self.register(factory, HostCodes::Allowed)
+        self.register(factory, Registrant::Pipeline)
     }
 
     fn register<'a, F>(
         &self,
         factory: F,
-        host_codes: HostCodes,
+        registrant: Registrant,
     ) -> Result<DiagnosticComponent, DiagnosticError>
     where
         F: FnOnce() -> ComponentDeclaration<'a>,
@@ -146,16 +159,21 @@ impl Diagnostics {
         }
         let mut state = context.try_enter()?;
         let declaration = factory();
-        // The pipeline's own declarations are held to the spec's maxima, whatever the
-        // configuration lowered for plugins.
-        let host = host_codes == HostCodes::Allowed;
-        let declaration_limits = if host {
+        // The pipeline's own declarations and a worker's (held to its session's limits
+        // by the endpoint) are checked against the spec's maxima, whatever the
+        // configuration lowered for native plugins, and charge their budget nothing.
+        let (host_codes, own_budget) = match registrant {
+            Registrant::Plugin => (HostCodes::Rejected, false),
+            Registrant::Worker => (HostCodes::Rejected, true),
+            Registrant::Pipeline => (HostCodes::Allowed, true),
+        };
+        let declaration_limits = if own_budget {
             DiagnosticsLimits::default()
         } else {
             context.limits
         };
         let validated = validate_declaration(&declaration, &declaration_limits, host_codes)?;
-        let shared = state.admit(validated, &context.limits, host)?;
+        let shared = state.admit(validated, &context.limits, own_budget)?;
         drop(state);
         Ok(DiagnosticComponent {
             handle: Some(Arc::new(ComponentHandle {
@@ -222,6 +240,17 @@ impl Diagnostics {
             delivery: context.delivery_stats(),
         })
     }
+}
+
+/// Who registers a component, which fixes its codes and its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Registrant {
+    /// A native plugin: plugin codes, the configured budget.
+    Plugin,
+    /// A worker over the host endpoint: plugin codes, its session's budget.
+    Worker,
+    /// The pipeline itself: host codes allowed, its own budget.
+    Pipeline,
 }
 
 /// A registered component. Clones share one registration.
