@@ -2,7 +2,9 @@
 # The test suite with what its real-system tests need: a venv (.ci/venv) holding the
 # reference system (nemo-relay 0.10.4, for the conformance tests) and the rotel OTLP
 # collector (for the exporter tests), a second one (.ci/venv-genai) with the GPU spec's
-# reference (genai-otel-instrument 1.42.0), then `cargo test --workspace`. Extra arguments
+# reference (genai-otel-instrument 1.42.0), a third (.ci/venv-worker) with the
+# reference's Python worker SDK (nemo-relay-plugin 0.11.0rc3), then
+# `cargo test --workspace`. Extra arguments
 # go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,16 @@ if [ ! -x "$genai_venv/bin/python" ]; then
 fi
 "$genai_venv/bin/pip" install --quiet --disable-pip-version-check "genai-otel-instrument[gpu]==1.42.0"
 export WATTLINE_GENAI_REFERENCE_PYTHON="$PWD/$genai_venv/bin/python"
+
+# The reference system's published Python worker SDK, a real client of the host
+# endpoint. An exact pre-release pin, installed without --pre so its dependencies stay
+# on releases.
+worker_venv=.ci/venv-worker
+if [ ! -x "$worker_venv/bin/python" ]; then
+  python3 -m venv "$worker_venv"
+fi
+"$worker_venv/bin/pip" install --quiet --disable-pip-version-check "nemo-relay-plugin==0.11.0rc3"
+export WATTLINE_WORKER_SDK_PYTHON="$PWD/$worker_venv/bin/python"
 
 # rotel-agent ships inside the rotel wheel.
 WATTLINE_ROTEL_AGENT="$("$venv/bin/python" -c 'import os, rotel; print(os.path.join(os.path.dirname(os.path.abspath(rotel.__file__)), "rotel-agent"))')"

@@ -48,15 +48,7 @@ async fn host(can_read_context: bool) -> Host {
     )
     .expect("the endpoint starts");
     let socket: PathBuf = endpoint.socket_path().to_path_buf();
-    let channel = tonic::transport::Endpoint::try_from("http://host.invalid")
-        .unwrap()
-        .connect_with_connector(tower::service_fn(move |_| {
-            let socket = socket.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(socket).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-            }
-        }))
+    let channel = wattline::host::connect_unix(socket)
         .await
         .expect("connects over the socket");
     Host {

@@ -4,6 +4,7 @@
 //! pipeline's diagnostics context with the reference system's worker SDKs, unchanged.
 
 mod diagnostics_service;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
 
@@ -120,6 +121,22 @@ impl Drop for HostEndpoint {
         self.cancel.cancel();
         let _ = std::fs::remove_dir_all(&self.directory);
     }
+}
+
+/// A gRPC channel over the Unix socket at `path` (the authority is a placeholder, as
+/// the SDKs' `localhost`).
+pub async fn connect_unix(
+    path: PathBuf,
+) -> Result<tonic::transport::Channel, tonic::transport::Error> {
+    tonic::transport::Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_| {
+            let path = path.clone();
+            async move {
+                let stream = tokio::net::UnixStream::connect(path).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+            }
+        }))
+        .await
 }
 
 /// A directory only its owner can enter (0700), made with that mode from the start.

@@ -107,6 +107,12 @@ pub fn genai_reference_python() -> Option<String> {
     python_from("WATTLINE_GENAI_REFERENCE_PYTHON")
 }
 
+/// The Python with the reference system's worker SDK (`nemo-relay-plugin`), from
+/// `WATTLINE_WORKER_SDK_PYTHON`; the same rules as [`reference_python`].
+pub fn worker_sdk_python() -> Option<String> {
+    python_from("WATTLINE_WORKER_SDK_PYTHON")
+}
+
 fn python_from(variable: &str) -> Option<String> {
     match std::env::var(variable) {
         Ok(python) if !python.is_empty() => Some(python),

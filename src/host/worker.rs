@@ -1,0 +1,244 @@
+//! Worker plugins: separate programs the pipeline starts with the reference system's
+//! environment contract, registers over their `PluginWorker` socket, and stops at
+//! shutdown. A worker that fails to start or register, or dies, is reported and never
+//! stops the pipeline.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nemo_relay_worker_proto::v1::plugin_worker_client::PluginWorkerClient;
+use nemo_relay_worker_proto::v1::{JsonEnvelope, RegisterRequest, ShutdownRequest};
+use tonic::transport::Channel;
+
+use super::WorkerCredentials;
+
+/// How long a worker may take to bind its socket.
+pub const BIND_LIMIT: Duration = Duration::from_secs(10);
+/// How often the host looks for the socket meanwhile.
+const BIND_POLL: Duration = Duration::from_millis(25);
+/// How long a worker may take to answer one call.
+pub const CALL_LIMIT: Duration = Duration::from_secs(30);
+/// How long a worker may take to exit after `Shutdown` before it is killed.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// The schema of the JSON the SDKs accept as a plugin's configuration.
+pub const CONFIG_SCHEMA: &str = "nemo.relay.Json@1";
+
+/// One worker plugin to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSpec {
+    /// The plugin's id, passed to `Register`; also names its diagnostics namespace.
+    pub plugin_id: String,
+    /// The program and its arguments, run without a shell.
+    pub command: Vec<String>,
+    /// Extra environment.
+    pub env: BTreeMap<String, String>,
+    /// The plugin's own configuration, passed to `Register` as JSON.
+    pub config: serde_json::Value,
+}
+
+/// Why a worker is not running.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The command is empty.
+    #[error("worker `{plugin_id}`: `command` is empty")]
+    NoCommand {
+        /// The plugin.
+        plugin_id: String,
+    },
+    /// The program did not start.
+    #[error("worker `{plugin_id}`: cannot run {program:?}: {source}")]
+    Spawn {
+        /// The plugin.
+        plugin_id: String,
+        /// The program.
+        program: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// It never bound its socket, or exited first.
+    #[error("worker `{plugin_id}`: {reason}")]
+    NotListening {
+        /// The plugin.
+        plugin_id: String,
+        /// What happened instead.
+        reason: String,
+    },
+    /// `Register` failed or the worker refused.
+    #[error("worker `{plugin_id}`: register failed: {reason}")]
+    Register {
+        /// The plugin.
+        plugin_id: String,
+        /// The status or the worker's error.
+        reason: String,
+    },
+}
+
+/// A running, registered worker.
+#[derive(Debug)]
+pub struct RunningWorker {
+    plugin_id: String,
+    credentials: WorkerCredentials,
+    child: tokio::process::Child,
+    client: PluginWorkerClient<Channel>,
+}
+
+/// A namespace for `plugin_id`: lowercase `[a-z0-9_]`, other characters as `_`.
+pub fn namespace_of(plugin_id: &str) -> String {
+    let namespace: String = plugin_id
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '_' => c,
+            'A'..='Z' => c.to_ascii_lowercase(),
+            _ => '_',
+        })
+        .collect();
+    if namespace.is_empty() {
+        "worker".to_owned()
+    } else {
+        namespace
+    }
+}
+
+/// Fresh credentials for one activation of `plugin_id`.
+pub fn new_credentials(plugin_id: &str) -> WorkerCredentials {
+    WorkerCredentials {
+        activation_id: uuid::Uuid::now_v7().to_string(),
+        token: uuid::Uuid::now_v7().to_string(),
+        namespace: namespace_of(plugin_id),
+    }
+}
+
+impl RunningWorker {
+    /// Starts `spec` with `credentials`, its socket in `directory` beside the host's
+    /// (`host_socket`), waits for it to listen, and calls `Register`.
+    pub async fn start(
+        spec: &WorkerSpec,
+        credentials: WorkerCredentials,
+        directory: &Path,
+        host_socket: &Path,
+    ) -> Result<RunningWorker, WorkerError> {
+        let plugin_id = spec.plugin_id.clone();
+        let (program, arguments) =
+            spec.command
+                .split_first()
+                .ok_or_else(|| WorkerError::NoCommand {
+                    plugin_id: plugin_id.clone(),
+                })?;
+        let socket = directory.join(format!("worker-{}.sock", credentials.namespace));
+        let mut child = tokio::process::Command::new(program)
+            .args(arguments)
+            .envs(&spec.env)
+            .env("NEMO_RELAY_WORKER_SOCKET", unix_endpoint(&socket))
+            .env("NEMO_RELAY_HOST_SOCKET", unix_endpoint(host_socket))
+            .env("NEMO_RELAY_WORKER_ID", &credentials.activation_id)
+            .env("NEMO_RELAY_WORKER_TOKEN", &credentials.token)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| WorkerError::Spawn {
+                plugin_id: plugin_id.clone(),
+                program: program.clone(),
+                source,
+            })?;
+        let channel = match wait_for_socket(&mut child, &socket).await {
+            Ok(channel) => channel,
+            Err(reason) => {
+                let _ = child.kill().await;
+                return Err(WorkerError::NotListening { plugin_id, reason });
+            }
+        };
+        let mut client = PluginWorkerClient::new(channel);
+        let register = RegisterRequest {
+            activation_id: credentials.activation_id.clone(),
+            plugin_id: plugin_id.clone(),
+            auth_token: credentials.token.clone(),
+            config: Some(JsonEnvelope {
+                schema: CONFIG_SCHEMA.into(),
+                json: spec.config.to_string().into_bytes(),
+            }),
+        };
+        let refused = |reason: String| WorkerError::Register {
+            plugin_id: plugin_id.clone(),
+            reason,
+        };
+        let answer = tokio::time::timeout(CALL_LIMIT, client.register(register)).await;
+        let error = match answer {
+            Ok(Ok(response)) => response
+                .into_inner()
+                .error
+                .map(|error| format!("{}: {}", error.code, error.message)),
+            Ok(Err(status)) => Some(format!("{}: {}", status.code(), status.message())),
+            Err(_) => Some(format!("no answer within {} s", CALL_LIMIT.as_secs())),
+        };
+        if let Some(reason) = error {
+            let _ = child.kill().await;
+            return Err(refused(reason));
+        }
+        Ok(RunningWorker {
+            plugin_id,
+            credentials,
+            child,
+            client,
+        })
+    }
+
+    /// The plugin's id.
+    pub fn plugin_id(&self) -> &str {
+        &self.plugin_id
+    }
+
+    /// Calls `Shutdown`, waits [`SHUTDOWN_GRACE`] for the worker to exit, then kills it.
+    pub async fn stop(mut self) {
+        let request = ShutdownRequest {
+            activation_id: self.credentials.activation_id.clone(),
+            auth_token: self.credentials.token.clone(),
+            reason: "pipeline shutdown".into(),
+        };
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.client.shutdown(request)).await;
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.child.wait())
+            .await
+            .is_err()
+        {
+            // The Rust SDK 0.11 answers `accepted: false` and keeps serving.
+            let _ = self.child.kill().await;
+        }
+    }
+}
+
+fn unix_endpoint(path: &Path) -> String {
+    format!("unix://{}", path.display())
+}
+
+/// Waits for the worker to listen on `socket`, [`BIND_LIMIT`] at most, and connects.
+async fn wait_for_socket(
+    child: &mut tokio::process::Child,
+    socket: &Path,
+) -> Result<Channel, String> {
+    let deadline = Instant::now() + BIND_LIMIT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("exited ({status}) before listening"));
+        }
+        if socket.exists()
+            && let Ok(channel) = super::connect_unix(socket.to_path_buf()).await
+        {
+            return Ok(channel);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "did not listen on {} within {} s",
+                socket.display(),
+                BIND_LIMIT.as_secs()
+            ));
+        }
+        tokio::time::sleep(BIND_POLL).await;
+    }
+}
+
+/// Where a worker's socket goes: beside the host's, in the endpoint's directory.
+pub fn socket_directory(host_socket: &Path) -> PathBuf {
+    host_socket
+        .parent()
+        .map_or_else(std::env::temp_dir, Path::to_path_buf)
+}

@@ -1,0 +1,85 @@
+//! A worker plugin written against the reference system's published Python worker SDK
+//! (`nemo-relay-plugin` 0.11.0rc3), run unmodified: wattline starts it with the
+//! reference's environment contract, registers it over its socket, and its
+//! observations land in wattline's diagnostics context; at shutdown it closes its
+//! session and exits.
+
+mod support;
+
+use std::path::Path;
+
+use wattline::diagnostics::{Diagnostics, DiagnosticsLimits};
+use wattline::host::HostEndpoint;
+use wattline::host::worker::{RunningWorker, WorkerSpec, new_credentials};
+
+fn spec(python: &str) -> WorkerSpec {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py");
+    WorkerSpec {
+        plugin_id: "acme.diag".into(),
+        command: vec![python.into(), script.display().to_string()],
+        env: Default::default(),
+        config: serde_json::json!({"backend": "primary"}),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_python_worker_sdk_reports_into_wattline_unmodified() {
+    let Some(python) = support::worker_sdk_python() else {
+        return;
+    };
+    let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
+    let spec = spec(&python);
+    let credentials = new_credentials(&spec.plugin_id);
+    let endpoint = HostEndpoint::start(context.clone(), vec![credentials.clone()], false, None)
+        .expect("the endpoint starts");
+    // Register returns once the plugin's register (which flushes) has finished.
+    let worker = RunningWorker::start(
+        &spec,
+        credentials,
+        endpoint.directory(),
+        endpoint.socket_path(),
+    )
+    .await
+    .expect("the worker starts and registers");
+
+    let snapshot = context.snapshot().unwrap();
+    let component = snapshot
+        .components
+        .iter()
+        .find(|component| component.name == "worker.acme_diag.probe")
+        .unwrap_or_else(|| panic!("no worker component in {:?}", snapshot.components));
+    let counts: Vec<(&str, u64)> = component
+        .codes
+        .iter()
+        .map(|code| (code.code.as_str(), code.occurrences))
+        .collect();
+    assert_eq!(counts, vec![("probe.started", 1), ("plugin.timeout", 2)]);
+    let details: Vec<&str> = snapshot
+        .recent_events
+        .iter()
+        .filter_map(|event| event.detail.as_deref())
+        .collect();
+    assert!(details.contains(&"hello from python"), "{details:?}");
+    assert!(
+        details
+            .iter()
+            .any(|detail| detail.contains("backend slow") && detail.contains("primary")),
+        "the plugin got its config: {details:?}"
+    );
+
+    // Shutdown: the SDK closes its session (the component closes with it) and exits.
+    worker.stop().await;
+    let snapshot = context.snapshot().unwrap();
+    let component = snapshot
+        .components
+        .iter()
+        .find(|component| component.name == "worker.acme_diag.probe")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(component.state).unwrap(),
+        serde_json::json!("closed")
+    );
+    let directory = endpoint.directory().to_path_buf();
+    endpoint.shutdown().await;
+    assert!(!directory.exists());
+}
