@@ -282,9 +282,21 @@ impl PreparedPipeline {
             measuring_from: self.measuring_from,
         })
         .await?;
+        let context = running.diagnostics().cloned();
+        let grant = config
+            .diagnostics
+            .is_some_and(|limits| limits.grant_plugin_reads);
+        let workers = crate::host::plugins::WorkerPlugins::start(
+            &config.workers,
+            context.as_ref(),
+            running.pipeline_diagnostics(),
+            grant,
+        )
+        .await;
         Ok(Pipeline {
             inner: Arc::new(running),
             exporters: self.exporters,
+            workers: Arc::new(tokio::sync::Mutex::new(workers)),
             owner: std::process::id(),
             target,
         })
@@ -306,6 +318,8 @@ fn default_gpu_sources(smi_interval: Duration) -> GpuSourceFactory {
 pub struct Pipeline {
     inner: Arc<RunningPipeline>,
     exporters: Option<Arc<wattline_exporters::FanOut>>,
+    /// The worker plugins and their host endpoint, until shutdown.
+    workers: Arc<tokio::sync::Mutex<Option<crate::host::plugins::WorkerPlugins>>>,
     owner: u32,
     target: ScopeTarget,
 }
@@ -377,6 +391,10 @@ impl Pipeline {
     /// the energy component is on.
     pub async fn shutdown(&self) -> Result<Option<EnergyReport>, Error> {
         self.check_process()?;
+        // Workers first: each closes its diagnostics session while the host still serves.
+        if let Some(workers) = self.workers.lock().await.take() {
+            workers.stop().await;
+        }
         self.inner.stop_clocks().await;
         let mut report = match self.inner.final_report().await {
             Ok(report) => Some(report),
@@ -403,6 +421,16 @@ impl Pipeline {
     /// The pipeline's diagnostics as JSON, when diagnostics are on.
     pub fn diagnostics_json(&self) -> Option<String> {
         self.inner.diagnostics()?.snapshot().ok()?.to_json().ok()
+    }
+
+    /// The plugin ids of the worker plugins running.
+    pub async fn running_workers(&self) -> Vec<String> {
+        self.workers
+            .lock()
+            .await
+            .as_ref()
+            .map(|workers| workers.running().into_iter().map(str::to_owned).collect())
+            .unwrap_or_default()
     }
 
     /// The pipeline's diagnostics snapshot (the host reads the whole context), when

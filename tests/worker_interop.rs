@@ -83,3 +83,85 @@ async fn the_reference_python_worker_sdk_reports_into_wattline_unmodified() {
     endpoint.shutdown().await;
     assert!(!directory.exists());
 }
+
+#[test]
+fn a_worker_plugin_from_plugins_toml_reports_and_a_broken_one_is_recorded() {
+    let Some(python) = support::worker_sdk_python() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py");
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"version = 1
+
+[[components]]
+kind = "worker"
+[components.config]
+plugin_id = "acme.diag"
+command = ["{python}", "{script}"]
+[components.config.config]
+backend = "from-toml"
+
+[[components]]
+kind = "worker"
+[components.config]
+plugin_id = "never.starts"
+command = ["/nonexistent/worker-binary"]
+
+[[components]]
+kind = "worker"
+[components.config]
+plugin_id = "exits.at.once"
+command = ["sh", "-c", "exit 3"]
+"#,
+            script = script.display()
+        ),
+    )
+    .unwrap();
+    let output = support::wattline(home.path())
+        .args(["diagnostics", "--compact", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the pipeline goes on: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let diagnostics: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let components = diagnostics["components"].as_array().unwrap();
+    let worker = components
+        .iter()
+        .find(|component| component["name"] == "worker.acme_diag.probe")
+        .unwrap_or_else(|| panic!("{components:#?}"));
+    assert_eq!(worker["codes"][0]["occurrences"], 1);
+    let details: Vec<&str> = diagnostics["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|event| event["detail"].as_str())
+        .collect();
+    assert!(
+        details.iter().any(|detail| detail.contains("from-toml")),
+        "the plugin got its config table: {details:?}"
+    );
+    let failures: Vec<&&str> = details
+        .iter()
+        .filter(|detail| detail.contains("never.starts") || detail.contains("exits.at.once"))
+        .collect();
+    assert_eq!(failures.len(), 2, "{details:?}");
+    let pipeline = components
+        .iter()
+        .find(|component| component["name"] == "pipeline")
+        .unwrap();
+    let worker_failed = pipeline["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|code| code["code"] == "pipeline.worker_failed")
+        .unwrap();
+    assert_eq!(worker_failed["occurrences"], 2);
+}

@@ -21,6 +21,7 @@ pub const KNOWN_KINDS: &[&str] = &[
     ComponentKind::DIAGNOSTICS,
     ComponentKind::ATOF,
     ComponentKind::OPENTELEMETRY,
+    ComponentKind::WORKER,
 ];
 
 /// A component kind known to this build.
@@ -36,6 +37,8 @@ pub enum ComponentKind {
     Atof,
     /// `opentelemetry`: the OTLP metrics exporter. Off unless enabled.
     OpenTelemetry,
+    /// `worker`: a worker plugin to start (several per file, one per `plugin_id`).
+    Worker,
 }
 
 impl ComponentKind {
@@ -44,6 +47,7 @@ impl ComponentKind {
     const ENERGY: &'static str = "energy";
     const ATOF: &'static str = "atof";
     const OPENTELEMETRY: &'static str = "opentelemetry";
+    const WORKER: &'static str = "worker";
 
     /// The kind's name as written in `plugins.toml`.
     pub fn name(self) -> &'static str {
@@ -53,6 +57,7 @@ impl ComponentKind {
             ComponentKind::Energy => Self::ENERGY,
             ComponentKind::Atof => Self::ATOF,
             ComponentKind::OpenTelemetry => Self::OPENTELEMETRY,
+            ComponentKind::Worker => Self::WORKER,
         }
     }
 
@@ -64,6 +69,7 @@ impl ComponentKind {
             Self::ENERGY => Some(ComponentKind::Energy),
             Self::ATOF => Some(ComponentKind::Atof),
             Self::OPENTELEMETRY => Some(ComponentKind::OpenTelemetry),
+            Self::WORKER => Some(ComponentKind::Worker),
             _ => None,
         }
     }
@@ -90,6 +96,11 @@ impl ComponentKind {
                         ),
                     )
                 })
+            }
+            // A layer may set part of a worker; the merge checks the whole.
+            ComponentKind::Worker => {
+                let layer: crate::worker::WorkerLayer = deserialize_table(table)?;
+                layer.validate()
             }
             ComponentKind::Atof => {
                 let config: AtofConfig = deserialize_table(table)?;
@@ -129,8 +140,10 @@ pub struct ComponentEntry {
 pub struct PluginsDocument {
     /// Where it came from (a path, or a label such as `<code>`), used in errors.
     pub source_name: String,
-    /// Its components, at most one per kind.
+    /// Its components, at most one per kind; workers are in [`Self::workers`].
     pub components: BTreeMap<ComponentKind, ComponentEntry>,
+    /// Its `worker` components, in file order (several allowed, one per `plugin_id`).
+    pub workers: Vec<ComponentEntry>,
 }
 
 impl PluginsDocument {
@@ -184,10 +197,31 @@ impl PluginsDocument {
             }
         };
         let mut components = BTreeMap::new();
+        let mut workers = Vec::new();
+        let mut worker_ids: BTreeMap<String, usize> = BTreeMap::new();
         let mut first_position = BTreeMap::new();
         for (index, entry) in entries.iter().enumerate() {
             let at = format!("components[{index}]");
             let component = parse_entry(entry, &at).map_err(|e| error(e.path, e.rule))?;
+            if component.kind == ComponentKind::Worker {
+                let Some(plugin_id) = component.config.get("plugin_id").and_then(|id| id.as_str())
+                else {
+                    return Err(error(
+                        format!("{at}.config.plugin_id"),
+                        "missing; a worker needs its plugin_id".into(),
+                    ));
+                };
+                if let Some(first) = worker_ids.insert(plugin_id.to_owned(), index) {
+                    return Err(error(
+                        format!("{at}.config.plugin_id"),
+                        format!(
+                            "worker `{plugin_id}` appears more than once in this file (first at components[{first}])"
+                        ),
+                    ));
+                }
+                workers.push(component);
+                continue;
+            }
             if let Some(first) = first_position.insert(component.kind, index) {
                 return Err(error(
                     format!("{at}.kind"),
@@ -202,6 +236,7 @@ impl PluginsDocument {
         Ok(PluginsDocument {
             source_name: source_name.to_string(),
             components,
+            workers,
         })
     }
 }

@@ -18,6 +18,7 @@ use crate::energy::{EnergyConfig, EnergySettings, FactorOrigin};
 use crate::error::{ConfigError, FieldError};
 use crate::opentelemetry::OpenTelemetryConfig;
 use crate::resource_metrics::ResourceMetricsConfig;
+use crate::worker::WorkerConfig;
 
 /// The application directory name under the configuration roots.
 pub const APP_DIRECTORY: &str = "wattline";
@@ -130,6 +131,8 @@ pub struct EffectiveConfig {
     pub atof: Option<AtofConfig>,
     /// The `opentelemetry` metrics exporter, when enabled.
     pub opentelemetry: Option<OpenTelemetryConfig>,
+    /// The worker plugins to start, in the order first seen.
+    pub workers: Vec<WorkerConfig>,
 }
 
 impl Default for EffectiveConfig {
@@ -140,6 +143,7 @@ impl Default for EffectiveConfig {
             energy: Some(EnergySettings::default()),
             atof: None,
             opentelemetry: None,
+            workers: Vec::new(),
         }
     }
 }
@@ -184,6 +188,7 @@ impl EffectiveConfig {
             energy: None,
             atof: None,
             opentelemetry: None,
+            workers: Vec::new(),
         };
         for (kind, table) in &merged {
             let at = format!("components[kind = \"{}\"].config", kind.name());
@@ -242,8 +247,11 @@ impl EffectiveConfig {
                     config.validate().map_err(field_error)?;
                     effective.opentelemetry = Some(config);
                 }
+                // Workers are merged by plugin_id below, never by kind.
+                ComponentKind::Worker => {}
             }
         }
+        effective.workers = merge_workers(layers)?;
         Ok(effective)
     }
 
@@ -277,6 +285,9 @@ impl EffectiveConfig {
         if let Some(config) = &self.opentelemetry {
             components.push(component_table(ComponentKind::OpenTelemetry, config)?);
         }
+        for worker in &self.workers {
+            components.push(component_table(ComponentKind::Worker, worker)?);
+        }
         let mut document = toml::Table::new();
         document.insert("version".into(), toml::Value::Integer(1));
         document.insert("components".into(), toml::Value::Array(components));
@@ -304,6 +315,39 @@ fn component_table<T: serde::Serialize>(
     table.insert("enabled".into(), toml::Value::Boolean(true));
     table.insert("config".into(), config);
     Ok(toml::Value::Table(table))
+}
+
+/// The workers of `layers`, merged by `plugin_id` (later layers on top), each
+/// validated; an entry with `enabled = false` contributes nothing.
+fn merge_workers(layers: &[PluginsDocument]) -> Result<Vec<WorkerConfig>, ConfigError> {
+    let mut merged: Vec<(String, toml::Table)> = Vec::new();
+    for layer in layers {
+        for entry in layer.workers.iter().filter(|entry| entry.enabled) {
+            let Some(plugin_id) = entry.config.get("plugin_id").and_then(|id| id.as_str()) else {
+                continue;
+            };
+            match merged.iter_mut().find(|(id, _)| id == plugin_id) {
+                Some((_, table)) => merge_tables(table, &entry.config),
+                None => merged.push((plugin_id.to_owned(), entry.config.clone())),
+            }
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(plugin_id, table)| {
+            let at = format!("components[kind = \"worker\", plugin_id = \"{plugin_id}\"].config");
+            let field_error = |error: FieldError| {
+                ConfigError::new(
+                    "merged configuration",
+                    format!("{at}.{}", error.path),
+                    error.rule,
+                )
+            };
+            let config: WorkerConfig = deserialize_table(&table).map_err(field_error)?;
+            config.validate().map_err(field_error)?;
+            Ok(config)
+        })
+        .collect()
 }
 
 /// Recursively merges `overlay` into `base`: tables merge, anything else is replaced.

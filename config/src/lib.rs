@@ -14,6 +14,7 @@ pub mod layers;
 pub mod opentelemetry;
 pub mod resource_metrics;
 pub mod units;
+pub mod worker;
 
 pub use atof::{AtofConfig, AtofWriteMode};
 pub use document::{ComponentEntry, ComponentKind, KNOWN_KINDS, PluginsDocument};
@@ -26,3 +27,4 @@ pub use opentelemetry::{
     MetricTemporality, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport,
 };
 pub use resource_metrics::{MeasurementScopeSetting, ResourceMetricsConfig};
+pub use worker::WorkerConfig;

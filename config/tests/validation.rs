@@ -135,7 +135,7 @@ fn unknown_component_kind_names_the_known_kinds() {
     let message = rejection("version = 1\n[[components]]\nkind = \"telepathy\"\n");
     assert_eq!(
         message,
-        "plugins.toml: components[0].kind: unknown component kind `telepathy`, expected one of `resource_metrics`, `energy`, `diagnostics`, `atof`, `opentelemetry`"
+        "plugins.toml: components[0].kind: unknown component kind `telepathy`, expected one of `resource_metrics`, `energy`, `diagnostics`, `atof`, `opentelemetry`, `worker`"
     );
 }
 

@@ -4,6 +4,7 @@
 //! pipeline's diagnostics context with the reference system's worker SDKs, unchanged.
 
 mod diagnostics_service;
+pub mod plugins;
 pub mod worker;
 
 use std::path::{Path, PathBuf};

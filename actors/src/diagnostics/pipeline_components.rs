@@ -11,7 +11,7 @@
 //! | `sampler`  | `sampler.<category>.<failure>`: 6 categories × 4 failures = 24    |
 //! | `gpu`      | `gpu.nvml.*` (2) and `gpu.nvidia_smi.*` (6)                        |
 //! | `exporter` | `exporter.atof.write_failed`, `exporter.otlp.{export_failed,dropped}` |
-//! | `pipeline` | `pipeline.tick_missed`                                            |
+//! | `pipeline` | `pipeline.tick_missed`, `pipeline.worker_failed`                  |
 //!
 //! The per-responsibility names (`sampler.cpu`, `gpu.nvml`, `exporter.otlp`, …) stay
 //! stable as prefixes of the code names, so counters keep full per-category
@@ -199,6 +199,9 @@ pub enum PipelineCode {
     Exporter(ExporterCode),
     /// `pipeline.tick_missed` (`timeout`): a scheduler tick fired late.
     TickMissed,
+    /// `pipeline.worker_failed`: a worker plugin did not start, did not register, or
+    /// died (`execution_failed`, `timeout`, `unavailable`).
+    WorkerFailed,
 }
 
 /// Canonical names of the sampler codes, `[category][failure]`.
@@ -275,6 +278,7 @@ impl PipelineCode {
                 ExporterCode::OtlpDropped => "exporter.otlp.dropped",
             },
             PipelineCode::TickMissed => "pipeline.tick_missed",
+            PipelineCode::WorkerFailed => "pipeline.worker_failed",
         }
     }
 
@@ -305,6 +309,7 @@ impl PipelineCode {
                 ExporterCode::OtlpDropped => "OTLP data was dropped from a full buffer",
             },
             PipelineCode::TickMissed => "A pipeline tick fired after its deadline",
+            PipelineCode::WorkerFailed => "A worker plugin did not start, register or stay up",
         }
     }
 
@@ -337,6 +342,7 @@ impl PipelineCode {
                 ExporterCode::OtlpDropped => &[C::ResourceExhausted],
             },
             PipelineCode::TickMissed => &[C::Timeout],
+            PipelineCode::WorkerFailed => &[C::ExecutionFailed, C::Timeout, C::Unavailable],
         }
     }
 
@@ -359,7 +365,7 @@ impl PipelineCode {
             PipelineCode::Exporter(ExporterCode::OtlpDropped) | PipelineCode::TickMissed => {
                 Severity::Warning
             }
-            PipelineCode::Exporter(_) => Severity::Error,
+            PipelineCode::Exporter(_) | PipelineCode::WorkerFailed => Severity::Error,
         }
     }
 
@@ -369,7 +375,7 @@ impl PipelineCode {
             PipelineCode::Sampler { .. } => PipelineComponent::Sampler,
             PipelineCode::Gpu(_) => PipelineComponent::Gpu,
             PipelineCode::Exporter(_) => PipelineComponent::Exporter,
-            PipelineCode::TickMissed => PipelineComponent::Pipeline,
+            PipelineCode::TickMissed | PipelineCode::WorkerFailed => PipelineComponent::Pipeline,
         }
     }
 
@@ -382,6 +388,7 @@ impl PipelineCode {
             PipelineCode::Gpu(code) => code as usize,
             PipelineCode::Exporter(code) => code as usize,
             PipelineCode::TickMissed => 0,
+            PipelineCode::WorkerFailed => 1,
         };
         // At most 24 codes per component, so the index always fits.
         u32::try_from(index).unwrap_or(u32::MAX).saturating_add(1)
@@ -425,7 +432,10 @@ const EXPORTER_CODES: [DiagnosticCode<'static>; 3] = [
     host(PipelineCode::Exporter(ExporterCode::OtlpDropped)),
 ];
 
-const PIPELINE_CODES: [DiagnosticCode<'static>; 1] = [host(PipelineCode::TickMissed)];
+const PIPELINE_CODES: [DiagnosticCode<'static>; 2] = [
+    host(PipelineCode::TickMissed),
+    host(PipelineCode::WorkerFailed),
+];
 
 /// One of the pipeline's four components.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -609,6 +619,11 @@ impl PipelineDiagnostics {
         detail: &str,
     ) -> Result<RecordOutcome, DiagnosticError> {
         self.record(PipelineCode::Exporter(code), detail)
+    }
+
+    /// Records a worker plugin that failed to start, register or stay up.
+    pub fn record_worker_failed(&self, detail: &str) -> Result<RecordOutcome, DiagnosticError> {
+        self.record(PipelineCode::WorkerFailed, detail)
     }
 
     /// Records a missed pipeline tick.

@@ -218,6 +218,7 @@ pub struct RunningPipeline {
     energy: Option<ActorRef<EnergyMessage>>,
     registry: SamplerRegistry,
     diagnostics: Option<Diagnostics>,
+    pipeline_diagnostics: Option<PipelineDiagnostics>,
     cancel: CancellationToken,
     missed_ticks: Arc<MissedTicks>,
     energy_interval: Duration,
@@ -432,6 +433,7 @@ impl RunningPipeline {
             energy,
             registry,
             diagnostics,
+            pipeline_diagnostics,
             cancel,
             missed_ticks,
             energy_interval,
@@ -645,6 +647,11 @@ impl RunningPipeline {
     /// The diagnostics context, when diagnostics are on.
     pub fn diagnostics(&self) -> Option<&Diagnostics> {
         self.diagnostics.as_ref()
+    }
+
+    /// The pipeline's own components, to record host-side failures (a worker plugin's).
+    pub fn pipeline_diagnostics(&self) -> Option<&PipelineDiagnostics> {
+        self.pipeline_diagnostics.as_ref()
     }
 
     /// The GPU source in use, once the GPU sampler has started.

@@ -1,0 +1,81 @@
+//! `kind = "worker"`: a worker plugin the pipeline starts, a separate program speaking
+//! the reference system's grpc-v1 worker protocol. Unlike the other kinds, a file may
+//! hold several, one per `plugin_id`; layers merge them by `plugin_id`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::FieldError;
+
+/// `[components.config]` of a `worker` component.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    /// The plugin's id, passed to `Register`; non-blank, unique.
+    pub plugin_id: String,
+    /// The program and its arguments, run without a shell; non-empty.
+    pub command: Vec<String>,
+    /// Extra environment for the program.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The plugin's own configuration, passed to `Register` as JSON.
+    #[serde(default)]
+    pub config: toml::Table,
+}
+
+impl WorkerConfig {
+    /// Checks every field; the error names the field.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        if self.plugin_id.trim().is_empty() {
+            return Err(FieldError::new("plugin_id", "must not be blank"));
+        }
+        match self.command.first() {
+            None => return Err(FieldError::new("command", "must name a program")),
+            Some(program) if program.trim().is_empty() => {
+                return Err(FieldError::new("command[0]", "must not be blank"));
+            }
+            Some(_) => {}
+        }
+        for name in self.env.keys() {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(FieldError::new(
+                    format!("env.{name}"),
+                    "a variable name must be non-empty, without `=` or NUL",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One layer's `worker` entry: the fields it sets, checked for shape; a later layer
+/// can complete it (a user's file adding `config` to a system-wide worker).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerLayer {
+    /// Always present: it says which worker the entry is.
+    pub plugin_id: String,
+    /// The program and its arguments.
+    pub command: Option<Vec<String>>,
+    /// Extra environment.
+    pub env: Option<BTreeMap<String, String>>,
+    /// The plugin's own configuration.
+    pub config: Option<toml::Table>,
+}
+
+impl WorkerLayer {
+    /// Checks the fields this layer sets, as [`WorkerConfig::validate`] would.
+    pub fn validate(&self) -> Result<(), FieldError> {
+        WorkerConfig {
+            plugin_id: self.plugin_id.clone(),
+            command: self
+                .command
+                .clone()
+                .unwrap_or_else(|| vec!["(set by another layer)".to_owned()]),
+            env: self.env.clone().unwrap_or_default(),
+            config: toml::Table::new(),
+        }
+        .validate()
+    }
+}

@@ -1,0 +1,99 @@
+//! The worker plugins of a pipeline's configuration: one host endpoint serving them
+//! all, each worker started and registered, each stopped at shutdown. A worker that
+//! fails is recorded as `pipeline.worker_failed` and logged; the pipeline goes on.
+
+use wattline_actors::diagnostics::{Diagnostics, PipelineDiagnostics};
+use wattline_config::WorkerConfig;
+
+use super::worker::{RunningWorker, WorkerSpec, new_credentials};
+use super::{HostEndpoint, WorkerCredentials};
+
+/// The endpoint and the workers that started.
+#[derive(Debug)]
+pub struct WorkerPlugins {
+    endpoint: HostEndpoint,
+    running: Vec<RunningWorker>,
+}
+
+fn spec_of(config: &WorkerConfig) -> WorkerSpec {
+    WorkerSpec {
+        plugin_id: config.plugin_id.clone(),
+        command: config.command.clone(),
+        env: config.env.clone(),
+        config: serde_json::to_value(&config.config).unwrap_or(serde_json::Value::Null),
+    }
+}
+
+fn report(diagnostics: Option<&PipelineDiagnostics>, message: &str) {
+    tracing::warn!("{message}");
+    if let Some(diagnostics) = diagnostics {
+        let _ = diagnostics.record_worker_failed(message);
+    }
+}
+
+impl WorkerPlugins {
+    /// Starts the endpoint and every worker of `workers`; `None` when there are none
+    /// or the endpoint cannot start (reported). Call inside a Tokio runtime.
+    pub async fn start(
+        workers: &[WorkerConfig],
+        context: Option<&Diagnostics>,
+        diagnostics: Option<&PipelineDiagnostics>,
+        can_read_context: bool,
+    ) -> Option<WorkerPlugins> {
+        if workers.is_empty() {
+            return None;
+        }
+        let specs: Vec<(WorkerSpec, WorkerCredentials)> = workers
+            .iter()
+            .map(|config| {
+                let spec = spec_of(config);
+                let credentials = new_credentials(&spec.plugin_id);
+                (spec, credentials)
+            })
+            .collect();
+        let context = context.cloned().unwrap_or_else(Diagnostics::disabled);
+        let endpoint = match HostEndpoint::start(
+            context,
+            specs
+                .iter()
+                .map(|(_, credentials)| credentials.clone())
+                .collect(),
+            can_read_context,
+            None,
+        ) {
+            Ok(endpoint) => endpoint,
+            Err(error) => {
+                report(diagnostics, &format!("no worker started: {error}"));
+                return None;
+            }
+        };
+        let mut running = Vec::new();
+        for (spec, credentials) in specs {
+            match RunningWorker::start(
+                &spec,
+                credentials,
+                endpoint.directory(),
+                endpoint.socket_path(),
+            )
+            .await
+            {
+                Ok(worker) => running.push(worker),
+                Err(error) => report(diagnostics, &error.to_string()),
+            }
+        }
+        Some(WorkerPlugins { endpoint, running })
+    }
+
+    /// The plugin ids of the workers that are running.
+    pub fn running(&self) -> Vec<&str> {
+        self.running.iter().map(RunningWorker::plugin_id).collect()
+    }
+
+    /// Stops every worker (each closes its diagnostics first), then the endpoint.
+    pub async fn stop(self) {
+        for worker in self.running {
+            worker.stop().await;
+        }
+        self.endpoint.shutdown().await;
+    }
+}
