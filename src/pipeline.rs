@@ -282,17 +282,7 @@ impl PreparedPipeline {
             measuring_from: self.measuring_from,
         })
         .await?;
-        let context = running.diagnostics().cloned();
-        let grant = config
-            .diagnostics
-            .is_some_and(|limits| limits.grant_plugin_reads);
-        let workers = crate::host::plugins::WorkerPlugins::start(
-            &config.workers,
-            context.as_ref(),
-            running.pipeline_diagnostics(),
-            grant,
-        )
-        .await;
+        let workers = start_workers(&config, &running).await;
         Ok(Pipeline {
             inner: Arc::new(running),
             exporters: self.exporters,
@@ -301,6 +291,53 @@ impl PreparedPipeline {
             target,
         })
     }
+}
+
+#[cfg(unix)]
+use crate::host::plugins::WorkerPlugins;
+
+/// Worker plugins need Unix sockets; elsewhere none is started.
+#[cfg(not(unix))]
+#[derive(Debug)]
+struct WorkerPlugins;
+
+#[cfg(not(unix))]
+impl WorkerPlugins {
+    async fn stop(self) {}
+
+    fn running(&self) -> Vec<&str> {
+        Vec::new()
+    }
+}
+
+/// The configured worker plugins, started beside the running pipeline.
+#[cfg(unix)]
+async fn start_workers(
+    config: &EffectiveConfig,
+    running: &RunningPipeline,
+) -> Option<WorkerPlugins> {
+    let grant = config
+        .diagnostics
+        .is_some_and(|limits| limits.grant_plugin_reads);
+    WorkerPlugins::start(
+        &config.workers,
+        running.diagnostics(),
+        running.pipeline_diagnostics(),
+        grant,
+    )
+    .await
+}
+
+/// Worker plugins need Unix sockets: say so once when some are configured.
+#[cfg(not(unix))]
+async fn start_workers(
+    config: &EffectiveConfig,
+    _running: &RunningPipeline,
+) -> Option<WorkerPlugins> {
+    if !config.workers.is_empty() {
+        tracing::warn!("worker plugins need Unix sockets: none started on this OS");
+    }
+    None
 }
 
 /// NVML when it loads, else `nvidia-smi` when present, plus DRM devices.
@@ -319,7 +356,7 @@ pub struct Pipeline {
     inner: Arc<RunningPipeline>,
     exporters: Option<Arc<wattline_exporters::FanOut>>,
     /// The worker plugins and their host endpoint, until shutdown.
-    workers: Arc<tokio::sync::Mutex<Option<crate::host::plugins::WorkerPlugins>>>,
+    workers: Arc<tokio::sync::Mutex<Option<WorkerPlugins>>>,
     owner: u32,
     target: ScopeTarget,
 }

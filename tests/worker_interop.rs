@@ -165,3 +165,62 @@ command = ["sh", "-c", "exit 3"]
         .unwrap();
     assert_eq!(worker_failed["occurrences"], 2);
 }
+
+#[test]
+fn a_worker_that_dies_mid_session_is_recorded_and_its_observations_kept() {
+    let Some(python) = support::worker_sdk_python() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py");
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"version = 1
+[[components]]
+kind = "worker"
+[components.config]
+plugin_id = "acme.diag"
+command = ["{python}", "{script}"]
+env = {{ WORKER_DIE_AFTER_REGISTER = "1" }}
+"#,
+            script = script.display()
+        ),
+    )
+    .unwrap();
+    let output = support::wattline(home.path())
+        .args(["run", "--quiet", "--report", "json", "--config"])
+        .arg(&config)
+        .args(["--", "sleep", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the command's run is unaffected: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let diagnostics = &report["diagnostics"];
+    let components = diagnostics["components"].as_array().unwrap();
+    let worker = components
+        .iter()
+        .find(|component| component["name"] == "worker.acme_diag.probe")
+        .unwrap_or_else(|| panic!("{components:#?}"));
+    assert_eq!(
+        worker["codes"][0]["occurrences"], 1,
+        "recorded before the crash"
+    );
+    let details: Vec<&str> = diagnostics["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|event| event["detail"].as_str())
+        .collect();
+    assert!(
+        details
+            .iter()
+            .any(|detail| detail.contains("acme.diag") && detail.contains("during the run")),
+        "{details:?}"
+    );
+}

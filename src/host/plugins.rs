@@ -13,6 +13,7 @@ use super::{HostEndpoint, WorkerCredentials};
 pub struct WorkerPlugins {
     endpoint: HostEndpoint,
     running: Vec<RunningWorker>,
+    diagnostics: Option<PipelineDiagnostics>,
 }
 
 fn spec_of(config: &WorkerConfig) -> WorkerSpec {
@@ -81,7 +82,11 @@ impl WorkerPlugins {
                 Err(error) => report(diagnostics, &error.to_string()),
             }
         }
-        Some(WorkerPlugins { endpoint, running })
+        Some(WorkerPlugins {
+            endpoint,
+            running,
+            diagnostics: diagnostics.cloned(),
+        })
     }
 
     /// The plugin ids of the workers that are running.
@@ -89,10 +94,13 @@ impl WorkerPlugins {
         self.running.iter().map(RunningWorker::plugin_id).collect()
     }
 
-    /// Stops every worker (each closes its diagnostics first), then the endpoint.
+    /// Stops every worker (each closes its diagnostics first), then the endpoint; a
+    /// worker that died during the run is reported.
     pub async fn stop(self) {
         for worker in self.running {
-            worker.stop().await;
+            if let Some(died) = worker.stop().await {
+                report(self.diagnostics.as_ref(), &died);
+            }
         }
         self.endpoint.shutdown().await;
     }

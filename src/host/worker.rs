@@ -189,7 +189,14 @@ impl RunningWorker {
     }
 
     /// Calls `Shutdown`, waits [`SHUTDOWN_GRACE`] for the worker to exit, then kills it.
-    pub async fn stop(mut self) {
+    /// Says so when the worker had already died during the run.
+    pub async fn stop(mut self) -> Option<String> {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return Some(format!(
+                "worker `{}` exited ({status}) during the run",
+                self.plugin_id
+            ));
+        }
         let request = ShutdownRequest {
             activation_id: self.credentials.activation_id.clone(),
             auth_token: self.credentials.token.clone(),
@@ -203,6 +210,7 @@ impl RunningWorker {
             // The Rust SDK 0.11 answers `accepted: false` and keeps serving.
             let _ = self.child.kill().await;
         }
+        None
     }
 }
 

@@ -4,6 +4,7 @@ the host, registers one component with an extension code and a built-in, records
 observation of each, and flushes. wattline's host endpoint must take them as the
 reference host does."""
 import asyncio
+import os
 import sys
 
 from nemo_relay_plugin import (
@@ -58,6 +59,9 @@ class DiagPlugin(WorkerPlugin):
             )
         )
         await diagnostics.flush()
+        if os.environ.get("WORKER_DIE_AFTER_REGISTER") == "1":
+            # A crash mid-session: gone before the host's Shutdown.
+            asyncio.get_running_loop().call_later(0.2, os._exit, 9)
         print(f"[worker] flushed stats={diagnostics.delivery_stats()}", file=sys.stderr, flush=True)
 
 
