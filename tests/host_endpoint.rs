@@ -16,7 +16,7 @@ use nemo_relay_worker_proto::v1::{
 use tonic::Code;
 use tonic::transport::Channel;
 use wattline::diagnostics::{Diagnostics, DiagnosticsLimits};
-use wattline::host::{HostEndpoint, NOT_CONSUMED_METADATA, WorkerCredentials};
+use wattline::host::{Admission, HostEndpoint, NOT_CONSUMED_METADATA, WorkerCredentials};
 
 const ACTIVATION: &str = "0190f4a2-7c1e-7d3a-9b2f-3c4d5e6f7a8b";
 const TOKEN: &str = "0190f4a2-7c1e-7d3a-9b2f-aaaaaaaaaaaa";
@@ -35,8 +35,12 @@ struct Host {
 }
 
 async fn host(can_read_context: bool) -> Host {
+    host_with(can_read_context, Admission::default()).await
+}
+
+async fn host_with(can_read_context: bool, admission: Admission) -> Host {
     let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
-    let endpoint = HostEndpoint::start(
+    let endpoint = HostEndpoint::start_with_admission(
         context.clone(),
         vec![WorkerCredentials {
             activation_id: ACTIVATION.into(),
@@ -45,6 +49,7 @@ async fn host(can_read_context: bool) -> Host {
         }],
         can_read_context,
         None,
+        admission,
     )
     .expect("the endpoint starts");
     let socket: PathBuf = endpoint.socket_path().to_path_buf();
@@ -427,4 +432,41 @@ async fn reading_needs_the_grant_and_the_directory_is_private_and_removed() {
     assert_eq!(mode & 0o777, 0o700);
     granted.endpoint.shutdown().await;
     assert!(!directory.exists(), "the directory is removed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_over_the_admission_limit_is_refused_not_consumed_before_decoding() {
+    // No submission slot left: every diagnostic call is refused before its body is
+    // read, with the metadata that lets the client send it again; reads have their
+    // own limit.
+    let mut host = host_with(true, Admission { calls: 0, reads: 4 }).await;
+    let refused = host
+        .client
+        .get_diagnostic_capabilities(credentials().unwrap())
+        .await
+        .expect_err("over the limit");
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert_eq!(
+        refused
+            .metadata()
+            .get(NOT_CONSUMED_METADATA)
+            .map(|value| value.to_str().unwrap()),
+        Some("1")
+    );
+    // Not even garbage credentials are looked at: nothing was decoded.
+    let refused = host
+        .client
+        .submit_diagnostic(DiagnosticSubmission::default())
+        .await
+        .expect_err("over the limit");
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    let read = host
+        .client
+        .read_diagnostic_page(DiagnosticReadRequest {
+            credentials: credentials(),
+            ..DiagnosticReadRequest::default()
+        })
+        .await
+        .expect("reads are admitted on their own limit");
+    assert!(!read.into_inner().snapshot_json.is_empty());
 }

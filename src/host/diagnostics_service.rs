@@ -17,7 +17,6 @@ use nemo_relay_worker_proto::v1::{
     DiagnosticSession, DiagnosticSubmission, diagnostic_code_definition, diagnostic_submission,
 };
 use prost::Message;
-use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status};
 use wattline_actors::diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, Correlation, DiagnosticCode, DiagnosticComponent,
@@ -108,8 +107,6 @@ pub struct DiagnosticsService {
     context: Diagnostics,
     can_read_context: bool,
     state: Arc<Mutex<State>>,
-    calls: Arc<Semaphore>,
-    reads: Arc<Semaphore>,
 }
 
 impl DiagnosticsService {
@@ -139,8 +136,6 @@ impl DiagnosticsService {
                 activations,
                 sessions: 0,
             })),
-            calls: Arc::new(Semaphore::new(limits::CONCURRENT_CALLS)),
-            reads: Arc::new(Semaphore::new(limits::CONCURRENT_READS)),
         }
     }
 
@@ -175,7 +170,7 @@ impl DiagnosticsService {
 }
 
 /// `RESOURCE_EXHAUSTED`, marked not consumed: the client may send it again.
-fn exhausted(message: &str) -> Status {
+pub(super) fn exhausted(message: &str) -> Status {
     let mut status = Status::resource_exhausted(message.to_owned());
     status.metadata_mut().insert(
         NOT_CONSUMED_METADATA,
@@ -501,10 +496,6 @@ impl RelayDiagnostics for DiagnosticsService {
         &self,
         request: Request<DiagnosticCredentials>,
     ) -> Result<Response<DiagnosticCapabilities>, Status> {
-        let _admitted = self
-            .calls
-            .try_acquire()
-            .map_err(|_| exhausted("too many diagnostic calls"))?;
         let mut state = self.state();
         authorize(&mut state, Some(request.get_ref()))?;
         Ok(Response::new(self.capabilities()))
@@ -514,10 +505,6 @@ impl RelayDiagnostics for DiagnosticsService {
         &self,
         request: Request<DiagnosticOpenRequest>,
     ) -> Result<Response<DiagnosticSession>, Status> {
-        let _admitted = self
-            .calls
-            .try_acquire()
-            .map_err(|_| exhausted("too many diagnostic calls"))?;
         let request = request.into_inner();
         let mut state = self.state();
         let sessions = state.sessions;
@@ -561,10 +548,6 @@ impl RelayDiagnostics for DiagnosticsService {
         &self,
         request: Request<DiagnosticSubmission>,
     ) -> Result<Response<DiagnosticReceipt>, Status> {
-        let _admitted = self
-            .calls
-            .try_acquire()
-            .map_err(|_| exhausted("too many diagnostic calls"))?;
         let submission = request.into_inner();
         let bytes = submission.encode_to_vec();
         let mut state = self.state();
@@ -608,10 +591,6 @@ impl RelayDiagnostics for DiagnosticsService {
         &self,
         request: Request<DiagnosticReadRequest>,
     ) -> Result<Response<DiagnosticReadResponse>, Status> {
-        let _admitted = self
-            .reads
-            .try_acquire()
-            .map_err(|_| exhausted("too many diagnostic reads"))?;
         let request = request.into_inner();
         {
             let mut state = self.state();

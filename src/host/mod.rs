@@ -3,6 +3,7 @@
 //! that worker plugins and the program under `wattline run` record into the
 //! pipeline's diagnostics context with the reference system's worker SDKs, unchanged.
 
+mod admission;
 mod diagnostics_service;
 pub mod plugins;
 pub mod worker;
@@ -14,6 +15,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wattline_actors::diagnostics::Diagnostics;
 
+pub use admission::Admission;
 pub use diagnostics_service::{
     DiagnosticsService, NOT_CONSUMED_METADATA, WorkerCredentials, limits,
 };
@@ -58,6 +60,23 @@ impl HostEndpoint {
         can_read_context: bool,
         parent: Option<&Path>,
     ) -> Result<HostEndpoint, HostEndpointError> {
+        Self::start_with_admission(
+            context,
+            workers,
+            can_read_context,
+            parent,
+            Admission::default(),
+        )
+    }
+
+    /// [`Self::start`] with other admission limits than the reference host's.
+    pub fn start_with_admission(
+        context: Diagnostics,
+        workers: Vec<WorkerCredentials>,
+        can_read_context: bool,
+        parent: Option<&Path>,
+        admission: Admission,
+    ) -> Result<HostEndpoint, HostEndpointError> {
         let directory = parent
             .map_or_else(std::env::temp_dir, Path::to_path_buf)
             .join(format!("wattline-host-{}", uuid::Uuid::now_v7().simple()));
@@ -82,7 +101,10 @@ impl HostEndpoint {
         let server = tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
             let served = tonic::transport::Server::builder()
-                .add_service(RelayDiagnosticsServer::new(service))
+                .add_service(admission::Admitted::new(
+                    RelayDiagnosticsServer::new(service),
+                    admission,
+                ))
                 .serve_with_incoming_shutdown(incoming, stop.cancelled())
                 .await;
             if let Err(error) = served {
