@@ -209,6 +209,17 @@ async fn capabilities_are_what_the_sdks_accept_and_credentials_are_checked() {
     assert_eq!(session.session_id.len(), 16);
     assert_eq!(session.capabilities, Some(capabilities));
     assert_eq!(open(&mut host).await, session.session_id);
+    let other_version = host
+        .client
+        .open_diagnostic_session(DiagnosticOpenRequest {
+            credentials: credentials(),
+            protocol_version: 2,
+            snapshot_version: 1,
+            provenance_version: 1,
+        })
+        .await
+        .expect_err("only version 1");
+    assert_eq!(other_version.code(), Code::FailedPrecondition);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -234,6 +245,15 @@ async fn submissions_follow_the_sequence_rules() {
     oversize.sequence = 3;
     let mut no_operation = submission(&session, 3, observation(1, 1, "x"));
     no_operation.operation = None;
+    let with_observation = |change: fn(&mut DiagnosticObservation)| {
+        let mut operation = observation(1, 1, "x");
+        if let diagnostic_submission::Operation::Record(observation) = &mut operation {
+            change(observation);
+        }
+        submission(&session, 3, operation)
+    };
+    let before_1970 = with_observation(|o| o.observed_unix_micros = Some(-1));
+    let long_correlation = with_observation(|o| o.request_id = Some("r".repeat(1025)));
     let cases: Vec<(
         &str,
         DiagnosticSubmission,
@@ -273,6 +293,16 @@ async fn submissions_follow_the_sequence_rules() {
         (
             "count 0",
             submission(&session, 3, observation(1, 0, "none")),
+            Err(Code::InvalidArgument),
+        ),
+        (
+            "a producer time before 1970",
+            before_1970,
+            Err(Code::InvalidArgument),
+        ),
+        (
+            "correlation over max_correlation_bytes",
+            long_correlation,
             Err(Code::InvalidArgument),
         ),
         (

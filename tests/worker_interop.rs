@@ -12,8 +12,32 @@ use wattline::diagnostics::{Diagnostics, DiagnosticsLimits};
 use wattline::host::HostEndpoint;
 use wattline::host::worker::{RunningWorker, WorkerSpec, new_credentials};
 
+/// The worker written against the reference SDK.
+fn script() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py")
+}
+
+/// A component of a diagnostics JSON snapshot, by name.
+fn component<'a>(diagnostics: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let components = diagnostics["components"].as_array().unwrap();
+    components
+        .iter()
+        .find(|component| component["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {components:#?}"))
+}
+
+/// The details of a diagnostics JSON snapshot's recent events.
+fn details(diagnostics: &serde_json::Value) -> Vec<&str> {
+    diagnostics["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|event| event["detail"].as_str())
+        .collect()
+}
+
 fn spec(python: &str) -> WorkerSpec {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py");
+    let script = script();
     WorkerSpec {
         plugin_id: "acme.diag".into(),
         command: vec![python.into(), script.display().to_string()],
@@ -90,7 +114,7 @@ fn a_worker_plugin_from_plugins_toml_reports_and_a_broken_one_is_recorded() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py");
+    let script = script();
     let config = home.path().join("plugins.toml");
     std::fs::write(
         &config,
@@ -132,18 +156,9 @@ command = ["sh", "-c", "exit 3"]
         String::from_utf8_lossy(&output.stderr)
     );
     let diagnostics: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let components = diagnostics["components"].as_array().unwrap();
-    let worker = components
-        .iter()
-        .find(|component| component["name"] == "worker.acme_diag.probe")
-        .unwrap_or_else(|| panic!("{components:#?}"));
+    let worker = component(&diagnostics, "worker.acme_diag.probe");
     assert_eq!(worker["codes"][0]["occurrences"], 1);
-    let details: Vec<&str> = diagnostics["recent_events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|event| event["detail"].as_str())
-        .collect();
+    let details = details(&diagnostics);
     assert!(
         details.iter().any(|detail| detail.contains("from-toml")),
         "the plugin got its config table: {details:?}"
@@ -153,10 +168,7 @@ command = ["sh", "-c", "exit 3"]
         .filter(|detail| detail.contains("never.starts") || detail.contains("exits.at.once"))
         .collect();
     assert_eq!(failures.len(), 2, "{details:?}");
-    let pipeline = components
-        .iter()
-        .find(|component| component["name"] == "pipeline")
-        .unwrap();
+    let pipeline = component(&diagnostics, "pipeline");
     let worker_failed = pipeline["codes"]
         .as_array()
         .unwrap()
@@ -172,7 +184,7 @@ fn a_worker_that_dies_mid_session_is_recorded_and_its_observations_kept() {
         return;
     };
     let home = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py");
+    let script = script();
     let config = home.path().join("plugins.toml");
     std::fs::write(
         &config,
@@ -202,21 +214,12 @@ env = {{ WORKER_DIE_AFTER_REGISTER = "1" }}
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let diagnostics = &report["diagnostics"];
-    let components = diagnostics["components"].as_array().unwrap();
-    let worker = components
-        .iter()
-        .find(|component| component["name"] == "worker.acme_diag.probe")
-        .unwrap_or_else(|| panic!("{components:#?}"));
+    let worker = component(diagnostics, "worker.acme_diag.probe");
     assert_eq!(
         worker["codes"][0]["occurrences"], 1,
         "recorded before the crash"
     );
-    let details: Vec<&str> = diagnostics["recent_events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|event| event["detail"].as_str())
-        .collect();
+    let details = details(diagnostics);
     assert!(
         details
             .iter()

@@ -211,9 +211,12 @@ fn rejected(sequence: u64, reason: &str) -> DiagnosticReceipt {
     }
 }
 
-/// Checks what needs no state: shape, size, sequence 0, counts, times. Malformed input
-/// is `INVALID_ARGUMENT` and consumes nothing.
-fn check_shape(submission: &DiagnosticSubmission, encoded: usize) -> Result<(), Status> {
+/// Checks what needs no state: shape, size, sequence 0, counts, times, and gives the
+/// operation. Malformed input is `INVALID_ARGUMENT` and consumes nothing.
+fn check_shape(
+    submission: &DiagnosticSubmission,
+    encoded: usize,
+) -> Result<&diagnostic_submission::Operation, Status> {
     let invalid = |why: &str| Err(Status::invalid_argument(why.to_owned()));
     if encoded > limits::MAX_REQUEST_BYTES {
         return invalid("submission larger than max_request_bytes");
@@ -224,37 +227,73 @@ fn check_shape(submission: &DiagnosticSubmission, encoded: usize) -> Result<(), 
     if submission.sequence == 0 {
         return invalid("sequence starts at 1");
     }
-    match &submission.operation {
-        None => invalid("no operation"),
-        Some(diagnostic_submission::Operation::Record(observation)) => {
-            if observation.count == 0 {
-                return invalid("count must be at least 1");
-            }
-            if observation
-                .observed_unix_micros
-                .is_some_and(|micros| micros < 0)
-            {
-                return invalid("observed_unix_micros before 1970");
-            }
-            let correlation = observation.session_id.as_deref().map_or(0, str::len)
-                + observation.request_id.as_deref().map_or(0, str::len);
-            if correlation > limits::MAX_CORRELATION_BYTES {
-                return invalid("correlation larger than max_correlation_bytes");
-            }
-            Ok(())
+    let operation = match &submission.operation {
+        None => return invalid("no operation"),
+        Some(operation) => operation,
+    };
+    if let diagnostic_submission::Operation::Record(observation) = operation {
+        if observation.count == 0 {
+            return invalid("count must be at least 1");
         }
-        Some(_) => Ok(()),
+        if observation
+            .observed_unix_micros
+            .is_some_and(|micros| micros < 0)
+        {
+            return invalid("observed_unix_micros before 1970");
+        }
+        let correlation = observation.session_id.as_deref().map_or(0, str::len)
+            + observation.request_id.as_deref().map_or(0, str::len);
+        if correlation > limits::MAX_CORRELATION_BYTES {
+            return invalid("correlation larger than max_correlation_bytes");
+        }
+    }
+    Ok(operation)
+}
+
+/// One checked code of a registration, borrowing its names from the request.
+enum CheckedCode<'a> {
+    Builtin(BuiltinDiagnosticCode),
+    Extension {
+        name: &'a str,
+        description: &'a str,
+        outcome: DiagnosticOutcome,
+        classes: Vec<FailureClass>,
+    },
+}
+
+impl CheckedCode<'_> {
+    fn declared(&self) -> DiagnosticCode<'_> {
+        match self {
+            CheckedCode::Builtin(builtin) => DiagnosticCode::Builtin(*builtin),
+            CheckedCode::Extension {
+                name,
+                description,
+                outcome,
+                classes,
+            } => DiagnosticCode::Extension {
+                name,
+                description,
+                outcome: *outcome,
+                allowed_classes: classes,
+            },
+        }
     }
 }
 
-/// A registration's codes in the context's terms, with the extension count and the
-/// metadata bytes it charges; `Err(reason)` for what the host refuses.
-struct Codes {
-    builtins: Vec<BuiltinDiagnosticCode>,
-    extensions: Vec<(String, String, DiagnosticOutcome, Vec<FailureClass>)>,
-    /// Declaration order: `true` for the next extension, `false` for the next built-in.
-    order: Vec<bool>,
+/// A registration's codes in the context's terms, in declaration order, with the
+/// metadata bytes they charge; `Err(reason)` for what the host refuses.
+struct Codes<'a> {
+    codes: Vec<CheckedCode<'a>>,
     metadata_bytes: usize,
+}
+
+impl Codes<'_> {
+    fn extensions(&self) -> usize {
+        self.codes
+            .iter()
+            .filter(|code| matches!(code, CheckedCode::Extension { .. }))
+            .count()
+    }
 }
 
 fn failure_class(name: &str) -> Option<FailureClass> {
@@ -283,25 +322,23 @@ fn severity(value: i32) -> Option<Severity> {
     }
 }
 
-fn codes_of(registration: &DiagnosticComponentRegistration) -> Result<Codes, &'static str> {
+fn codes_of(registration: &DiagnosticComponentRegistration) -> Result<Codes<'_>, &'static str> {
     if registration.codes.is_empty() || registration.codes.len() > limits::MAX_CODES {
         return Err("code_limit");
     }
     let mut codes = Codes {
-        builtins: Vec::new(),
-        extensions: Vec::new(),
-        order: Vec::new(),
+        codes: Vec::with_capacity(registration.codes.len()),
         metadata_bytes: registration.local_name.len(),
     };
     for DiagnosticCodeDefinition { definition } in &registration.codes {
-        match definition {
+        let code = match definition {
             Some(diagnostic_code_definition::Definition::BuiltinName(name)) => {
-                let builtin = BuiltinDiagnosticCode::from_name(name)
-                    .filter(|builtin| !builtin.is_host_owned())
-                    .ok_or("unknown_builtin")?;
                 codes.metadata_bytes += name.len();
-                codes.builtins.push(builtin);
-                codes.order.push(false);
+                CheckedCode::Builtin(
+                    BuiltinDiagnosticCode::from_name(name)
+                        .filter(|builtin| !builtin.is_host_owned())
+                        .ok_or("unknown_builtin")?,
+                )
             }
             Some(diagnostic_code_definition::Definition::Extension(extension)) => {
                 let outcome = outcome(extension.outcome).ok_or("invalid_declaration")?;
@@ -318,16 +355,16 @@ fn codes_of(registration: &DiagnosticComponentRegistration) -> Result<Codes, &'s
                     .map(|class| failure_class(class).ok_or("invalid_declaration"))
                     .collect::<Result<Vec<_>, _>>()?;
                 codes.metadata_bytes += extension.name.len() + extension.description.len();
-                codes.extensions.push((
-                    extension.name.clone(),
-                    extension.description.clone(),
+                CheckedCode::Extension {
+                    name: &extension.name,
+                    description: &extension.description,
                     outcome,
                     classes,
-                ));
-                codes.order.push(true);
+                }
             }
             None => return Err("invalid_declaration"),
-        }
+        };
+        codes.codes.push(code);
     }
     Ok(codes)
 }
@@ -347,36 +384,16 @@ impl DiagnosticsService {
             Ok(codes) => codes,
             Err(reason) => return rejected(sequence, reason),
         };
-        if session.extensions + codes.extensions.len() > limits::MAX_EXTENSIONS {
+        let extensions = codes.extensions();
+        if session.extensions + extensions > limits::MAX_EXTENSIONS {
             return rejected(sequence, "extension_limit");
         }
         if session.metadata_bytes + codes.metadata_bytes > limits::MAX_METADATA_BYTES {
             return rejected(sequence, "registration_text_limit");
         }
         let name = format!("worker.{namespace}.{}", registration.local_name);
-        let (mut builtins, mut extensions) = (codes.builtins.iter(), codes.extensions.iter());
-        let declared: Vec<DiagnosticCode<'_>> = codes
-            .order
-            .iter()
-            .filter_map(|is_extension| {
-                if *is_extension {
-                    extensions
-                        .next()
-                        .map(
-                            |(name, description, outcome, classes)| DiagnosticCode::Extension {
-                                name,
-                                description,
-                                outcome: *outcome,
-                                allowed_classes: classes,
-                            },
-                        )
-                } else {
-                    builtins
-                        .next()
-                        .map(|builtin| DiagnosticCode::Builtin(*builtin))
-                }
-            })
-            .collect();
+        let declared: Vec<DiagnosticCode<'_>> =
+            codes.codes.iter().map(CheckedCode::declared).collect();
         let component = self
             .context
             .component_lazy_for_worker(|| ComponentDeclaration {
@@ -385,7 +402,7 @@ impl DiagnosticsService {
             });
         match component {
             Ok(component) => {
-                session.extensions += codes.extensions.len();
+                session.extensions += extensions;
                 session.metadata_bytes += codes.metadata_bytes;
                 session.components.push(component);
                 DiagnosticReceipt {
@@ -552,7 +569,7 @@ impl RelayDiagnostics for DiagnosticsService {
         let bytes = submission.encode_to_vec();
         let mut state = self.state();
         let activation = authorize(&mut state, submission.credentials.as_ref())?;
-        check_shape(&submission, bytes.len())?;
+        let operation = check_shape(&submission, bytes.len())?;
         let namespace = activation.credentials.namespace.clone();
         let session = match &mut activation.session {
             Some(session) if session.id[..] == submission.session_id[..] => session,
@@ -578,9 +595,6 @@ impl RelayDiagnostics for DiagnosticsService {
         if session.closed {
             return Err(Status::failed_precondition("session closed"));
         }
-        let Some(operation) = &submission.operation else {
-            return Err(Status::invalid_argument("no operation"));
-        };
         let receipt = self.apply(session, &namespace, operation, sequence);
         session.next_sequence += 1;
         session.last = Some((bytes, receipt.clone()));

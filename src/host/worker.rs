@@ -4,7 +4,7 @@
 //! stops the pipeline.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nemo_relay_worker_proto::v1::plugin_worker_client::PluginWorkerClient;
@@ -242,11 +242,4 @@ async fn wait_for_socket(
         }
         tokio::time::sleep(BIND_POLL).await;
     }
-}
-
-/// Where a worker's socket goes: beside the host's, in the endpoint's directory.
-pub fn socket_directory(host_socket: &Path) -> PathBuf {
-    host_socket
-        .parent()
-        .map_or_else(std::env::temp_dir, Path::to_path_buf)
 }

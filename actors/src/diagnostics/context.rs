@@ -289,9 +289,10 @@ impl ComponentHandle {
         }
         let observation = factory();
         let limits = &self.context.limits;
-        // The pipeline's own input is held to the spec's maximum; storage limits (history,
-        // detail) are the context's for everyone.
-        let input_limits = if self.shared.host {
+        // Input on its own budget (the pipeline's; a worker's, bounded by the endpoint's
+        // request size) is held to the spec's maximum; storage limits (history, detail)
+        // are the context's for everyone.
+        let input_limits = if self.shared.own_budget {
             &DiagnosticsLimits::default()
         } else {
             limits

@@ -26,9 +26,9 @@ pub(super) struct ComponentShared {
     row: usize,
     /// Set once by `close()` or the last handle's drop; never cleared.
     closed: AtomicBool,
-    /// One of the pipeline's own components: admitted on the host's budget, not the
-    /// plugins'.
-    pub(super) host: bool,
+    /// Admitted on a budget of its own (the pipeline's components; a worker's, whose
+    /// session limits the host endpoint enforces), not the native plugins'.
+    pub(super) own_budget: bool,
 }
 
 impl ComponentShared {
@@ -102,7 +102,7 @@ impl ContextState {
 
     /// Live components on the plugins' budget (the pipeline's own have their own).
     fn live_plugin_rows(&self) -> impl Iterator<Item = &ComponentRow> {
-        self.live_rows().filter(|row| !row.shared.host)
+        self.live_rows().filter(|row| !row.shared.own_budget)
     }
 
     /// Closes every registration (activation teardown): no handle records after it.
@@ -124,14 +124,14 @@ impl ContextState {
     /// Admits a validated declaration against the context budgets and stores it.
     ///
     /// Order: duplicate live name, live components, extensions, registration text.
-    /// Nothing is charged when an error is returned. A `host` declaration (the
-    /// pipeline's own, fixed and validated against the spec's maxima) charges no budget:
+    /// Nothing is charged when an error is returned. An `own_budget` declaration (the
+    /// pipeline's or a worker's, validated against the spec's maxima) charges no budget here:
     /// the plugins keep every slot the configuration gives them.
     pub(super) fn admit(
         &mut self,
         declaration: ValidatedDeclaration,
         limits: &DiagnosticsLimits,
-        host: bool,
+        own_budget: bool,
     ) -> Result<Arc<ComponentShared>, DiagnosticError> {
         if self
             .live_rows()
@@ -141,7 +141,7 @@ impl ContextState {
                 name: declaration.name,
             });
         }
-        if host {
+        if own_budget {
             return Ok(self.store_row(declaration, true));
         }
         if self.live_plugin_rows().count() >= limits.max_live_components {
@@ -174,14 +174,18 @@ impl ContextState {
         Ok(self.store_row(declaration, false))
     }
 
-    fn store_row(&mut self, declaration: ValidatedDeclaration, host: bool) -> Arc<ComponentShared> {
+    fn store_row(
+        &mut self,
+        declaration: ValidatedDeclaration,
+        own_budget: bool,
+    ) -> Arc<ComponentShared> {
         let counters = vec![CodeCounter::default(); declaration.codes.len()];
         let shared = Arc::new(ComponentShared {
             name: declaration.name,
             codes: declaration.codes,
             row: self.rows.len(),
             closed: AtomicBool::new(false),
-            host,
+            own_budget,
         });
         self.rows.push(ComponentRow {
             shared: Arc::clone(&shared),

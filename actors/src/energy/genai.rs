@@ -353,11 +353,12 @@ fn energy(
         });
         // The interval's length and method let a reader of the event file rebuild the
         // report: covered time and which figure the energy is.
-        let mut best_attributes = device.map(wattline_device_attributes).unwrap_or_default();
-        best_attributes.insert(
-            GPU_UUID_ATTRIBUTE.into(),
-            AttributeValue::String(interval.device.clone()),
-        );
+        let mut best_attributes = device.map(wattline_device_attributes).unwrap_or_else(|| {
+            BTreeMap::from([(
+                GPU_UUID_ATTRIBUTE.to_string(),
+                AttributeValue::String(interval.device.clone()),
+            )])
+        });
         best_attributes.insert("component".into(), AttributeValue::String("gpu".into()));
         let method = if interval.counter {
             "counter"
