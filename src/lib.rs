@@ -42,7 +42,7 @@ pub enum ScopeError {
         /// The process.
         pid: u32,
         /// Why.
-        source: wattline_actors::platform::ReadError,
+        source: wattline_actors::ReadError,
     },
 }
 

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use wattline_actors::SamplingSeries;
 use wattline_actors::collector::Collector;
-use wattline_actors::readings::SamplingSeries;
 use wattline_actors::scope::{ScopeTarget, identify_process};
 use wattline_config::ResourceMetricsConfig;
 

@@ -12,8 +12,13 @@ pub mod gpu;
 pub(crate) mod merger;
 pub mod metric_names;
 pub mod pipeline;
+// The OS readers are this crate's own; the `test-support` feature opens them to its
+// integration tests and benchmarks, which point them at fixture trees.
+#[cfg(feature = "test-support")]
 pub mod platform;
-pub mod readings;
+#[cfg(not(feature = "test-support"))]
+pub(crate) mod platform;
+pub(crate) mod readings;
 pub(crate) mod samplers;
 pub mod scope;
 pub mod snapshot;
@@ -26,7 +31,7 @@ pub use energy::record::{EnergyRecord, Epoch};
 pub use energy::report::EnergyReport;
 pub use events::{EventSink, PipelineEvent};
 pub use gpu::GpuSource;
-pub use platform::{ReadError, ReadErrorClass};
+pub use platform::{ParseError, ReadError, ReadErrorClass};
 pub use readings::SamplingSeries;
 pub use scope::{ProcessIdentity, ScopeTarget};
 pub use snapshot::Snapshot;

@@ -2,7 +2,7 @@
 //! start time), resolved once per tick and shared by every sampler.
 //!
 //! Each process's `stat` is read here exactly once per tick; samplers reuse the parsed
-//! [`ProcessStat`] rather than reading it again.
+//! `ProcessStat` rather than reading it again.
 
 use std::collections::HashMap;
 use std::path::Path;

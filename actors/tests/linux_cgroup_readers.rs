@@ -7,6 +7,8 @@ mod linux_support;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use wattline_actors::ReadErrorClass;
+use wattline_actors::platform::linux::ParseError;
 use wattline_actors::platform::linux::cgroup::{
     CgroupLayout, CgroupMount, CgroupMountEntry, CgroupMountKind, CgroupReadings, GroupDir,
     ProcCgroup, V1Membership, find_exclusive_group, parse_cgroup_mounts, parse_cpuset_count,
@@ -15,7 +17,6 @@ use wattline_actors::platform::linux::cgroup::{
 };
 use wattline_actors::platform::linux::cgroup_v1;
 use wattline_actors::platform::linux::cgroup_v2;
-use wattline_actors::platform::linux::{ParseError, ReadErrorClass};
 
 use linux_support::*;
 

@@ -6,6 +6,7 @@ mod linux_support;
 
 use std::path::Path;
 
+use wattline_actors::ReadErrorClass;
 use wattline_actors::platform::linux::meminfo::{MemInfo, parse_meminfo, read_meminfo};
 use wattline_actors::platform::linux::process_status::{
     ProcessStatus, parse_process_status, read_process_status,
@@ -13,7 +14,7 @@ use wattline_actors::platform::linux::process_status::{
 use wattline_actors::platform::linux::smaps_rollup::{
     SmapsRollup, parse_smaps_rollup, read_smaps_rollup,
 };
-use wattline_actors::platform::linux::{ParseError, ReadError, ReadErrorClass};
+use wattline_actors::platform::linux::{ParseError, ReadError};
 
 use linux_support::*;
 

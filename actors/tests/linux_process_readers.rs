@@ -11,12 +11,13 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use wattline_actors::ReadErrorClass;
 use wattline_actors::platform::linux::cgroup::read_proc_cgroup;
 use wattline_actors::platform::linux::fd_count::read_fd_count;
 use wattline_actors::platform::linux::process_io::{ProcessIo, parse_process_io, read_process_io};
 use wattline_actors::platform::linux::process_status::{ProcessStatus, read_process_status};
 use wattline_actors::platform::linux::smaps_rollup::read_smaps_rollup;
-use wattline_actors::platform::linux::{ParseError, ReadError, ReadErrorClass};
+use wattline_actors::platform::linux::{ParseError, ReadError};
 
 use linux_support::*;
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use wattline_actors::SamplingSeries;
 use wattline_actors::collector::Collector;
-use wattline_actors::readings::SamplingSeries;
 use wattline_actors::scope::{ScopeTarget, identify_process};
 use wattline_actors::snapshot::Snapshot;
 use wattline_config::ResourceMetricsConfig;

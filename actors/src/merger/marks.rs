@@ -1,9 +1,10 @@
 //! A snapshot as `nemo.relay.metric_measurements` v1 data: every available measurement
 //! under its `nemo.relay.resource.*` name, each a gauge, with the scope attributes.
 //!
-//! Each category's gauges are a table of full metric names, so every name a mark can
-//! carry is written out here once, and [`crate::categories`] lists which table serves
-//! which category.
+//! This file holds what every category's gauges share (the number-type rule, the
+//! builder, limit events, the sample count and process coverage); each category's
+//! gauges are a table of full metric names in its own file under `crate::categories`,
+//! so every name a mark can carry is written out once and greppable.
 
 use std::collections::BTreeMap;
 
@@ -12,16 +13,12 @@ use wattline_config::units::MeasurementValue;
 use crate::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
 };
-use crate::snapshot::{
-    AcceleratorDeviceMetrics, AcceleratorProcessMetrics, CpuMetrics, DiskMetrics,
-    FilesystemMetrics, LimitEvent, LimitEventKind, LimitResource, Measurement, MemoryMetrics,
-    NetworkTrafficMetrics, ProcessMetrics, Snapshot,
-};
+use crate::snapshot::{LimitEvent, LimitEventKind, LimitResource, Measurement, Snapshot};
 
 /// Whether a measurement's unit can ever produce a fraction, which fixes its number
 /// type for every poll (`f64`), or always gives whole numbers (`u64`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NumberType {
+pub(crate) enum NumberType {
     Whole,
     Fractional,
 }
@@ -37,13 +34,16 @@ pub(crate) struct MarkValue {
 /// One gauge of a table: its full metric name, what it says, and where its value
 /// comes from in the category's metrics `T`.
 pub(crate) struct Gauge<T> {
-    name: &'static str,
-    description: &'static str,
-    value: fn(&T) -> Option<MarkValue>,
+    pub name: &'static str,
+    pub description: &'static str,
+    pub value: fn(&T) -> Option<MarkValue>,
 }
 
 /// The value of `measurement`, whose source reads in steps of `resolution` base units.
-fn at<U: UnitNumber>(measurement: &Option<Measurement<U>>, resolution: u64) -> Option<MarkValue> {
+pub(crate) fn at<U: UnitNumber>(
+    measurement: &Option<Measurement<U>>,
+    resolution: u64,
+) -> Option<MarkValue> {
     measurement.map(|measurement| MarkValue {
         value: measurement.value,
         unit: measurement.unit.unit_name(),
@@ -52,7 +52,7 @@ fn at<U: UnitNumber>(measurement: &Option<Measurement<U>>, resolution: u64) -> O
 }
 
 /// The value of a measurement read in whole base units.
-fn whole_base<U: UnitNumber>(measurement: &Option<Measurement<U>>) -> Option<MarkValue> {
+pub(crate) fn whole_base<U: UnitNumber>(measurement: &Option<Measurement<U>>) -> Option<MarkValue> {
     at(measurement, 1)
 }
 
@@ -110,7 +110,7 @@ impl MarkBuilder {
     }
 
     /// Every gauge of `table` that `metrics` has a value for.
-    fn gauges<T>(
+    pub(crate) fn gauges<T>(
         &mut self,
         table: &[Gauge<T>],
         metrics: &T,
@@ -123,7 +123,7 @@ impl MarkBuilder {
         }
     }
 
-    fn limit_events(&mut self, events: &[LimitEvent]) {
+    pub(crate) fn limit_events(&mut self, events: &[LimitEvent]) {
         for event in events {
             let resource = match event.resource {
                 LimitResource::Cpu => "cpu",
@@ -160,7 +160,7 @@ impl MarkBuilder {
 
 /// A unit as the mark needs it: its name, and its size in its family's base unit
 /// (`None` for a rate or share, which can always be fractional).
-trait UnitNumber: Copy {
+pub(crate) trait UnitNumber: Copy {
     fn unit_name(self) -> &'static str;
     fn base_units(self) -> Option<u64>;
 
@@ -223,429 +223,9 @@ fn byte_size(name: &str) -> u64 {
 }
 
 /// CPU times come from clock ticks, at least a millisecond (µs).
-const CPU_TIME_RESOLUTION: u64 = 1_000;
+pub(crate) const CPU_TIME_RESOLUTION: u64 = 1_000;
 /// Linux reports process and system memory in kibibytes (bytes).
-const PROC_MEMORY_RESOLUTION: u64 = 1024;
-
-/// The CPU category's gauges.
-const CPU_GAUGES: &[Gauge<CpuMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.cpu.user_time",
-        description: "User CPU time of the measured scope",
-        value: |cpu| at(&cpu.user_time, CPU_TIME_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.system_time",
-        description: "System CPU time of the measured scope",
-        value: |cpu| at(&cpu.system_time, CPU_TIME_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.total_time",
-        description: "User plus system CPU time",
-        value: |cpu| at(&cpu.total_time, CPU_TIME_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.consumption_rate",
-        description: "Average CPU use since the previous poll",
-        value: |cpu| whole_base(&cpu.consumption_rate),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.throttled_time",
-        description: "Time the environment was throttled",
-        value: |cpu| whole_base(&cpu.throttled_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.effective_limit",
-        description: "CPU capacity available to the environment",
-        value: |cpu| whole_base(&cpu.effective_limit),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.pressure.some_stall_time",
-        description: "Time some work stalled on CPU",
-        value: |cpu| whole_base(&cpu.some_pressure_stall_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.pressure.full_stall_time",
-        description: "Time all work stalled on CPU",
-        value: |cpu| whole_base(&cpu.full_pressure_stall_time),
-    },
-];
-
-/// The memory category's gauges.
-const MEMORY_GAUGES: &[Gauge<MemoryMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.memory.system.used",
-        description: "System memory in use",
-        value: |memory| at(&memory.system_used, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.system.total",
-        description: "Total system memory",
-        value: |memory| at(&memory.system_total, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.system.available",
-        description: "Available system memory",
-        value: |memory| at(&memory.system_available, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.resident",
-        description: "Resident memory of the measured scope",
-        value: |memory| at(&memory.resident, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.private",
-        description: "Private memory of the measured scope",
-        value: |memory| at(&memory.private, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.physical_footprint",
-        description: "Physical footprint",
-        value: |memory| whole_base(&memory.physical_footprint),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.virtual",
-        description: "Virtual memory of the measured scope",
-        value: |memory| at(&memory.virtual_memory, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.peak_resident",
-        description: "Peak resident memory of one process",
-        value: |memory| at(&memory.peak_resident, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.limit",
-        description: "Memory limit of the environment",
-        value: |memory| whole_base(&memory.limit),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.environment_accounted",
-        description: "Memory charged to the environment",
-        value: |memory| whole_base(&memory.environment_accounted),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.pressure.some_stall_time",
-        description: "Time some work stalled on memory",
-        value: |memory| whole_base(&memory.some_pressure_stall_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.pressure.full_stall_time",
-        description: "Time all work stalled on memory",
-        value: |memory| whole_base(&memory.full_pressure_stall_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.out_of_memory_event_count",
-        description: "Cumulative out-of-memory events",
-        value: |memory| whole_base(&memory.out_of_memory_event_count),
-    },
-];
-
-/// The process category's gauges.
-const PROCESS_GAUGES: &[Gauge<ProcessMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.process.active_count",
-        description: "Processes in the measured scope",
-        value: |process| whole_base(&process.active_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.descendant_count",
-        description: "Live descendants of the root",
-        value: |process| whole_base(&process.descendant_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.thread.count",
-        description: "Threads in the measured scope",
-        value: |process| whole_base(&process.thread_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.lifetime_creation_count",
-        description: "Processes created in the job",
-        value: |process| whole_base(&process.lifetime_creation_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.open_file_descriptor_count",
-        description: "Open file descriptors",
-        value: |process| whole_base(&process.open_file_descriptor_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.windows_handle_count",
-        description: "Windows kernel handles",
-        value: |process| whole_base(&process.windows_handle_count),
-    },
-];
-
-/// The disk category's gauges.
-const DISK_GAUGES: &[Gauge<DiskMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.disk.read_data",
-        description: "Storage data read by the measured scope",
-        value: |disk| whole_base(&disk.read_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.write_data",
-        description: "Storage data written by the measured scope",
-        value: |disk| whole_base(&disk.write_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.read_throughput",
-        description: "Read rate since the previous poll",
-        value: |disk| whole_base(&disk.read_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.write_throughput",
-        description: "Write rate since the previous poll",
-        value: |disk| whole_base(&disk.write_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.read.operations",
-        description: "Read operations",
-        value: |disk| whole_base(&disk.read_operations),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.write.operations",
-        description: "Write operations",
-        value: |disk| whole_base(&disk.write_operations),
-    },
-];
-
-/// Each configured filesystem's gauges, under its path.
-const FILESYSTEM_GAUGES: &[Gauge<FilesystemMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.disk.filesystem.total_capacity",
-        description: "Filesystem capacity",
-        value: |filesystem| whole_base(&filesystem.total_capacity),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.filesystem.available_capacity",
-        description: "Space available to the caller",
-        value: |filesystem| whole_base(&filesystem.available_capacity),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.filesystem.free_capacity",
-        description: "Free space including reserved blocks",
-        value: |filesystem| whole_base(&filesystem.free_capacity),
-    },
-];
-
-/// Each GPU device's gauges.
-const GPU_DEVICE_GAUGES: &[Gauge<AcceleratorDeviceMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.accelerator.device.memory_used",
-        description: "GPU memory in use",
-        value: |device| whole_base(&device.memory_used),
-    },
-    Gauge {
-        name: "nemo.relay.resource.accelerator.device.compute_utilization",
-        description: "GPU activity",
-        value: |device| whole_base(&device.compute_utilization),
-    },
-];
-
-/// Each GPU process's gauges.
-const GPU_PROCESS_GAUGES: &[Gauge<AcceleratorProcessMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.accelerator.process.memory_used",
-        description: "GPU memory used by the process",
-        value: |process| whole_base(&process.memory_used),
-    },
-    Gauge {
-        name: "nemo.relay.resource.accelerator.process.compute_utilization",
-        description: "GPU activity of the process",
-        value: |process| whole_base(&process.compute_utilization),
-    },
-];
-
-/// The system-wide network record's gauges.
-const NETWORK_SYSTEM_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.network.system.received_data",
-        description: "Data received",
-        value: |traffic| whole_base(&traffic.received_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmitted_data",
-        description: "Data sent",
-        value: |traffic| whole_base(&traffic.transmitted_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.received_packets",
-        description: "Packets received",
-        value: |traffic| whole_base(&traffic.received_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmitted_packets",
-        description: "Packets sent",
-        value: |traffic| whole_base(&traffic.transmitted_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.receive_errors",
-        description: "Receive errors",
-        value: |traffic| whole_base(&traffic.receive_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmit_errors",
-        description: "Send errors",
-        value: |traffic| whole_base(&traffic.transmit_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.receive_throughput",
-        description: "Receive rate since the previous poll",
-        value: |traffic| whole_base(&traffic.receive_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmit_throughput",
-        description: "Send rate since the previous poll",
-        value: |traffic| whole_base(&traffic.transmit_throughput),
-    },
-];
-
-/// Each selected interface's gauges, under its name.
-const NETWORK_INTERFACE_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.network.interface.received_data",
-        description: "Data received",
-        value: |traffic| whole_base(&traffic.received_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmitted_data",
-        description: "Data sent",
-        value: |traffic| whole_base(&traffic.transmitted_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.received_packets",
-        description: "Packets received",
-        value: |traffic| whole_base(&traffic.received_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmitted_packets",
-        description: "Packets sent",
-        value: |traffic| whole_base(&traffic.transmitted_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.receive_errors",
-        description: "Receive errors",
-        value: |traffic| whole_base(&traffic.receive_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmit_errors",
-        description: "Send errors",
-        value: |traffic| whole_base(&traffic.transmit_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.receive_throughput",
-        description: "Receive rate since the previous poll",
-        value: |traffic| whole_base(&traffic.receive_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmit_throughput",
-        description: "Send rate since the previous poll",
-        value: |traffic| whole_base(&traffic.transmit_throughput),
-    },
-];
-
-/// The CPU category's part of a mark.
-pub(crate) fn cpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(cpu) = &snapshot.cpu {
-        mark.gauges(CPU_GAUGES, cpu, &[]);
-        mark.limit_events(&cpu.limit_events);
-    }
-}
-
-/// The memory category's part of a mark.
-pub(crate) fn memory_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(memory) = &snapshot.memory {
-        mark.gauges(MEMORY_GAUGES, memory, &[]);
-        mark.limit_events(&memory.limit_events);
-    }
-}
-
-/// The process category's part of a mark.
-pub(crate) fn process_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(process) = &snapshot.process {
-        mark.gauges(PROCESS_GAUGES, process, &[]);
-        mark.limit_events(&process.limit_events);
-    }
-}
-
-/// The disk category's part of a mark.
-pub(crate) fn disk_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(disk) = &snapshot.disk {
-        mark.gauges(DISK_GAUGES, disk, &[]);
-        for filesystem in &disk.filesystems {
-            let path = [(
-                "nemo_relay.resource.disk.filesystem_path",
-                AttributeValue::String(filesystem.path.clone()),
-            )];
-            mark.gauges(FILESYSTEM_GAUGES, filesystem, &path);
-        }
-    }
-}
-
-/// The attributes naming one GPU record's device.
-fn accelerator_attributes(
-    vendor: crate::snapshot::AcceleratorVendor,
-    device_identifier: &str,
-    device_index: Option<u32>,
-) -> Vec<(&'static str, AttributeValue)> {
-    let mut attributes = vec![
-        (
-            "nemo_relay.resource.accelerator.vendor",
-            AttributeValue::String(vendor.as_str().into()),
-        ),
-        (
-            "nemo_relay.resource.accelerator.device_identifier",
-            AttributeValue::String(device_identifier.to_string()),
-        ),
-    ];
-    if let Some(index) = device_index {
-        attributes.push((
-            "nemo_relay.resource.accelerator.device_index",
-            AttributeValue::Int(i64::from(index)),
-        ));
-    }
-    attributes
-}
-
-/// The GPU category's part of a mark.
-pub(crate) fn gpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    let Some(gpu) = &snapshot.gpu else {
-        return;
-    };
-    for device in gpu.device_metrics.iter().flatten() {
-        let attributes = accelerator_attributes(
-            device.vendor,
-            &device.device_identifier,
-            device.device_index,
-        );
-        mark.gauges(GPU_DEVICE_GAUGES, device, &attributes);
-    }
-    for process in gpu.process_metrics.iter().flatten() {
-        let mut attributes = accelerator_attributes(
-            process.vendor,
-            &process.device_identifier,
-            process.device_index,
-        );
-        attributes.push((
-            "nemo_relay.resource.process_id",
-            AttributeValue::Int(i64::from(process.process_id)),
-        ));
-        mark.gauges(GPU_PROCESS_GAUGES, process, &attributes);
-    }
-}
-
-/// The network category's part of a mark.
-pub(crate) fn network_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(network) = &snapshot.network {
-        mark.gauges(NETWORK_SYSTEM_GAUGES, &network.system, &[]);
-        for interface in &network.interfaces {
-            let name = [(
-                "nemo_relay.resource.network.interface_name",
-                AttributeValue::String(interface.name.clone()),
-            )];
-            mark.gauges(NETWORK_INTERFACE_GAUGES, &interface.traffic, &name);
-        }
-    }
-}
+pub(crate) const PROC_MEMORY_RESOLUTION: u64 = 1024;
 
 /// The measurements of the resource mark for `snapshot`: the sample count, each
 /// category's gauges in [`crate::categories::CATEGORIES`] order, then the coverage of

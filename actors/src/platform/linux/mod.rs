@@ -33,7 +33,7 @@ pub mod smaps_rollup;
 pub mod system_constants;
 pub mod system_stat;
 
-pub use crate::platform::error::{ParseError, ReadError, ReadErrorClass};
+pub use crate::platform::error::{ParseError, ReadError};
 
 use std::fs::File;
 use std::io::{self, Read};

@@ -11,8 +11,6 @@ pub enum PressureResource {
     Cpu,
     /// `memory` / `memory.pressure`.
     Memory,
-    /// `io` / `io.pressure`.
-    Io,
 }
 
 impl PressureResource {
@@ -21,7 +19,6 @@ impl PressureResource {
         match self {
             PressureResource::Cpu => "cpu",
             PressureResource::Memory => "memory",
-            PressureResource::Io => "io",
         }
     }
 
@@ -30,7 +27,6 @@ impl PressureResource {
         match self {
             PressureResource::Cpu => "cpu.pressure",
             PressureResource::Memory => "memory.pressure",
-            PressureResource::Io => "io.pressure",
         }
     }
 }

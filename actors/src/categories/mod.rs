@@ -1,21 +1,28 @@
 //! The resource categories, one descriptor each: the single list that sampler
 //! spawning, snapshot assembly and marks loop over.
 //!
-//! A new category adds its reader, its sampler, a descriptor here and its config; the
-//! loops pick it up.
+//! Each category is one file here holding its reading (base units), its snapshot
+//! record (output units), the conversion between them, its mark gauges (full metric
+//! names) and its descriptor. A new field touches its OS reader, its sampler and its
+//! category file; a new category adds its reader, its sampler, a file here, an entry in
+//! [`CATEGORIES`] and its config, and the loops pick it up.
 
-use std::path::Path;
+pub mod cpu;
+pub mod disk;
+pub mod gpu;
+pub mod memory;
+pub mod network;
+pub mod process;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use wattline_config::ResourceMetricsConfig;
 use wattline_config::resource_metrics::UnitsConfig;
 
 use crate::diagnostics::SamplerCategory;
-use crate::merger::convert;
-use crate::merger::marks::{self, MarkBuilder};
-use crate::samplers::{
-    CategoryReading, CategorySampler, SamplerFactory, cpu, disk, memory, network, process,
-};
+use crate::merger::marks::MarkBuilder;
+use crate::samplers::{CategoryReading, CategorySampler, SamplerFactory};
 use crate::snapshot::Snapshot;
 
 /// What wattline knows of one category.
@@ -33,100 +40,26 @@ pub(crate) struct CategoryDescriptor {
     pub marks: fn(&Snapshot, &mut MarkBuilder),
 }
 
-fn factory<S: CategorySampler>(make: impl Fn() -> S + Send + Sync + 'static) -> SamplerFactory {
+pub(crate) fn factory<S: CategorySampler>(
+    make: impl Fn() -> S + Send + Sync + 'static,
+) -> SamplerFactory {
     Arc::new(move || Box::new(make()) as Box<dyn CategorySampler>)
+}
+
+/// The factory of a sampler that needs only the root path.
+pub(crate) fn rooted<S: CategorySampler>(root: &Path, make: fn(PathBuf) -> S) -> SamplerFactory {
+    let root = root.to_path_buf();
+    factory(move || make(root.clone()))
 }
 
 /// Every category, in the order its gauges appear in a mark.
 pub(crate) const CATEGORIES: &[CategoryDescriptor] = &[
-    CategoryDescriptor {
-        category: SamplerCategory::Cpu,
-        enabled: |config| config.cpu.enabled,
-        os_sampler: Some(|root, _| {
-            let root = root.to_path_buf();
-            factory(move || cpu::CpuSampler::new(root.clone()))
-        }),
-        fill: |snapshot, reading, units| {
-            if let CategoryReading::Cpu(reading) = reading {
-                snapshot.cpu = Some(convert::cpu(&reading, &units.cpu));
-            }
-        },
-        marks: marks::cpu_marks,
-    },
-    CategoryDescriptor {
-        category: SamplerCategory::Memory,
-        enabled: |config| config.memory.enabled,
-        os_sampler: Some(|root, _| {
-            let root = root.to_path_buf();
-            factory(move || memory::MemorySampler::new(root.clone()))
-        }),
-        fill: |snapshot, reading, units| {
-            if let CategoryReading::Memory(reading) = reading {
-                snapshot.memory = Some(convert::memory_metrics(&reading, &units.memory));
-            }
-        },
-        marks: marks::memory_marks,
-    },
-    CategoryDescriptor {
-        category: SamplerCategory::Process,
-        enabled: |config| config.process.enabled,
-        os_sampler: Some(|root, _| {
-            let root = root.to_path_buf();
-            factory(move || process::ProcessSampler::new(root.clone()))
-        }),
-        fill: |snapshot, reading, _| {
-            if let CategoryReading::Process(reading) = reading {
-                snapshot.process = Some(convert::process_metrics(&reading));
-            }
-        },
-        marks: marks::process_marks,
-    },
-    CategoryDescriptor {
-        category: SamplerCategory::Disk,
-        enabled: |config| config.disk.enabled,
-        os_sampler: Some(|root, config| {
-            let root = root.to_path_buf();
-            let (process_io, paths) =
-                (config.disk.process_io, config.disk.filesystem_paths.clone());
-            factory(move || disk::DiskSampler::new(root.clone(), process_io, paths.clone()))
-        }),
-        fill: |snapshot, reading, units| {
-            if let CategoryReading::Disk(reading) = reading {
-                snapshot.disk = Some(convert::disk_metrics(&reading, &units.disk));
-            }
-        },
-        marks: marks::disk_marks,
-    },
-    CategoryDescriptor {
-        category: SamplerCategory::Gpu,
-        enabled: |config| config.gpu.enabled,
-        os_sampler: None,
-        fill: |snapshot, reading, units| {
-            if let CategoryReading::Gpu(reading) = reading {
-                snapshot.gpu = Some(convert::gpu_metrics(&reading, &units.gpu));
-            }
-        },
-        marks: marks::gpu_marks,
-    },
-    CategoryDescriptor {
-        category: SamplerCategory::Network,
-        enabled: |config| config.network.enabled,
-        os_sampler: Some(|root, config| {
-            let root = root.to_path_buf();
-            let interfaces = config.network.interfaces.clone();
-            factory(move || network::NetworkSampler::new(root.clone(), interfaces.clone()))
-        }),
-        fill: |snapshot, reading, units| {
-            if let CategoryReading::Network(reading) = reading {
-                snapshot.network = Some(convert::network_metrics(
-                    &reading,
-                    &units.network.system,
-                    &units.network.interface,
-                ));
-            }
-        },
-        marks: marks::network_marks,
-    },
+    cpu::DESCRIPTOR,
+    memory::DESCRIPTOR,
+    process::DESCRIPTOR,
+    disk::DESCRIPTOR,
+    gpu::DESCRIPTOR,
+    network::DESCRIPTOR,
 ];
 
 /// The descriptor of `category`.
