@@ -469,7 +469,14 @@ async fn a_call_over_the_admission_limit_is_refused_not_consumed_before_decoding
     // No submission slot left: every diagnostic call is refused before its body is
     // read, with the metadata that lets the client send it again; reads have their
     // own limit.
-    let mut host = host_with(true, Admission { calls: 0, reads: 4 }).await;
+    let mut host = host_with(
+        true,
+        Admission {
+            calls: 0,
+            ..Admission::default()
+        },
+    )
+    .await;
     let refused = host
         .client
         .get_diagnostic_capabilities(credentials().unwrap())
@@ -499,4 +506,59 @@ async fn a_call_over_the_admission_limit_is_refused_not_consumed_before_decoding
         .await
         .expect("reads are admitted on their own limit");
     assert!(!read.into_inner().snapshot_json.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_observation_keeps_its_provenance_and_summaries_use_receipt_time() {
+    let mut host = host(false).await;
+    let session = open(&mut host).await;
+    submit(&mut host, submission(&session, 1, registration("backend")))
+        .await
+        .unwrap();
+    let before = chrono::Utc::now();
+    // The producer's clock says 2023-11-14T22:13:20Z, years before the receipt.
+    let recorded = submit(
+        &mut host,
+        submission(&session, 2, observation(1, 1, "down")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status(&recorded), DiagnosticReceiptStatus::Recorded);
+
+    let snapshot = host.context.snapshot().unwrap();
+    let event = snapshot
+        .recent_events
+        .iter()
+        .find(|event| event.component == "worker.lookup.backend")
+        .expect("the worker's event is retained");
+    let provenance = event
+        .provenance
+        .as_ref()
+        .expect("a worker event has provenance");
+    assert_eq!(provenance.worker_id, ACTIVATION);
+    assert_eq!(
+        provenance.observed_at,
+        chrono::DateTime::from_timestamp_micros(1_700_000_000_000_000),
+        "the producer's time is kept as sent"
+    );
+    assert!(
+        event.recorded_at >= before,
+        "the event's time is the receipt time"
+    );
+    let code = &snapshot
+        .components
+        .iter()
+        .find(|component| component.name == "worker.lookup.backend")
+        .unwrap()
+        .codes[1];
+    assert!(
+        code.last_observed_at.is_some_and(|at| at >= before),
+        "summaries use receipt time, not the producer's"
+    );
+    // The JSON of the context (what `wattline diagnostics` prints) carries it too.
+    let json = snapshot.to_json().unwrap();
+    assert!(
+        json.contains(&format!("\"worker_id\":\"{ACTIVATION}\"")),
+        "{json}"
+    );
 }

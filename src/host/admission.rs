@@ -1,13 +1,17 @@
 //! Admission before decoding: at most [`limits::CONCURRENT_CALLS`] diagnostic calls and
 //! [`limits::CONCURRENT_READS`] reads are decoded at once; a call over the limit is
 //! answered `RESOURCE_EXHAUSTED` with the not-consumed metadata before its body is
-//! read, so a flood costs the host no decoding and the client may send it again.
+//! read, so a flood costs the host no decoding and the client may send it again. An
+//! admitted call has [`limits::CALL_DEADLINE`] to be answered, else it is answered
+//! `DEADLINE_EXCEEDED` (acceptance unknown: the client retries the same bytes, which
+//! the sequence rules make safe).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::sync::Semaphore;
 use tonic::body::Body;
@@ -22,6 +26,8 @@ pub struct Admission {
     pub calls: usize,
     /// `ReadDiagnosticPage` calls.
     pub reads: usize,
+    /// How long an admitted call may take, body reading included.
+    pub deadline: Duration,
 }
 
 impl Default for Admission {
@@ -29,6 +35,7 @@ impl Default for Admission {
         Admission {
             calls: limits::CONCURRENT_CALLS,
             reads: limits::CONCURRENT_READS,
+            deadline: limits::CALL_DEADLINE,
         }
     }
 }
@@ -39,6 +46,7 @@ pub struct Admitted<S> {
     inner: S,
     calls: Arc<Semaphore>,
     reads: Arc<Semaphore>,
+    deadline: Duration,
 }
 
 impl<S> Admitted<S> {
@@ -48,6 +56,7 @@ impl<S> Admitted<S> {
             inner,
             calls: Arc::new(Semaphore::new(admission.calls)),
             reads: Arc::new(Semaphore::new(admission.reads)),
+            deadline: admission.deadline,
         }
     }
 }
@@ -74,8 +83,16 @@ where
         match Arc::clone(semaphore).try_acquire_owned() {
             Ok(permit) => {
                 let answer = self.inner.call(request);
+                let deadline = self.deadline;
                 Box::pin(async move {
-                    let response = answer.await;
+                    let response = match tokio::time::timeout(deadline, answer).await {
+                        Ok(response) => response,
+                        Err(_) => Ok(tonic::Status::deadline_exceeded(format!(
+                            "the host did not answer within {} ms; acceptance unknown",
+                            deadline.as_millis()
+                        ))
+                        .into_http()),
+                    };
                     drop(permit);
                     response
                 })
@@ -87,4 +104,63 @@ where
 
 impl<S: NamedService> NamedService for Admitted<S> {
     const NAME: &'static str = S::NAME;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::{Service, ServiceExt};
+
+    fn request(path: &str) -> http::Request<Body> {
+        http::Request::builder()
+            .uri(format!(
+                "http://localhost/nemo.relay.worker.v1.RelayDiagnostics/{path}"
+            ))
+            .body(Body::empty())
+            .expect("a valid request")
+    }
+
+    fn grpc_status(response: &http::Response<Body>) -> Option<tonic::Code> {
+        tonic::Status::from_header_map(response.headers()).map(|status| status.code())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_slower_than_the_deadline_is_answered_deadline_exceeded_and_frees_its_slot() {
+        let slow = tower::service_fn(|request: http::Request<Body>| async move {
+            if request.uri().path().ends_with("/SubmitDiagnostic") {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+            Ok::<_, Infallible>(http::Response::new(Body::empty()))
+        });
+        let mut admitted = Admitted::new(
+            slow,
+            Admission {
+                calls: 1,
+                reads: 1,
+                deadline: Duration::from_secs(2),
+            },
+        );
+        let late = admitted
+            .ready()
+            .await
+            .expect("ready")
+            .call(request("SubmitDiagnostic"))
+            .await
+            .expect("infallible");
+        assert_eq!(grpc_status(&late), Some(tonic::Code::DeadlineExceeded));
+        // The one call slot is free again: a quick call is admitted and answered.
+        let quick = admitted
+            .ready()
+            .await
+            .expect("ready")
+            .call(request("GetDiagnosticCapabilities"))
+            .await
+            .expect("infallible");
+        assert_eq!(grpc_status(&quick), None, "answered by the service itself");
+    }
+
+    #[test]
+    fn the_default_deadline_is_the_protocols_two_seconds() {
+        assert_eq!(Admission::default().deadline, Duration::from_millis(2000));
+    }
 }

@@ -20,8 +20,8 @@ use prost::Message;
 use tonic::{Request, Response, Status};
 use wattline_actors::diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, Correlation, DiagnosticCode, DiagnosticComponent,
-    DiagnosticOutcome, Diagnostics, EvidenceDisposition, FailureClass, Observation, RecordOutcome,
-    Severity,
+    DiagnosticOutcome, Diagnostics, EvidenceDisposition, FailureClass, Observation, Provenance,
+    RecordOutcome, Severity,
 };
 
 /// The host's limits, the reference host's values (spec/worker-protocol.md).
@@ -52,6 +52,9 @@ pub mod limits {
     pub const CONCURRENT_CALLS: usize = 16;
     /// Reads decoded at once.
     pub const CONCURRENT_READS: usize = 4;
+    /// How long the host takes at most to answer an admitted call.
+    pub const CALL_DEADLINE: std::time::Duration =
+        std::time::Duration::from_millis(RETRY_TIMEOUT_MILLIS as u64);
     /// Extension names, bytes.
     pub const MAX_EXTENSION_NAME_BYTES: usize = 32;
     /// Extension descriptions, bytes.
@@ -417,6 +420,7 @@ impl DiagnosticsService {
 
     fn record(
         session: &Session,
+        worker_id: &str,
         observation: &DiagnosticObservation,
         sequence: u64,
     ) -> DiagnosticReceipt {
@@ -451,6 +455,12 @@ impl DiagnosticsService {
                 request_id: observation.request_id.as_deref().map(Into::into),
                 session_id: observation.session_id.as_deref().map(Into::into),
             },
+            provenance: Some(Provenance {
+                worker_id: worker_id.into(),
+                observed_at: observation
+                    .observed_unix_micros
+                    .and_then(chrono::DateTime::from_timestamp_micros),
+            }),
         });
         match result {
             Ok(RecordOutcome::Recorded(recorded)) => DiagnosticReceipt {
@@ -471,6 +481,7 @@ impl DiagnosticsService {
         &self,
         session: &mut Session,
         namespace: &str,
+        worker_id: &str,
         operation: &diagnostic_submission::Operation,
         sequence: u64,
     ) -> DiagnosticReceipt {
@@ -479,7 +490,7 @@ impl DiagnosticsService {
                 self.register(session, namespace, registration, sequence)
             }
             diagnostic_submission::Operation::Record(observation) => {
-                Self::record(session, observation, sequence)
+                Self::record(session, worker_id, observation, sequence)
             }
             diagnostic_submission::Operation::CloseComponent(close) => {
                 match (close.component as usize)
@@ -571,6 +582,7 @@ impl RelayDiagnostics for DiagnosticsService {
         let activation = authorize(&mut state, submission.credentials.as_ref())?;
         let operation = check_shape(&submission, bytes.len())?;
         let namespace = activation.credentials.namespace.clone();
+        let worker_id = activation.credentials.activation_id.clone();
         let session = match &mut activation.session {
             Some(session) if session.id[..] == submission.session_id[..] => session,
             _ => return Err(Status::failed_precondition("no such session")),
@@ -595,7 +607,7 @@ impl RelayDiagnostics for DiagnosticsService {
         if session.closed {
             return Err(Status::failed_precondition("session closed"));
         }
-        let receipt = self.apply(session, &namespace, operation, sequence);
+        let receipt = self.apply(session, &namespace, &worker_id, operation, sequence);
         session.next_sequence += 1;
         session.last = Some((bytes, receipt.clone()));
         Ok(Response::new(receipt))

@@ -30,7 +30,7 @@ pub use limits::{
     MAX_REGISTRATION_TEXT_BYTES,
 };
 pub use observation::{
-    Correlation, EvidenceDisposition, Observation, RecordOutcome, RecordReceipt,
+    Correlation, EvidenceDisposition, Observation, Provenance, RecordOutcome, RecordReceipt,
 };
 pub use pipeline_components::{
     ExporterCode, GpuCode, PipelineCode, PipelineComponent, PipelineDiagnostics, SamplerCategory,

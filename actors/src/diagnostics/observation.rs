@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::num::NonZeroU64;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::declaration::CodeSpec;
@@ -17,6 +18,16 @@ pub struct Correlation<'a> {
     pub request_id: Option<Cow<'a, str>>,
     /// Identifier of the session the observation belongs to.
     pub session_id: Option<Cow<'a, str>>,
+}
+
+/// Where a worker's observation came from. The host keeps it with the event; counts
+/// and summaries still use the host's receipt time, since worker clocks can differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance<'a> {
+    /// The worker that sent it (its `NEMO_RELAY_WORKER_ID`, the activation id).
+    pub worker_id: Cow<'a, str>,
+    /// The producer's own clock when it observed, if it said.
+    pub observed_at: Option<DateTime<Utc>>,
 }
 
 /// One recording call's content: new occurrences of one declared code.
@@ -46,6 +57,9 @@ pub struct Observation<'a> {
     pub detail: Option<Cow<'a, str>>,
     /// Request and session identifiers.
     pub correlation: Correlation<'a>,
+    /// The sending worker, for observations that came over the host endpoint; `None`
+    /// for in-process producers.
+    pub provenance: Option<Provenance<'a>>,
 }
 
 impl<'a> Observation<'a> {
@@ -64,6 +78,7 @@ impl<'a> Observation<'a> {
             failure_class: Some(class),
             detail: Some(detail.into()),
             correlation: Correlation::default(),
+            provenance: None,
         }
     }
 
@@ -77,6 +92,7 @@ impl<'a> Observation<'a> {
             failure_class: None,
             detail: Some(detail.into()),
             correlation: Correlation::default(),
+            provenance: None,
         }
     }
 
@@ -90,6 +106,7 @@ impl<'a> Observation<'a> {
             failure_class: None,
             detail: Some(detail.into()),
             correlation: Correlation::default(),
+            provenance: None,
         }
     }
 

@@ -567,6 +567,7 @@ impl PipelineDiagnostics {
                 failure_class: class,
                 detail: (!detail.is_empty()).then_some(detail.into()),
                 correlation: Correlation::default(),
+                provenance: None,
             });
             match result {
                 Err(error) if error.reason() == "busy" && attempt < BUSY_RETRIES => {

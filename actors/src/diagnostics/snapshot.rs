@@ -130,6 +130,18 @@ pub struct DiagnosticEvent {
     pub correlation: EventCorrelation,
     /// Host receipt time (UTC).
     pub recorded_at: DateTime<Utc>,
+    /// The sending worker and its own time, for observations from the host endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<EventProvenance>,
+}
+
+/// The owned provenance of a retained worker event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventProvenance {
+    /// The worker id (activation id).
+    pub worker_id: String,
+    /// The producer's time, kept as sent; never used for summaries.
+    pub observed_at: Option<DateTime<Utc>>,
 }
 
 /// Owned correlation identifiers of a retained event.

@@ -14,7 +14,7 @@ use super::observation::{
 };
 use super::snapshot::{
     AdmissionUsage, CodeSnapshot, ComponentSnapshot, ComponentState, DiagnosticEvent,
-    EventCorrelation, HistoryStats,
+    EventCorrelation, EventProvenance, HistoryStats,
 };
 
 /// Immutable registration data shared by a component's handles and the context.
@@ -250,6 +250,10 @@ impl ContextState {
                     session_id: observation.correlation.session_id.map(|id| id.into_owned()),
                 },
                 recorded_at: now,
+                provenance: observation.provenance.map(|provenance| EventProvenance {
+                    worker_id: provenance.worker_id.into_owned(),
+                    observed_at: provenance.observed_at,
+                }),
             });
             if truncated {
                 history.truncated = history.truncated.saturating_add(1);
