@@ -1,0 +1,189 @@
+//! [`AgentScope`]: an Agent scope the program started on the host by name, over
+//! wattline's `AgentScopes` service; energy and marks attribute to it until it ends.
+
+use std::fmt;
+use std::time::Duration;
+
+use tonic::transport::Channel;
+
+use crate::error::AgentScopeError;
+use crate::wire::agent_scopes::agent_scopes_client::AgentScopesClient;
+use crate::wire::agent_scopes::{EndAgentScopeRequest, HostCredentials, StartAgentScopeRequest};
+
+/// The longest scope name, bytes.
+pub const MAX_SCOPE_NAME_BYTES: usize = 256;
+/// How long the host may take to answer a start or an end.
+const CALL_LIMIT: Duration = Duration::from_secs(10);
+
+/// A live Agent scope. End it with [`end`](Self::end); dropping it without ending
+/// sends a best-effort end in the background when a Tokio runtime is running (the
+/// host also ends scopes left open when the program exits).
+pub struct AgentScope {
+    client: AgentScopesClient<Channel>,
+    credentials: HostCredentials,
+    name: String,
+    scope_id: String,
+    ended: bool,
+}
+
+impl fmt::Debug for AgentScope {
+    /// The name and id; never the token.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("AgentScope")
+            .field("name", &self.name)
+            .field("scope_id", &self.scope_id)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The service's rule for names: non-blank, at most [`MAX_SCOPE_NAME_BYTES`].
+pub(crate) fn check_name(name: &str) -> Result<(), AgentScopeError> {
+    let reason = if name.trim().is_empty() {
+        "must not be blank"
+    } else if name.len() > MAX_SCOPE_NAME_BYTES {
+        "must be at most 256 bytes"
+    } else {
+        return Ok(());
+    };
+    Err(AgentScopeError::InvalidName {
+        name: name.to_owned(),
+        reason,
+    })
+}
+
+/// A status as the error of `operation`.
+fn host_error(operation: &'static str, status: &tonic::Status) -> AgentScopeError {
+    AgentScopeError::Host {
+        operation,
+        code: status.code(),
+        message: status.message().to_owned(),
+    }
+}
+
+/// The host's answer to one call, bounded by [`CALL_LIMIT`].
+async fn within_limit<T>(
+    operation: &'static str,
+    call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<tonic::Response<T>, AgentScopeError> {
+    tokio::time::timeout(CALL_LIMIT, call)
+        .await
+        .map_err(|_| AgentScopeError::Timeout {
+            operation,
+            seconds: CALL_LIMIT.as_secs(),
+        })?
+        .map_err(|status| host_error(operation, &status))
+}
+
+impl AgentScope {
+    /// Checks `name`, then calls `StartAgentScope`.
+    pub(crate) async fn start(
+        channel: Channel,
+        activation_id: String,
+        token: String,
+        name: &str,
+    ) -> Result<AgentScope, AgentScopeError> {
+        const OPERATION: &str = "StartAgentScope";
+        check_name(name)?;
+        let credentials = HostCredentials {
+            activation_id,
+            auth_token: token,
+        };
+        let mut client = AgentScopesClient::new(channel);
+        let mut request = tonic::Request::new(StartAgentScopeRequest {
+            credentials: Some(credentials.clone()),
+            name: name.to_owned(),
+        });
+        request.set_timeout(CALL_LIMIT);
+        let answer = within_limit(OPERATION, client.start_agent_scope(request)).await?;
+        let scope_id = answer.into_inner().scope_id;
+        if scope_id.is_empty() {
+            return Err(AgentScopeError::NoScopeId);
+        }
+        Ok(AgentScope {
+            client,
+            credentials,
+            name: name.to_owned(),
+            scope_id,
+            ended: false,
+        })
+    }
+
+    /// The name it was started with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The host's id for it.
+    pub fn scope_id(&self) -> &str {
+        &self.scope_id
+    }
+
+    /// Ends the scope (`EndAgentScope`). An error leaves it to the host to end the
+    /// scope when the program exits.
+    pub async fn end(mut self) -> Result<(), AgentScopeError> {
+        const OPERATION: &str = "EndAgentScope";
+        self.ended = true;
+        let mut client = self.client.clone();
+        within_limit(OPERATION, client.end_agent_scope(self.end_request())).await?;
+        Ok(())
+    }
+
+    fn end_request(&self) -> tonic::Request<EndAgentScopeRequest> {
+        let mut request = tonic::Request::new(EndAgentScopeRequest {
+            credentials: Some(self.credentials.clone()),
+            scope_id: self.scope_id.clone(),
+        });
+        request.set_timeout(CALL_LIMIT);
+        request
+    }
+}
+
+impl Drop for AgentScope {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut client = self.client.clone();
+        let request = self.end_request();
+        let scope_id = self.scope_id.clone();
+        runtime.spawn(async move {
+            if let Ok(Err(status)) =
+                tokio::time::timeout(CALL_LIMIT, client.end_agent_scope(request)).await
+            {
+                tracing::debug!(scope_id, %status, "ending a dropped agent scope failed");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked_as_the_proto_says() {
+        assert!(check_name("planner").is_ok());
+        assert!(check_name(&"é".repeat(128)).is_ok(), "256 bytes");
+        for (name, reason) in [
+            ("", "must not be blank"),
+            (" \t\n", "must not be blank"),
+            (&"x".repeat(257), "must be at most 256 bytes"),
+            (&"é".repeat(129), "must be at most 256 bytes"),
+        ] {
+            match check_name(name) {
+                Err(AgentScopeError::InvalidName {
+                    name: given,
+                    reason: why,
+                }) => {
+                    assert_eq!((given.as_str(), why), (name, reason));
+                }
+                other => panic!("{name:?}: {other:?}"),
+            }
+        }
+    }
+}

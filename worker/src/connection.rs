@@ -1,0 +1,139 @@
+//! [`HostConnection`]: one program's link to the host endpoint, by socket and
+//! credentials, from which it gets its diagnostics facade and its Agent scopes.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use nemo_relay_worker_proto::v1::DiagnosticCredentials;
+use tokio::sync::OnceCell;
+use tonic::transport::Channel;
+
+use crate::agent_scope::AgentScope;
+use crate::diagnostics::WorkerDiagnostics;
+use crate::env::HostEnvironment;
+use crate::error::{AgentScopeError, EnvironmentError};
+use crate::negotiate::negotiate;
+use crate::transport::{GrpcSubmitter, unix_channel};
+
+/// A link to the host endpoint; clones share the channel and the diagnostics
+/// facade. Nothing is sent until [`diagnostics`](Self::diagnostics) or
+/// [`agent_scope`](Self::agent_scope) is first awaited.
+#[derive(Clone)]
+pub struct HostConnection {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    socket: PathBuf,
+    credentials: DiagnosticCredentials,
+    channel: OnceLock<Channel>,
+    diagnostics: OnceCell<WorkerDiagnostics>,
+}
+
+impl fmt::Debug for HostConnection {
+    /// The socket and activation; never the token.
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("HostConnection")
+            .field("socket", &self.inner.socket)
+            .field("activation_id", &self.inner.credentials.activation_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostConnection {
+    /// The endpoint `wattline run` passes to the command it measures:
+    /// `WATTLINE_HOST_SOCKET` (a path, optionally `unix://`),
+    /// `WATTLINE_HOST_ACTIVATION_ID` and `WATTLINE_HOST_TOKEN`.
+    pub fn from_env() -> Result<HostConnection, EnvironmentError> {
+        let environment = HostEnvironment::from_lookup(|name| std::env::var_os(name))?;
+        Ok(HostConnection::new(
+            environment.socket,
+            environment.activation_id,
+            environment.token,
+        ))
+    }
+
+    /// A link to the endpoint at `socket` with these credentials.
+    pub fn new(
+        socket: impl Into<PathBuf>,
+        activation_id: impl Into<String>,
+        token: impl Into<String>,
+    ) -> HostConnection {
+        HostConnection {
+            inner: Arc::new(Inner {
+                socket: socket.into(),
+                credentials: DiagnosticCredentials {
+                    activation_id: activation_id.into(),
+                    auth_token: token.into(),
+                },
+                channel: OnceLock::new(),
+                diagnostics: OnceCell::new(),
+            }),
+        }
+    }
+
+    /// The endpoint's socket.
+    pub fn socket(&self) -> &Path {
+        &self.inner.socket
+    }
+
+    /// The activation id the requests carry.
+    pub fn activation_id(&self) -> &str {
+        &self.inner.credentials.activation_id
+    }
+
+    /// The diagnostics facade, negotiated with the host on the first call (within
+    /// 2 s for capabilities and 2 s for the session) and the same afterwards. A
+    /// host that cannot be reached, refuses the credentials or has collection off
+    /// gives an inert facade whose [`availability`](WorkerDiagnostics::availability)
+    /// says why.
+    pub async fn diagnostics(&self) -> &WorkerDiagnostics {
+        self.inner
+            .diagnostics
+            .get_or_init(|| async {
+                let channel = self.channel();
+                match negotiate(channel.clone(), self.inner.credentials.clone()).await {
+                    Ok(session) => {
+                        WorkerDiagnostics::deliver(session, Arc::new(GrpcSubmitter::new(channel)))
+                    }
+                    Err(availability) => {
+                        tracing::debug!(
+                            availability = availability.as_str(),
+                            socket = %self.inner.socket.display(),
+                            "worker diagnostics are inert"
+                        );
+                        WorkerDiagnostics::inert(availability)
+                    }
+                }
+            })
+            .await
+    }
+
+    /// The diagnostics facade if it was ever negotiated.
+    pub(crate) fn negotiated_diagnostics(&self) -> Option<&WorkerDiagnostics> {
+        self.inner.diagnostics.get()
+    }
+
+    /// Starts the Agent scope `name` on the host (`StartAgentScope`); marks are
+    /// copied under it until [`AgentScope::end`]. The name must be non-blank and at
+    /// most 256 bytes; it is checked before anything is sent.
+    pub async fn agent_scope(&self, name: &str) -> Result<AgentScope, AgentScopeError> {
+        AgentScope::start(
+            self.channel(),
+            self.inner.credentials.activation_id.clone(),
+            self.inner.credentials.auth_token.clone(),
+            name,
+        )
+        .await
+    }
+
+    /// The channel, made on first use (inside the runtime).
+    fn channel(&self) -> Channel {
+        self.inner
+            .channel
+            .get_or_init(|| unix_channel(self.inner.socket.clone()))
+            .clone()
+    }
+}
