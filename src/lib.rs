@@ -9,11 +9,14 @@
 mod exporting;
 #[cfg(unix)]
 pub mod host;
+pub mod overrides;
 mod pipeline;
 
 use std::path::PathBuf;
 
-pub use pipeline::{AgentScope, Error, Pipeline, PipelineBuilder, PreparedPipeline};
+pub use pipeline::{
+    AgentScope, Error, Pipeline, PipelineBuilder, PreparedPipeline, library_default_config,
+};
 pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::diagnostics;

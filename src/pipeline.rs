@@ -143,10 +143,7 @@ impl PipelineBuilder {
     pub async fn prepare(self) -> Result<PreparedPipeline, Error> {
         // Before any reading, so none is stamped before the energy stage's zero.
         let epoch = Epoch::now();
-        let mut config = self.config.unwrap_or_else(|| EffectiveConfig {
-            resource_metrics: Some(ResourceMetricsConfig::default()),
-            ..EffectiveConfig::default()
-        });
+        let mut config = self.config.unwrap_or_else(library_default_config);
         let environment = self.environment.unwrap_or_else(|| {
             std::env::vars()
                 .filter(|(name, _)| {
@@ -240,6 +237,21 @@ impl PreparedPipeline {
             chrono::Utc::now() - chrono::Duration::from_std(at.elapsed()).unwrap_or_default();
         self.measuring_from = Some((at, wall));
         self
+    }
+
+    /// The diagnostics context the pipeline will record into (a disabled one when
+    /// the configuration turns diagnostics off), and whether plugins may read it: what
+    /// a host endpoint started before the pipeline serves.
+    pub fn diagnostics_context(&self) -> (wattline_actors::diagnostics::Diagnostics, bool) {
+        let context = self.diagnostics.as_ref().map_or_else(
+            wattline_actors::diagnostics::Diagnostics::disabled,
+            |(context, _)| context.clone(),
+        );
+        let grant = self
+            .config
+            .diagnostics
+            .is_some_and(|limits| limits.grant_plugin_reads);
+        (context, grant)
     }
 
     /// Measures this target instead of the builder's or the configuration's.
@@ -350,6 +362,15 @@ fn default_gpu_sources(smi_interval: Duration) -> GpuSourceFactory {
     })
 }
 
+/// The configuration of a pipeline given none: `resource_metrics` on (polling off),
+/// `energy` and `diagnostics` on, no exporter, no configuration file read.
+pub fn library_default_config() -> EffectiveConfig {
+    EffectiveConfig {
+        resource_metrics: Some(ResourceMetricsConfig::default()),
+        ..EffectiveConfig::default()
+    }
+}
+
 /// A running pipeline. Cheap to clone; every clone talks to the same actors.
 #[derive(Clone)]
 pub struct Pipeline {
@@ -395,6 +416,13 @@ impl Pipeline {
     pub async fn collect(&self) -> Result<Snapshot, Error> {
         self.check_process()?;
         Ok(self.inner.collect().await?)
+    }
+
+    /// This pipeline's Agent scopes as the host endpoint drives them: scopes another
+    /// process starts carry the ATOF `remote` flag.
+    #[cfg(unix)]
+    pub fn scope_control(&self) -> Arc<dyn crate::host::ScopeControl> {
+        Arc::new(RemoteScopes(Arc::clone(&self.inner)))
     }
 
     /// Starts an Agent scope at this instant (never after a poll in flight): every
@@ -553,5 +581,21 @@ impl Drop for AgentScope {
         if !self.ended {
             self.pipeline.end_agent_scope(self.uuid);
         }
+    }
+}
+
+/// The running pipeline seen by the host endpoint's `AgentScopes` service.
+#[cfg(unix)]
+struct RemoteScopes(Arc<RunningPipeline>);
+
+#[cfg(unix)]
+impl crate::host::ScopeControl for RemoteScopes {
+    fn start_remote_scope(&self, name: &str) -> uuid::Uuid {
+        self.0
+            .start_agent_scope_with(name, None, &[wattline_actors::events::REMOTE_SCOPE])
+    }
+
+    fn end_scope(&self, uuid: uuid::Uuid, flags: &[&'static str]) -> bool {
+        self.0.end_agent_scope_with(uuid, flags)
     }
 }

@@ -138,29 +138,10 @@ fn a_missing_command_is_a_clear_error() {
     );
 }
 
-/// A stand-in `nvidia-smi` answering in the real CSV format: one H200 at 250 W, and
-/// its loop mode for the power stream.
-const FAKE_NVIDIA_SMI: &str = r#"#!/bin/sh
-case "$*" in
-  *-L*) echo "GPU 0: NVIDIA H200 (UUID: GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c)";;
-  *--loop-ms=*) while :; do echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, 250.00"; sleep 0.1; done;;
-  *) echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, NVIDIA H200, 7, 3, 1377, 143771, 46, 250.00, 700.00, 1980, 3201, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0";;
-esac
-"#;
-
 #[test]
 fn run_measures_gpu_energy_through_nvidia_smi() {
-    use std::os::unix::fs::PermissionsExt;
     let home = tempfile::tempdir().unwrap();
-    let bin = tempfile::tempdir().unwrap();
-    let smi = bin.path().join("nvidia-smi");
-    std::fs::write(&smi, FAKE_NVIDIA_SMI).unwrap();
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let (_bin, path) = support::path_with_stand_in_nvidia_smi();
     let output = wattline(home.path())
         .env("PATH", path)
         .env("GENAI_GPU_COLLECTION_INTERVAL", "0.2")

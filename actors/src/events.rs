@@ -170,7 +170,17 @@ pub struct ScopeEvent {
     pub scope_category: ScopeCategory,
     /// What kind of scope.
     pub kind: ScopeKind,
+    /// ATOF scope flags, sorted and de-duplicated: [`REMOTE_SCOPE`] for a scope a
+    /// program started over the host endpoint, [`ENDED_AT_PROGRAM_EXIT`] on the end of
+    /// one its program left open.
+    pub attributes: Vec<&'static str>,
 }
+
+/// The ATOF flag of a scope started by another process over the host endpoint.
+pub const REMOTE_SCOPE: &str = "remote";
+/// The flag on the end event of a scope that its program left open when it exited:
+/// wattline ended it at the exit.
+pub const ENDED_AT_PROGRAM_EXIT: &str = "wattline.ended_at_program_exit";
 
 /// Everything exporters receive, in order.
 #[derive(Debug, Clone, PartialEq)]

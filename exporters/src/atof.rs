@@ -82,9 +82,9 @@ struct Envelope<'a, Data: Serialize, Tail: Serialize> {
 }
 
 #[derive(Serialize)]
-struct ScopeTail {
+struct ScopeTail<'a> {
     scope_category: ScopeCategory,
-    attributes: [&'static str; 0],
+    attributes: &'a [&'static str],
     category: &'static str,
     category_profile: Option<CategoryProfile>,
 }
@@ -135,7 +135,7 @@ pub fn render_scope(
         metadata: None,
         tail: ScopeTail {
             scope_category: scope.scope_category,
-            attributes: [],
+            attributes: &scope.attributes,
             category,
             category_profile,
         },

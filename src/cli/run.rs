@@ -145,28 +145,13 @@ fn apply_exporter_flags(
     args: &RunArgs,
     config: &mut wattline::config::EffectiveConfig,
 ) -> Result<(), String> {
-    use wattline::config::{OtlpEndpointConfig, OtlpTransport};
     if let Some(directory) = &args.atof {
-        let mut atof = config.atof.clone().unwrap_or_default();
-        atof.output_directory = directory.to_string_lossy().into_owned();
-        atof.validate()
-            .map_err(|error| format!("--atof: {}: {}", error.path, error.rule))?;
-        config.atof = Some(atof);
+        wattline::overrides::enable_atof(config, directory, "--atof")
+            .map_err(|error| error.to_string())?;
     }
     if let Some(url) = &args.otlp {
-        // An OTLP/HTTP URL names its path; anything else is a gRPC endpoint.
-        let transport = if url.trim_end_matches('/').ends_with("/v1/metrics") {
-            OtlpTransport::HttpBinary
-        } else {
-            OtlpTransport::Grpc
-        };
-        let endpoint = OtlpEndpointConfig::new(url.clone(), transport);
-        endpoint
-            .validate()
-            .map_err(|error| format!("--otlp: {}", error.rule))?;
-        let mut otlp = config.opentelemetry.clone().unwrap_or_default();
-        otlp.endpoints = vec![endpoint];
-        config.opentelemetry = Some(otlp);
+        wattline::overrides::enable_otlp(config, url, "--otlp")
+            .map_err(|error| error.to_string())?;
     }
     Ok(())
 }
@@ -193,11 +178,17 @@ async fn run_async(
         builder = builder.stdout_metrics(poll);
     }
     let prepared = builder.prepare().await.map_err(|error| error.to_string())?;
+    // The command reports diagnostics and marks its own Agent scopes over this
+    // endpoint (WATTLINE_HOST_* in its environment); served before it starts.
+    let (context, can_read_context) = prepared.diagnostics_context();
+    let host = wattline::host::program::ProgramEndpoint::start(context, can_read_context, None)
+        .map_err(|error| error.to_string())?;
     // Watch the signals before the child exists, so none arrives unhandled.
     let signals = Signals::new()?;
     let started = Instant::now();
     let mut child = tokio::process::Command::new(program)
         .args(arguments)
+        .envs(host.environment())
         .spawn()
         .map_err(|error| format!("cannot run {program:?}: {error}"))?;
     let pid = child
@@ -221,6 +212,8 @@ async fn run_async(
         }
     };
 
+    host.attach(pipeline.scope_control());
+
     let show_status = !args.quiet && stderr_is_terminal();
     let status_for_summary = Arc::clone(&status);
     let exit = wait_forwarding_signals(
@@ -233,6 +226,13 @@ async fn run_async(
     .await?;
     if show_status {
         eprint!("\r\x1b[2K");
+    }
+    let left_open = host.close().await;
+    if left_open > 0 {
+        super::output::print_stderr(&format!(
+            "wattline: the command left {left_open} agent scope(s) open; ended at its exit \
+             (flagged wattline.ended_at_program_exit)\n"
+        ))?;
     }
     let report = pipeline
         .shutdown()

@@ -4,8 +4,10 @@
 //! pipeline's diagnostics context with the reference system's worker SDKs, unchanged.
 
 mod admission;
+mod agent_scopes_service;
 mod diagnostics_service;
 pub mod plugins;
+pub mod program;
 pub mod worker;
 
 use std::path::{Path, PathBuf};
@@ -14,8 +16,13 @@ use nemo_relay_worker_proto::v1::relay_diagnostics_server::RelayDiagnosticsServe
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wattline_actors::diagnostics::Diagnostics;
+use wattline_worker::wire::agent_scopes::agent_scopes_server::AgentScopesServer;
 
 pub use admission::Admission;
+pub use agent_scopes_service::{
+    AgentScopesService, MAX_OPEN_SCOPES_PER_CALLER, MAX_SCOPE_NAME_BYTES, ScopeControl,
+    ScopeControlSlot,
+};
 pub use diagnostics_service::{
     DiagnosticsService, NOT_CONSUMED_METADATA, WorkerCredentials, limits,
 };
@@ -77,6 +84,19 @@ impl HostEndpoint {
         parent: Option<&Path>,
         admission: Admission,
     ) -> Result<HostEndpoint, HostEndpointError> {
+        Self::serve(context, workers, can_read_context, None, parent, admission)
+    }
+
+    /// Serves `RelayDiagnostics` and, with `agent_scopes`, wattline's `AgentScopes`
+    /// beside it, each behind its own `admission`.
+    pub fn serve(
+        context: Diagnostics,
+        workers: Vec<WorkerCredentials>,
+        can_read_context: bool,
+        agent_scopes: Option<AgentScopesService>,
+        parent: Option<&Path>,
+        admission: Admission,
+    ) -> Result<HostEndpoint, HostEndpointError> {
         let directory = parent
             .map_or_else(std::env::temp_dir, Path::to_path_buf)
             .join(format!("wattline-host-{}", uuid::Uuid::now_v7().simple()));
@@ -100,11 +120,14 @@ impl HostEndpoint {
         let stop = cancel.clone();
         let server = tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+            let scopes = agent_scopes
+                .map(|scopes| admission::Admitted::new(AgentScopesServer::new(scopes), admission));
             let served = tonic::transport::Server::builder()
                 .add_service(admission::Admitted::new(
                     RelayDiagnosticsServer::new(service),
                     admission,
                 ))
+                .add_optional_service(scopes)
                 .serve_with_incoming_shutdown(incoming, stop.cancelled())
                 .await;
             if let Err(error) = served {

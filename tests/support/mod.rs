@@ -144,3 +144,28 @@ pub fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
     assert!(status.success(), "fake NVML did not compile");
     dir
 }
+
+/// A stand-in `nvidia-smi` answering in the real CSV format: one H200 at 250 W, and
+/// its loop mode for the power stream.
+pub const FAKE_NVIDIA_SMI: &str = r#"#!/bin/sh
+case "$*" in
+  *-L*) echo "GPU 0: NVIDIA H200 (UUID: GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c)";;
+  *--loop-ms=*) while :; do echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, 250.00"; sleep 0.1; done;;
+  *) echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, NVIDIA H200, 7, 3, 1377, 143771, 46, 250.00, 700.00, 1980, 3201, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0";;
+esac
+"#;
+
+/// A folder holding [`FAKE_NVIDIA_SMI`] as `nvidia-smi`, and a `PATH` with it first.
+pub fn path_with_stand_in_nvidia_smi() -> (tempfile::TempDir, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let smi = bin.path().join("nvidia-smi");
+    std::fs::write(&smi, FAKE_NVIDIA_SMI).unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (bin, path)
+}

@@ -147,8 +147,11 @@ fn scope_event(
     name: &str,
     timestamp: DateTime<Utc>,
     category: ScopeCategory,
+    mut attributes: Vec<&'static str>,
 ) -> PipelineEvent {
     let is_root = uuid == root;
+    attributes.sort_unstable();
+    attributes.dedup();
     PipelineEvent::Scope(ScopeEvent {
         uuid,
         parent_uuid: (!is_root).then(|| parent.unwrap_or(root)),
@@ -160,6 +163,7 @@ fn scope_event(
         } else {
             ScopeKind::Agent
         },
+        attributes,
     })
 }
 
@@ -188,6 +192,8 @@ pub struct LiveScope {
     pub started: DateTime<Utc>,
     /// The Agent scope it is nested in, if any.
     pub parent: Option<Uuid>,
+    /// Its ATOF flags, repeated on its end event.
+    pub attributes: Vec<&'static str>,
 }
 
 /// Why the pipeline could not do what was asked.
@@ -266,6 +272,7 @@ impl RunningPipeline {
             ROOT_SCOPE_NAME,
             root_started,
             ScopeCategory::Start,
+            Vec::new(),
         ));
         let spawn_error = |error: ractor::SpawnErr| PipelineError::Spawn(error.to_string());
 
@@ -479,6 +486,18 @@ impl RunningPipeline {
     /// Starts an Agent scope nested in the live Agent scope `parent` (its events name
     /// `parent` as their parent); like [`Self::start_agent_scope`] otherwise.
     pub fn start_agent_scope_in(&self, name: &str, parent: Option<Uuid>) -> Uuid {
+        self.start_agent_scope_with(name, parent, &[])
+    }
+
+    /// Starts an Agent scope carrying ATOF scope flags (e.g.
+    /// [`crate::events::REMOTE_SCOPE`]) on its start and end events; like
+    /// [`Self::start_agent_scope_in`] otherwise.
+    pub fn start_agent_scope_with(
+        &self,
+        name: &str,
+        parent: Option<Uuid>,
+        attributes: &[&'static str],
+    ) -> Uuid {
         let (at, wall) = (Instant::now(), Utc::now());
         let uuid = new_uuid();
         {
@@ -495,12 +514,14 @@ impl RunningPipeline {
                 name,
                 wall,
                 ScopeCategory::Start,
+                attributes.to_vec(),
             ));
             agents.push(LiveScope {
                 uuid,
                 name: name.to_owned(),
                 started: wall,
                 parent,
+                attributes: attributes.to_vec(),
             });
         }
         if let Some(energy) = &self.energy {
@@ -513,10 +534,18 @@ impl RunningPipeline {
     /// Ends an Agent scope at this instant, without waiting (safe from `Drop`); the
     /// energy stage takes a reading at the boundary.
     pub fn end_agent_scope(&self, uuid: Uuid) {
+        self.end_agent_scope_with(uuid, &[]);
+    }
+
+    /// Ends an Agent scope adding `flags` to its end event (e.g.
+    /// [`crate::events::ENDED_AT_PROGRAM_EXIT`]); `false` when it was not live.
+    pub fn end_agent_scope_with(&self, uuid: Uuid, flags: &[&'static str]) -> bool {
         let (at, wall) = (Instant::now(), Utc::now());
-        if self.end_scope_at(uuid, at, wall) {
+        let ended = self.end_scope_at(uuid, at, wall, flags);
+        if ended {
             self.boundary_reading();
         }
+        ended
     }
 
     /// Ends every live Agent scope at `at` (shutdown: the report's instant).
@@ -526,11 +555,17 @@ impl RunningPipeline {
             Err(_) => Vec::new(),
         };
         for uuid in live {
-            self.end_scope_at(uuid, at, wall);
+            self.end_scope_at(uuid, at, wall, &[]);
         }
     }
 
-    fn end_scope_at(&self, uuid: Uuid, at: Instant, wall: DateTime<Utc>) -> bool {
+    fn end_scope_at(
+        &self,
+        uuid: Uuid,
+        at: Instant,
+        wall: DateTime<Utc>,
+        flags: &[&'static str],
+    ) -> bool {
         let wall = {
             // Under the merger's mark lock: no mark under this scope after its end.
             let mut agents = match self.agents.lock() {
@@ -544,8 +579,10 @@ impl RunningPipeline {
                 name,
                 started,
                 parent,
+                mut attributes,
                 ..
             } = agents.remove(position);
+            attributes.extend_from_slice(flags);
             let wall = strictly_after(started, wall);
             self.sink.send(scope_event(
                 self.root_scope,
@@ -554,6 +591,7 @@ impl RunningPipeline {
                 &name,
                 wall,
                 ScopeCategory::End,
+                attributes,
             ));
             wall
         };
@@ -697,6 +735,7 @@ impl RunningPipeline {
                 ROOT_SCOPE_NAME,
                 strictly_after(self.root_started, Utc::now()),
                 ScopeCategory::End,
+                Vec::new(),
             ));
         }
         self.merger.stop(None);

@@ -57,6 +57,7 @@ pub fn scope(
         name: name.into(),
         scope_category: category,
         kind,
+        attributes: Vec::new(),
     })
 }
 

@@ -1,0 +1,75 @@
+//! A program to run under `wattline run`: it marks its own steps as Agent scopes over
+//! the host endpoint (`WATTLINE_HOST_*` in its environment), so the run's marks, energy
+//! and report attribute to them, exactly as for scopes started inside a pipeline.
+//!
+//! ```sh
+//! cargo build --example agent_step
+//! wattline run --atof runs/ -- target/debug/examples/agent_step
+//! ```
+//!
+//! With `--leave-open` it exits while its `executor` step is still open: `wattline run`
+//! ends that scope at the exit and flags its end `wattline.ended_at_program_exit`.
+
+use std::time::{Duration, Instant};
+
+use wattline_worker::HostConnection;
+use wattline_worker::diagnostics::{
+    DiagnosticExtensionDefinition, DiagnosticObservation, DiagnosticObservationOutcome as Outcome,
+    DiagnosticObservationSeverity as Severity, extension_code,
+};
+
+/// Keeps one processor busy for `duration`: the step's real work.
+fn work(duration: Duration) -> u64 {
+    let started = Instant::now();
+    let mut state = 0u64;
+    while started.elapsed() < duration {
+        for value in 0..10_000u64 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(value);
+        }
+    }
+    state
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let leave_open = std::env::args().any(|argument| argument == "--leave-open");
+    let host = HostConnection::from_env()?;
+
+    // Its own diagnostics land in the run's context, under `worker.command.*`.
+    let diagnostics = host.diagnostics().await.clone();
+    let steps = diagnostics
+        .component(
+            "agent_step",
+            vec![extension_code(DiagnosticExtensionDefinition {
+                name: "step_completed".into(),
+                description: "An agent step completed".into(),
+                outcome: Outcome::Success as i32,
+                allowed_failure_classes: vec![],
+            })],
+        )
+        .await?;
+
+    let planner = host.agent_scope("planner").await?;
+    let checksum = work(Duration::from_millis(600));
+    planner.end().await?;
+    steps.try_record_lazy(|| DiagnosticObservation {
+        code: 1,
+        count: 1,
+        outcome: Outcome::Success as i32,
+        severity: Severity::Info as i32,
+        detail: Some("planner".into()),
+        ..Default::default()
+    })?;
+    diagnostics.flush(Duration::from_secs(2)).await?;
+    println!("planner step done ({checksum:x})");
+
+    if leave_open {
+        let executor = host.agent_scope("executor").await?;
+        work(Duration::from_millis(300));
+        println!("exiting with the executor step open");
+        // Exit without ending it (no destructor runs): wattline ends it at the exit.
+        std::mem::forget(executor);
+        std::process::exit(0);
+    }
+    Ok(())
+}

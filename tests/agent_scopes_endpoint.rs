@@ -1,0 +1,177 @@
+//! wattline's `AgentScopes` service on the host endpoint, rule by rule, through the
+//! generated client over the real socket, against a real pipeline.
+
+use tonic::Code;
+use wattline::host::program::{ACTIVATION_VARIABLE, ProgramEndpoint, TOKEN_VARIABLE};
+use wattline::host::{MAX_OPEN_SCOPES_PER_CALLER, MAX_SCOPE_NAME_BYTES};
+use wattline_worker::wire::agent_scopes::agent_scopes_client::AgentScopesClient;
+use wattline_worker::wire::agent_scopes::{
+    EndAgentScopeRequest, HostCredentials, StartAgentScopeRequest,
+};
+
+type Client = AgentScopesClient<tonic::transport::Channel>;
+
+async fn client(endpoint: &ProgramEndpoint) -> Client {
+    let channel = wattline::host::connect_unix(endpoint.socket_path().to_path_buf())
+        .await
+        .expect("connects over the socket");
+    AgentScopesClient::new(channel)
+}
+
+fn credentials(endpoint: &ProgramEndpoint) -> HostCredentials {
+    let environment = endpoint.environment();
+    let value = |name: &str| {
+        environment
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.clone())
+            .unwrap()
+    };
+    HostCredentials {
+        activation_id: value(ACTIVATION_VARIABLE),
+        auth_token: value(TOKEN_VARIABLE),
+    }
+}
+
+async fn start(
+    client: &mut Client,
+    credentials: &HostCredentials,
+    name: &str,
+) -> Result<String, Code> {
+    client
+        .start_agent_scope(StartAgentScopeRequest {
+            credentials: Some(credentials.clone()),
+            name: name.into(),
+        })
+        .await
+        .map(|response| response.into_inner().scope_id)
+        .map_err(|status| status.code())
+}
+
+async fn end(
+    client: &mut Client,
+    credentials: &HostCredentials,
+    scope_id: &str,
+) -> Result<(), Code> {
+    client
+        .end_agent_scope(EndAgentScopeRequest {
+            credentials: Some(credentials.clone()),
+            scope_id: scope_id.into(),
+        })
+        .await
+        .map(|_| ())
+        .map_err(|status| status.code())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scope_calls_follow_the_rules() {
+    let pipeline = wattline::Pipeline::builder().spawn().await.unwrap();
+    let endpoint =
+        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), false, None)
+            .unwrap();
+    endpoint.attach(pipeline.scope_control());
+    let mut client = client(&endpoint).await;
+    let good = credentials(&endpoint);
+    let wrong_token = HostCredentials {
+        auth_token: "not-the-token".into(),
+        ..good.clone()
+    };
+
+    // (what is asked, what comes back)
+    assert_eq!(
+        start(&mut client, &wrong_token, "planner").await,
+        Err(Code::PermissionDenied)
+    );
+    assert_eq!(
+        start(&mut client, &good, "   ").await,
+        Err(Code::InvalidArgument)
+    );
+    assert_eq!(
+        start(&mut client, &good, "a\nb").await,
+        Err(Code::InvalidArgument)
+    );
+    let longest = "x".repeat(MAX_SCOPE_NAME_BYTES);
+    let too_long = "x".repeat(MAX_SCOPE_NAME_BYTES + 1);
+    assert_eq!(
+        start(&mut client, &good, &too_long).await,
+        Err(Code::InvalidArgument)
+    );
+    let long_scope = start(&mut client, &good, &longest)
+        .await
+        .expect("256 bytes is allowed");
+    end(&mut client, &good, &long_scope).await.unwrap();
+
+    let scope = start(&mut client, &good, "planner").await.unwrap();
+    assert_eq!(
+        end(&mut client, &wrong_token, &scope).await,
+        Err(Code::PermissionDenied)
+    );
+    assert_eq!(
+        end(&mut client, &good, "no-such-scope").await,
+        Err(Code::NotFound)
+    );
+    assert_eq!(end(&mut client, &good, &scope).await, Ok(()));
+    assert_eq!(
+        end(&mut client, &good, &scope).await,
+        Err(Code::NotFound),
+        "ended once"
+    );
+
+    // The pipeline's own report has the step, ended.
+    let report = pipeline.flush().await.unwrap();
+    let planner = report
+        .agent_scopes
+        .iter()
+        .find(|step| step.name == "planner")
+        .expect("the step is in the report");
+    assert_eq!(planner.uuid, scope);
+    assert!(planner.ended_at.is_some());
+
+    // Open scopes per caller are bounded; ending at exit ends every one left.
+    for index in 0..MAX_OPEN_SCOPES_PER_CALLER {
+        start(&mut client, &good, &format!("step-{index}"))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        start(&mut client, &good, "one-too-many").await,
+        Err(Code::ResourceExhausted)
+    );
+    assert_eq!(endpoint.close().await, MAX_OPEN_SCOPES_PER_CALLER);
+    pipeline.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_before_the_pipeline_is_attached_waits_then_is_unavailable() {
+    let endpoint =
+        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), false, None)
+            .unwrap();
+    let mut client = client(&endpoint).await;
+    let good = credentials(&endpoint);
+    assert_eq!(
+        start(&mut client, &good, "early").await,
+        Err(Code::Unavailable)
+    );
+    // Nothing was opened, so nothing is ended at exit.
+    assert_eq!(endpoint.close().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_the_pipeline_goes_through_once_it_is_attached() {
+    let endpoint =
+        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), false, None)
+            .unwrap();
+    let mut client = client(&endpoint).await;
+    let good = credentials(&endpoint);
+    let early = tokio::spawn(async move { start(&mut client, &good, "early").await });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let pipeline = wattline::Pipeline::builder().spawn().await.unwrap();
+    endpoint.attach(pipeline.scope_control());
+    let scope = early
+        .await
+        .unwrap()
+        .expect("started once the pipeline is attached");
+    assert_eq!(endpoint.close().await, 1, "left open, ended at exit");
+    let report = pipeline.shutdown().await.unwrap().unwrap();
+    assert!(report.agent_scopes.iter().any(|step| step.uuid == scope));
+}

@@ -1,0 +1,171 @@
+//! Agent steps marked by the measured program itself: `wattline run` serves the host
+//! endpoint to the command, whose real process (`examples/agent_step.rs`, on the Rust
+//! worker SDK) starts and ends its scopes over the socket. Energy, marks and the report
+//! attribute to those steps as to in-process scopes; a step left open at the exit is
+//! ended and flagged.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::wattline;
+
+fn agent_step() -> PathBuf {
+    // target/debug/deps/agent_steps-HASH -> target/debug/examples/agent_step
+    let mut path = std::env::current_exe().unwrap();
+    path.pop();
+    path.pop();
+    path.push("examples");
+    path.push("agent_step");
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+struct Run {
+    report: serde_json::Value,
+    events: Vec<serde_json::Value>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_agent_step(extra: &[&str]) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    let atof = home.path().join("runs");
+    let (_bin, path) = support::path_with_stand_in_nvidia_smi();
+    let mut command = wattline(home.path());
+    command
+        .env("PATH", path)
+        .env("GENAI_GPU_COLLECTION_INTERVAL", "0.1")
+        .args(["run", "--quiet", "--interval", "100", "--report", "json"])
+        .arg("--atof")
+        .arg(&atof)
+        .arg("--")
+        .arg(agent_step())
+        .args(extra);
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    // The command's own output comes first on stdout, then the JSON report.
+    let report_start = stdout.find("{\n").expect("a JSON report on stdout");
+    let report = serde_json::from_str(&stdout[report_start..]).unwrap();
+    Run {
+        report,
+        events: atof_events(&atof),
+        stdout,
+        stderr,
+    }
+}
+
+fn atof_events(directory: &Path) -> Vec<serde_json::Value> {
+    let file = std::fs::read_dir(directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .expect("an ATOF file");
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn scope_events<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json::Value> {
+    events
+        .iter()
+        .filter(|event| event["kind"] == "scope" && event["name"] == name)
+        .collect()
+}
+
+#[test]
+fn a_step_marked_by_the_measured_program_gets_its_marks_and_energy() {
+    let run = run_agent_step(&[]);
+    assert!(run.stdout.contains("planner step done"), "{}", run.stdout);
+
+    let planner = scope_events(&run.events, "planner");
+    assert_eq!(planner.len(), 2, "a start and an end: {planner:?}");
+    let (start, end) = (planner[0], planner[1]);
+    assert_eq!(start["scope_category"], "start");
+    assert_eq!(end["scope_category"], "end");
+    assert_eq!(start["uuid"], end["uuid"]);
+    assert_eq!(start["category"], "agent");
+    // Started by another process over the endpoint: the ATOF `remote` flag; ended by it.
+    assert_eq!(start["attributes"], serde_json::json!(["remote"]));
+    assert_eq!(end["attributes"], serde_json::json!(["remote"]));
+
+    // Polls at 100 ms over a 600 ms step: resource marks were copied under it.
+    let under_planner = run
+        .events
+        .iter()
+        .filter(|event| event["kind"] == "mark" && event["parent_uuid"] == start["uuid"])
+        .count();
+    assert!(under_planner >= 2, "{under_planner} marks under the step");
+
+    // The report attributes GPU energy (250 W stand-in) to the step while it was live.
+    let scopes = run.report["agent_scopes"].as_array().unwrap();
+    let step = scopes
+        .iter()
+        .find(|scope| scope["name"] == "planner")
+        .expect("the step is in the report");
+    assert_eq!(step["uuid"], start["uuid"]);
+    assert!(step["ended_at"].is_string(), "{step}");
+    let step_kwh = step["gpu_energy_kwh"].as_f64().unwrap();
+    let total_kwh = run.report["total"]["gpu_energy_kwh"].as_f64().unwrap();
+    assert!(
+        step_kwh > 0.0 && step_kwh < total_kwh,
+        "{step_kwh} of {total_kwh}"
+    );
+    // About 250 W over the step's ~0.6 s (its own start and end, not a poll's).
+    let seconds = step_kwh * 3_600_000.0 / 250.0;
+    assert!((0.4..1.5).contains(&seconds), "{seconds} s at 250 W");
+    assert!(!run.stderr.contains("left"), "{}", run.stderr);
+
+    // Its own diagnostics landed in the run's context under `worker.command.*`, with
+    // the worker's provenance, and reach the report.
+    let diagnostics = &run.report["diagnostics"];
+    let component = diagnostics["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|component| component["name"] == "worker.command.agent_step")
+        .expect("the command's component, under its namespace");
+    assert_eq!(component["codes"][0]["code"], "step_completed");
+    assert_eq!(component["codes"][0]["occurrences"], 1);
+    let event = diagnostics["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["component"] == "worker.command.agent_step")
+        .expect("its event is retained");
+    assert_eq!(event["detail"], "planner");
+    assert!(event["provenance"]["worker_id"].is_string(), "{event}");
+}
+
+#[test]
+fn a_step_left_open_at_the_programs_exit_is_ended_and_flagged() {
+    let run = run_agent_step(&["--leave-open"]);
+    assert!(run.stdout.contains("executor step open"), "{}", run.stdout);
+    let executor = scope_events(&run.events, "executor");
+    assert_eq!(executor.len(), 2, "{executor:?}");
+    assert_eq!(executor[1]["scope_category"], "end");
+    assert_eq!(
+        executor[1]["attributes"],
+        serde_json::json!(["remote", "wattline.ended_at_program_exit"])
+    );
+    // The properly ended step is not flagged.
+    let planner = scope_events(&run.events, "planner");
+    assert_eq!(planner[1]["attributes"], serde_json::json!(["remote"]));
+    // The report has the step, ended.
+    let scopes = run.report["agent_scopes"].as_array().unwrap();
+    let step = scopes
+        .iter()
+        .find(|scope| scope["name"] == "executor")
+        .unwrap();
+    assert!(step["ended_at"].is_string(), "{step}");
+    assert!(
+        run.stderr
+            .contains("the command left 1 agent scope(s) open; ended at its exit"),
+        "{}",
+        run.stderr
+    );
+}
