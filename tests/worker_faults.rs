@@ -1,0 +1,82 @@
+//! Worker plugins that misbehave never stop the pipeline: one that starts but never
+//! binds its socket is given up on after the host's wait, recorded as
+//! `pipeline.worker_failed`, and the run goes on sampling and reports.
+
+mod support;
+
+use support::wattline;
+
+#[test]
+fn a_worker_that_never_binds_is_recorded_and_sampling_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let atof = home.path().join("runs");
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        r#"version = 1
+[[components]]
+kind = "worker"
+[components.config]
+plugin_id = "never.binds"
+command = ["sleep", "60"]
+"#,
+    )
+    .unwrap();
+    let output = wattline(home.path())
+        .args([
+            "run",
+            "--quiet",
+            "--interval",
+            "200",
+            "--report",
+            "json",
+            "--config",
+        ])
+        .arg(&config)
+        .arg("--atof")
+        .arg(&atof)
+        .args(["--", "sleep", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the command's run is unaffected: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let diagnostics = &report["diagnostics"];
+    let pipeline = diagnostics["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|component| component["name"] == "pipeline")
+        .unwrap();
+    let failed = pipeline["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|code| code["code"] == "pipeline.worker_failed")
+        .unwrap();
+    assert_eq!(failed["occurrences"], 1);
+    let detail = diagnostics["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|event| event["detail"].as_str())
+        .find(|detail| detail.contains("never.binds"))
+        .expect("the failure names the worker");
+    assert!(detail.contains("did not listen"), "{detail}");
+
+    // The pipeline sampled all along: resource marks every poll while the host waited.
+    let file = std::fs::read_dir(&atof)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .unwrap();
+    let marks = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains("\"name\":\"nemo.relay.resource_metrics\""))
+        .count();
+    assert!(marks >= 10, "{marks} resource marks");
+}
