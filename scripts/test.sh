@@ -4,8 +4,9 @@
 # collector (for the exporter tests), a second one (.ci/venv-genai) with the GPU spec's
 # reference (genai-otel-instrument 1.42.0), a third (.ci/venv-worker) with the
 # reference's Python worker SDK (nemo-relay-plugin 0.11.0rc3), then
-# `cargo test --workspace`. Extra arguments
-# go to cargo test.
+# `cargo test --workspace` (extra arguments go to it), then the Python package's pytest
+# suite against the package as `pip install ./python` builds it, in the reference's
+# venv so the snapshot is compared with the reference's own in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,4 +44,11 @@ if [ ! -x "$WATTLINE_ROTEL_AGENT" ]; then
 fi
 export WATTLINE_ROTEL_AGENT
 
-exec cargo test --workspace "$@"
+# The Python package, built from python/ as a user installs it (maturin, release), and
+# its test tools.
+"$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0"
+"$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps ./python
+
+cargo test --workspace "$@"
+# Its tests use the CLI that cargo test has just built.
+"$venv/bin/pytest" -q python/tests

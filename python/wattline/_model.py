@@ -1,0 +1,413 @@
+"""The snapshot as frozen dataclasses: field names, nesting, units and ``None`` exactly
+as the spec's ``resource_metrics`` snapshot (and the JSON of ``wattline collect``).
+
+Built from the JSON the native module returns by one generic converter driven by the
+type annotations, so a field added to a class here is filled with no other change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _datetime
+import enum
+import sys
+import typing
+from typing import Any, Dict, Generic, List, Optional, TypeVar, Union
+
+__all__ = [
+    "AcceleratorDeviceMetrics",
+    "AcceleratorProcessMetrics",
+    "AcceleratorVendor",
+    "BandwidthUnit",
+    "CapacityUnit",
+    "CountUnit",
+    "CpuMetrics",
+    "CpuUnit",
+    "DataUnit",
+    "DiskMetrics",
+    "DurationUnit",
+    "FilesystemMetrics",
+    "GpuMetrics",
+    "LimitEvent",
+    "LimitEventKind",
+    "LimitResource",
+    "Measurement",
+    "MeasurementScope",
+    "MemoryMetrics",
+    "NetworkInterfaceMetrics",
+    "NetworkMetrics",
+    "NetworkTrafficMetrics",
+    "OperatingSystem",
+    "ProcessMetrics",
+    "ProcessSampling",
+    "Snapshot",
+    "UtilizationUnit",
+]
+
+
+class _StrEnum(str, enum.Enum):
+    """A string enum whose value is the JSON string (``StrEnum`` before 3.11)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class DurationUnit(_StrEnum):
+    MICROSECONDS = "microseconds"
+    MILLISECONDS = "milliseconds"
+    SECONDS = "seconds"
+    MINUTES = "minutes"
+
+
+class CapacityUnit(_StrEnum):
+    BYTES = "bytes"
+    KILOBYTES = "kilobytes"
+    MEGABYTES = "megabytes"
+    GIGABYTES = "gigabytes"
+    TERABYTES = "terabytes"
+    KIBIBYTES = "kibibytes"
+    MEBIBYTES = "mebibytes"
+    GIBIBYTES = "gibibytes"
+    TEBIBYTES = "tebibytes"
+
+
+class DataUnit(_StrEnum):
+    BYTES = "bytes"
+    KILOBYTES = "kilobytes"
+    MEGABYTES = "megabytes"
+    GIGABYTES = "gigabytes"
+    TERABYTES = "terabytes"
+    KIBIBYTES = "kibibytes"
+    MEBIBYTES = "mebibytes"
+    GIBIBYTES = "gibibytes"
+    TEBIBYTES = "tebibytes"
+
+
+class BandwidthUnit(_StrEnum):
+    BYTES_PER_SECOND = "bytes_per_second"
+    KIBIBYTES_PER_SECOND = "kibibytes_per_second"
+    MEBIBYTES_PER_SECOND = "mebibytes_per_second"
+    GIBIBYTES_PER_SECOND = "gibibytes_per_second"
+    BITS_PER_SECOND = "bits_per_second"
+    MEGABITS_PER_SECOND = "megabits_per_second"
+    GIGABITS_PER_SECOND = "gigabits_per_second"
+
+
+class CpuUnit(_StrEnum):
+    LOGICAL_PROCESSORS = "logical_processors"
+    MILLICORES = "millicores"
+
+
+class UtilizationUnit(_StrEnum):
+    PERCENTAGE = "percentage"
+    FRACTION = "fraction"
+
+
+class CountUnit(_StrEnum):
+    PROCESSES = "processes"
+    THREADS = "threads"
+    FILE_DESCRIPTORS = "file_descriptors"
+    HANDLES = "handles"
+    EVENTS = "events"
+    OPERATIONS = "operations"
+    PACKETS = "packets"
+    ERRORS = "errors"
+
+
+class OperatingSystem(_StrEnum):
+    LINUX = "linux"
+    MACOS = "macos"
+    WINDOWS = "windows"
+    UNSUPPORTED = "unsupported"
+
+
+class MeasurementScope(_StrEnum):
+    GLOBAL = "global"
+    APPLICATION_PROCESS = "application_process"
+    PROCESS_TREE = "process_tree"
+
+
+class AcceleratorVendor(_StrEnum):
+    NVIDIA = "nvidia"
+    AMD = "amd"
+    INTEL = "intel"
+    APPLE = "apple"
+    OTHER = "other"
+
+
+class LimitResource(_StrEnum):
+    CPU = "cpu"
+    MEMORY = "memory"
+    PROCESSES = "processes"
+
+
+class LimitEventKind(_StrEnum):
+    THROTTLED = "throttled"
+    HIGH = "high"
+    MAXIMUM = "maximum"
+    OUT_OF_MEMORY = "out_of_memory"
+    TERMINATED = "terminated"
+
+
+U = TypeVar("U")
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement(Generic[U]):
+    """One available reading: ``value`` (an ``int`` where the conversion is exact, else a
+    ``float``) in ``unit``. An unavailable reading is ``None``, never a zero."""
+
+    value: Union[int, float]
+    unit: U
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessSampling:
+    visible_processes: int
+    sampled_processes: int
+    field_sampled_processes: Dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class LimitEvent:
+    resource: LimitResource
+    event: LimitEventKind
+    count: Optional[Measurement[CountUnit]]
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuMetrics:
+    user_time: Optional[Measurement[DurationUnit]]
+    system_time: Optional[Measurement[DurationUnit]]
+    total_time: Optional[Measurement[DurationUnit]]
+    consumption_rate: Optional[Measurement[CpuUnit]]
+    throttled_time: Optional[Measurement[DurationUnit]]
+    effective_limit: Optional[Measurement[CpuUnit]]
+    some_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    full_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    limit_events: List[LimitEvent]
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryMetrics:
+    system_used: Optional[Measurement[CapacityUnit]]
+    system_total: Optional[Measurement[CapacityUnit]]
+    system_available: Optional[Measurement[CapacityUnit]]
+    resident: Optional[Measurement[CapacityUnit]]
+    private: Optional[Measurement[CapacityUnit]]
+    physical_footprint: Optional[Measurement[CapacityUnit]]
+    virtual_memory: Optional[Measurement[CapacityUnit]]
+    peak_resident: Optional[Measurement[CapacityUnit]]
+    limit: Optional[Measurement[CapacityUnit]]
+    environment_accounted: Optional[Measurement[CapacityUnit]]
+    some_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    full_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    out_of_memory_event_count: Optional[Measurement[CountUnit]]
+    limit_events: List[LimitEvent]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessMetrics:
+    active_count: Optional[Measurement[CountUnit]]
+    descendant_count: Optional[Measurement[CountUnit]]
+    thread_count: Optional[Measurement[CountUnit]]
+    lifetime_creation_count: Optional[Measurement[CountUnit]]
+    open_file_descriptor_count: Optional[Measurement[CountUnit]]
+    windows_handle_count: Optional[Measurement[CountUnit]]
+    limit_events: List[LimitEvent]
+
+
+@dataclasses.dataclass(frozen=True)
+class FilesystemMetrics:
+    path: str
+    total_capacity: Optional[Measurement[CapacityUnit]]
+    available_capacity: Optional[Measurement[CapacityUnit]]
+    free_capacity: Optional[Measurement[CapacityUnit]]
+
+
+@dataclasses.dataclass(frozen=True)
+class DiskMetrics:
+    read_data: Optional[Measurement[DataUnit]]
+    write_data: Optional[Measurement[DataUnit]]
+    read_throughput: Optional[Measurement[BandwidthUnit]]
+    write_throughput: Optional[Measurement[BandwidthUnit]]
+    read_operations: Optional[Measurement[CountUnit]]
+    write_operations: Optional[Measurement[CountUnit]]
+    filesystems: List[FilesystemMetrics]
+
+
+@dataclasses.dataclass(frozen=True)
+class AcceleratorDeviceMetrics:
+    vendor: AcceleratorVendor
+    device_identifier: str
+    device_index: Optional[int]
+    memory_used: Optional[Measurement[CapacityUnit]]
+    compute_utilization: Optional[Measurement[UtilizationUnit]]
+
+
+@dataclasses.dataclass(frozen=True)
+class AcceleratorProcessMetrics:
+    vendor: AcceleratorVendor
+    device_identifier: str
+    device_index: Optional[int]
+    process_id: int
+    memory_used: Optional[Measurement[CapacityUnit]]
+    compute_utilization: Optional[Measurement[UtilizationUnit]]
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuMetrics:
+    device_metrics: Optional[List[AcceleratorDeviceMetrics]]
+    process_metrics: Optional[List[AcceleratorProcessMetrics]]
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkTrafficMetrics:
+    received_data: Optional[Measurement[DataUnit]]
+    transmitted_data: Optional[Measurement[DataUnit]]
+    receive_throughput: Optional[Measurement[BandwidthUnit]]
+    transmit_throughput: Optional[Measurement[BandwidthUnit]]
+    received_packets: Optional[Measurement[CountUnit]]
+    transmitted_packets: Optional[Measurement[CountUnit]]
+    receive_errors: Optional[Measurement[CountUnit]]
+    transmit_errors: Optional[Measurement[CountUnit]]
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkInterfaceMetrics:
+    name: str
+    traffic: NetworkTrafficMetrics
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkMetrics:
+    measurement_scope: MeasurementScope
+    system: NetworkTrafficMetrics
+    interfaces: List[NetworkInterfaceMetrics]
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """One resource snapshot. ``timestamp`` is a timezone-aware UTC ``datetime``; a
+    disabled category is ``None``."""
+
+    timestamp: _datetime.datetime
+    operating_system: OperatingSystem
+    measurement_scope: MeasurementScope
+    process_sampling: Optional[ProcessSampling]
+    cpu: Optional[CpuMetrics]
+    memory: Optional[MemoryMetrics]
+    process: Optional[ProcessMetrics]
+    disk: Optional[DiskMetrics]
+    gpu: Optional[GpuMetrics]
+    network: Optional[NetworkMetrics]
+    # Nanoseconds of the second: a datetime holds microseconds, the reading holds more.
+    _nanosecond: int = dataclasses.field(default=0, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "Snapshot":
+        """The snapshot of a ``wattline collect`` JSON object."""
+        snapshot = from_json_value(cls, data)
+        object.__setattr__(snapshot, "_nanosecond", parse_timestamp(data["timestamp"])[1])
+        return snapshot
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON object ``wattline collect`` prints for this reading."""
+        data = to_json_value(self)
+        data["timestamp"] = format_timestamp(self.timestamp, self._nanosecond)
+        return data
+
+
+# --- conversion, driven by the annotations -------------------------------------------
+
+
+def parse_timestamp(text: str) -> "tuple[_datetime.datetime, int]":
+    """An RFC 3339 UTC timestamp with up to nanoseconds: the ``datetime`` (microseconds)
+    and the nanoseconds of its second."""
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    main, sign, offset = text[:-6], text[-6], text[-5:]
+    nanosecond = 0
+    if "." in main:
+        main, fraction = main.split(".", 1)
+        nanosecond = int((fraction + "000000000")[:9])
+    moment = _datetime.datetime.fromisoformat(f"{main}{sign}{offset}")
+    moment = moment.replace(microsecond=nanosecond // 1000).astimezone(_datetime.timezone.utc)
+    return moment, nanosecond
+
+
+def format_timestamp(moment: _datetime.datetime, nanosecond: int = 0) -> str:
+    """The timestamp as the Rust side writes it: UTC, ``Z``, 0, 3, 6 or 9 fraction
+    digits (the fewest that are exact)."""
+    moment = moment.astimezone(_datetime.timezone.utc)
+    if nanosecond // 1000 != moment.microsecond:
+        nanosecond = moment.microsecond * 1000
+    head = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if nanosecond == 0:
+        return f"{head}Z"
+    if nanosecond % 1_000_000 == 0:
+        return f"{head}.{nanosecond // 1_000_000:03d}Z"
+    if nanosecond % 1000 == 0:
+        return f"{head}.{nanosecond // 1000:06d}Z"
+    return f"{head}.{nanosecond:09d}Z"
+
+
+_HINTS: Dict[type, Dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> Dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    return _HINTS[cls]
+
+
+def from_json_value(annotation: Any, value: Any) -> Any:
+    """``value`` (decoded JSON) as ``annotation`` says."""
+    if value is None:
+        return None
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if origin is Union:
+        inner = [argument for argument in arguments if argument is not type(None)]
+        if len(inner) == 1:
+            return from_json_value(inner[0], value)
+        return value
+    if origin in (list, List):
+        return [from_json_value(arguments[0], item) for item in value]
+    if origin in (dict, Dict):
+        return {key: from_json_value(arguments[1], item) for key, item in value.items()}
+    if origin is Measurement:
+        return Measurement(value=value["value"], unit=arguments[0](value["unit"]))
+    if annotation is _datetime.datetime:
+        return parse_timestamp(value)[0]
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return annotation(value)
+    if dataclasses.is_dataclass(annotation):
+        hints = _hints(annotation)
+        return annotation(
+            **{
+                field.name: from_json_value(hints[field.name], value[field.name])
+                for field in dataclasses.fields(annotation)
+                if not field.name.startswith("_")
+            }
+        )
+    return value
+
+
+def to_json_value(value: Any) -> Any:
+    """A dataclass tree as decoded JSON: enums as their strings, ``None`` as null."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: to_json_value(getattr(value, field.name))
+            for field in dataclasses.fields(value)
+            if not field.name.startswith("_")
+        }
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, list):
+        return [to_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: to_json_value(item) for key, item in value.items()}
+    if isinstance(value, _datetime.datetime):
+        return format_timestamp(value)
+    return value

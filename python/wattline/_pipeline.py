@@ -1,0 +1,345 @@
+"""The three ways in: ``collect()`` and the async ``Pipeline``; ``measure()`` without
+asyncio; ``agent_scope()`` at module level, which marks a step in the pipeline of
+``wattline run`` when the program runs under it.
+
+Every native call that waits releases the GIL; from a coroutine it runs on a worker
+thread, so the event loop never blocks. Cancelling an awaiting coroutine does not stop
+a call already running: it completes and the pipeline stays consistent (as the spec
+says of ``collect()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import inspect
+import json
+import os
+import threading
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
+
+from . import _native
+from ._model import Snapshot
+from ._report import EnergyReport
+
+__all__ = ["AgentScope", "Measure", "Pipeline", "agent_scope", "collect", "measure"]
+
+ConfigLike = Union[None, str, "os.PathLike[str]", Mapping[str, Any]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+_SCOPES = ("global", "application_process", "process_tree", "runtime_default")
+
+
+def _config_arguments(config: ConfigLike) -> Dict[str, Any]:
+    """A path goes to the native loader as a path (layered like the CLI's), a mapping
+    as a plugins.toml table (errors name it ``<config>``)."""
+    if config is None:
+        return {}
+    if isinstance(config, Mapping):
+        try:
+            return {"config_json": json.dumps(config)}
+        except (TypeError, ValueError) as error:
+            raise _native.ConfigError(f"<config>: not JSON-like data: {error}") from None
+    if isinstance(config, (str, os.PathLike)):
+        return {"config_path": os.fspath(config)}
+    raise _native.ConfigError(
+        f"config: must be a path or a mapping (got {type(config).__name__})"
+    )
+
+
+def _check_scope(scope: Optional[str]) -> Optional[str]:
+    if scope is not None and scope not in _SCOPES:
+        raise _native.ConfigError(
+            f"scope: must be one of {', '.join(_SCOPES)} (got {scope!r})"
+        )
+    return scope
+
+
+async def _in_thread(function: Callable[..., Any], *arguments: Any, **named: Any) -> Any:
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, functools.partial(function, *arguments, **named))
+
+
+async def collect(
+    scope: Optional[str] = None,
+    pid: Optional[int] = None,
+    config: ConfigLike = None,
+) -> Snapshot:
+    """One snapshot on the on-demand series, as ``wattline collect`` takes it. Default
+    scope: the process tree rooted at this process (or at ``pid``)."""
+    arguments = _config_arguments(config)
+    text = await _in_thread(
+        _native.collect_json, scope=_check_scope(scope), pid=pid, **arguments
+    )
+    return Snapshot.from_dict(json.loads(text))
+
+
+class AgentScope:
+    """An Agent scope named ``name``: marks and energy attribute to it while it is
+    entered. Use it as ``with``, ``async with`` or as a decorator of a function or a
+    coroutine function (a new scope per call). It may be entered again and nested."""
+
+    def __init__(
+        self,
+        name: str,
+        start: Callable[[str], str],
+        end: Callable[[str], bool],
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise _native.WattlineError("agent scope name must be a non-blank string")
+        self.name = name
+        self._start = start
+        self._end = end
+        self._open: List[str] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "AgentScope":
+        scope_id = self._start(self.name)
+        with self._lock:
+            self._open.append(scope_id)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        with self._lock:
+            scope_id = self._open.pop() if self._open else None
+        if scope_id is not None:
+            self._end(scope_id)
+
+    async def __aenter__(self) -> "AgentScope":
+        scope_id = await _in_thread(self._start, self.name)
+        with self._lock:
+            self._open.append(scope_id)
+        return self
+
+    async def __aexit__(self, *_: Any) -> None:
+        with self._lock:
+            scope_id = self._open.pop() if self._open else None
+        if scope_id is not None:
+            # Shielded: a cancelled task still ends its scope.
+            await asyncio.shield(_in_thread(self._end, scope_id))
+
+    def __call__(self, function: F) -> F:
+        if inspect.iscoroutinefunction(function):
+
+            @functools.wraps(function)
+            async def scoped_coroutine(*arguments: Any, **named: Any) -> Any:
+                async with AgentScope(self.name, self._start, self._end):
+                    return await function(*arguments, **named)
+
+            return scoped_coroutine  # type: ignore[return-value]
+
+        @functools.wraps(function)
+        def scoped(*arguments: Any, **named: Any) -> Any:
+            with AgentScope(self.name, self._start, self._end):
+                return function(*arguments, **named)
+
+        return scoped  # type: ignore[return-value]
+
+
+class Pipeline:
+    """A measuring pipeline in this process: ``async with Pipeline() as pipeline:``, or
+    ``await start()`` then ``await shutdown()``.
+
+    ``config`` is a plugins.toml path or a mapping of the same shape (default: the
+    library defaults, no file read); ``scope`` overrides its measurement scope
+    (default: the process tree rooted at this process); ``interval_ms`` turns polling
+    on; ``atof_dir`` and ``otlp_endpoint`` turn those exporters on; ``gpu=False``
+    reads no GPU.
+    """
+
+    def __init__(
+        self,
+        config: ConfigLike = None,
+        *,
+        scope: Optional[str] = None,
+        interval_ms: Optional[int] = None,
+        atof_dir: Union[None, str, "os.PathLike[str]"] = None,
+        otlp_endpoint: Optional[str] = None,
+        gpu: bool = True,
+    ) -> None:
+        self._options: Dict[str, Any] = dict(
+            _config_arguments(config),
+            scope=_check_scope(scope),
+            interval_ms=interval_ms,
+            atof_dir=os.fspath(atof_dir) if atof_dir is not None else None,
+            otlp_endpoint=otlp_endpoint,
+            gpu=bool(gpu),
+        )
+        self._native: Optional[Any] = None
+        self._report: Optional[EnergyReport] = None
+        self._stopped = False
+
+    # --- lifecycle (blocking forms shared by the async ones and by measure()) ---------
+
+    def _start_blocking(self) -> "Pipeline":
+        if self._native is not None or self._stopped:
+            raise _native.WattlineError("a Pipeline starts once; make a new one")
+        self._native = _native.NativePipeline.start(**self._options)
+        return self
+
+    def _shutdown_blocking(self) -> Optional[EnergyReport]:
+        if self._native is None or self._stopped:
+            return self._report
+        text = self._native.shutdown_json()
+        self._stopped = True
+        self._report = EnergyReport(json.loads(text)) if text is not None else None
+        return self._report
+
+    def _running(self) -> Any:
+        if self._native is None or self._stopped:
+            raise _native.WattlineError("the pipeline is not running")
+        return self._native
+
+    async def start(self) -> "Pipeline":
+        """Starts measuring; the first poll runs now."""
+        return await _in_thread(self._start_blocking)
+
+    async def shutdown(self) -> Optional[EnergyReport]:
+        """Stops measuring, ending live scopes; the final report (also ``report``)."""
+        return await asyncio.shield(_in_thread(self._shutdown_blocking))
+
+    async def __aenter__(self) -> "Pipeline":
+        return await self.start()
+
+    async def __aexit__(self, *_: Any) -> None:
+        await self.shutdown()
+
+    # --- while running -----------------------------------------------------------------
+
+    async def collect(self) -> Snapshot:
+        """One snapshot on the on-demand series (no mark)."""
+        text = await _in_thread(self._running().collect_json)
+        return Snapshot.from_dict(json.loads(text))
+
+    def agent_scope(self, name: str) -> AgentScope:
+        """An Agent scope of this pipeline (``with``, ``async with`` or decorator)."""
+        return AgentScope(
+            name,
+            lambda scope_name: self._running().start_scope(scope_name),
+            lambda scope_id: self._running().end_scope(scope_id),
+        )
+
+    async def flush(self) -> EnergyReport:
+        """The energy report so far."""
+        text = await _in_thread(self._running().flush_json)
+        return EnergyReport(json.loads(text))
+
+    @property
+    def report(self) -> Optional[EnergyReport]:
+        """The final report, once shut down."""
+        return self._report
+
+    @property
+    def running(self) -> bool:
+        """Whether the pipeline measures now."""
+        return self._native is not None and not self._stopped
+
+
+class Measure:
+    """``with measure(...) as m: ...`` then ``m.report``; or ``@measure(...)`` on a
+    function, whose ``report`` attribute then holds its last call's report. Each use
+    starts a new pipeline and stops it fully at the end."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._pipeline: Optional[Pipeline] = None
+        self.report: Optional[EnergyReport] = None
+
+    def __enter__(self) -> "Measure":
+        self._pipeline = Pipeline(**self._options)._start_blocking()
+        self.report = None
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            self.report = pipeline._shutdown_blocking()
+
+    def agent_scope(self, name: str) -> AgentScope:
+        """An Agent scope of the pipeline measuring now."""
+        if self._pipeline is None:
+            raise _native.WattlineError("agent_scope() needs an entered measure()")
+        return self._pipeline.agent_scope(name)
+
+    def __call__(self, function: F) -> F:
+        if inspect.iscoroutinefunction(function):
+            raise _native.WattlineError(
+                "measure() decorates plain functions; use `async with Pipeline()` for coroutines"
+            )
+
+        @functools.wraps(function)
+        def measured(*arguments: Any, **named: Any) -> Any:
+            measurement = Measure(**self._options)
+            try:
+                with measurement:
+                    return function(*arguments, **named)
+            finally:
+                measured.report = measurement.report  # type: ignore[attr-defined]
+                self.report = measurement.report
+
+        measured.report = None  # type: ignore[attr-defined]
+        return measured  # type: ignore[return-value]
+
+
+def measure(
+    config: ConfigLike = None,
+    *,
+    scope: Optional[str] = None,
+    interval_ms: Optional[int] = None,
+    atof_dir: Union[None, str, "os.PathLike[str]"] = None,
+    otlp_endpoint: Optional[str] = None,
+    gpu: bool = True,
+) -> Measure:
+    """Measures a block or a function without asyncio (options as for ``Pipeline``)."""
+    return Measure(
+        config=config,
+        scope=scope,
+        interval_ms=interval_ms,
+        atof_dir=atof_dir,
+        otlp_endpoint=otlp_endpoint,
+        gpu=gpu,
+    )
+
+
+# --- module-level agent_scope --------------------------------------------------------
+
+_default_lock = threading.Lock()
+_default_pipeline: Optional[Pipeline] = None
+
+
+def _default() -> Pipeline:
+    """The process-wide pipeline module-level scopes use outside ``wattline run``:
+    started on first use, stopped at interpreter exit."""
+    global _default_pipeline
+    with _default_lock:
+        if _default_pipeline is None or not _default_pipeline.running:
+            _default_pipeline = Pipeline()._start_blocking()
+            atexit.register(_default_pipeline._shutdown_blocking)
+        return _default_pipeline
+
+
+def default_pipeline_report() -> Optional[EnergyReport]:
+    """Stops the process-wide pipeline and returns its report (``None`` if none ran)."""
+    global _default_pipeline
+    with _default_lock:
+        pipeline, _default_pipeline = _default_pipeline, None
+    return pipeline._shutdown_blocking() if pipeline is not None else None
+
+
+def under_wattline_run() -> bool:
+    """Whether this process was started by ``wattline run`` (its host endpoint is set)."""
+    return bool(os.environ.get("WATTLINE_HOST_SOCKET"))
+
+
+def agent_scope(name: str) -> AgentScope:
+    """An Agent scope for this program: under ``wattline run`` it marks the step in the
+    run's pipeline over its host endpoint; elsewhere in a process-wide default
+    pipeline. ``with``, ``async with`` or decorator."""
+    if under_wattline_run():
+        return AgentScope(name, _native.host_start_scope, _native.host_end_scope)
+    return AgentScope(
+        name,
+        lambda scope_name: _default()._running().start_scope(scope_name),
+        lambda scope_id: _default()._running().end_scope(scope_id),
+    )
