@@ -13,6 +13,9 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use wattline::config::{EffectiveConfig, MeasurementScopeSetting, PluginsDocument};
 
+#[cfg(unix)]
+mod worker;
+
 create_exception!(
     _native,
     WattlineError,
@@ -353,5 +356,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(host_end_scope, module)?)?;
     }
     module.add_class::<NativePipeline>()?;
+    #[cfg(unix)]
+    worker::add_to(module)?;
     Ok(())
 }
