@@ -52,3 +52,17 @@ def test_a_disabled_resource_metrics_has_nothing_to_collect(quiet_home):
     config = {"version": 1, "components": [{"kind": "resource_metrics", "enabled": False}]}
     with pytest.raises(wattline.ConfigError, match="nothing to collect"):
         asyncio.run(wattline.collect(config=config))
+
+
+def test_the_readme_example_is_the_tour_and_it_runs(quiet_home):
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    tour = (root / "python" / "examples" / "tour.py").read_text()
+    assert f"```python\n{tour}```\n" in (root / "README.md").read_text()
+    finished = subprocess.run([sys.executable, "-c", tour], capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    assert "wattline energy report" in finished.stdout
+    assert "['training'] USD" in finished.stdout
