@@ -6,7 +6,8 @@
 # reference's Python worker SDK (nemo-relay-plugin 0.11.0rc3), then
 # `cargo test --workspace` (extra arguments go to it), then the Python package's pytest
 # suite against the package as `pip install ./python` builds it, in the reference's
-# venv so the snapshot is compared with the reference's own in one process.
+# venv so the snapshot is compared with the reference's own in one process, then the
+# Node.js package's node:test suite against the package as `npm install ./node` builds it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +50,14 @@ export WATTLINE_ROTEL_AGENT
 "$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps ./python
 
+# The Node.js package, installed as a user installs it: npm runs its build (cargo,
+# release) from a scratch project, which leaves node/wattline.node beside index.js.
+repository="$PWD"
+node_consumer="$(mktemp -d)"
+(cd "$node_consumer" && npm install --no-audit --no-fund --loglevel=error "$repository/node")
+rm -rf "$node_consumer"
+
 cargo test --workspace "$@"
-# Its tests use the CLI that cargo test has just built.
+# The packages' tests use the CLI that cargo test has just built.
 "$venv/bin/pytest" -q python/tests
+node --test node/test/*.test.js

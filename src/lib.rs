@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod embedded;
 mod exporting;
 #[cfg(unix)]
 pub mod host;

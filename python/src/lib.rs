@@ -5,13 +5,13 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use wattline::config::{EffectiveConfig, MeasurementScopeSetting, PluginsDocument};
+use wattline::embedded::{self, ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
 
 #[cfg(unix)]
 mod worker;
@@ -63,62 +63,32 @@ fn block_on<T: Send>(
     Ok(py.detach(|| runtime.block_on(future)))
 }
 
-/// The configuration: `path` (a plugins.toml, layered as the CLI layers it), else
-/// `table_json` (a dict given in code, named `<config>` in errors), else the library's
-/// defaults (resource_metrics on, polling off, energy and diagnostics on).
-fn load_config(path: Option<PathBuf>, table_json: Option<String>) -> PyResult<EffectiveConfig> {
-    if let Some(path) = path {
-        return wattline::load_config(Some(path)).map_err(config_error);
-    }
-    let Some(json) = table_json else {
-        return Ok(wattline::library_default_config());
-    };
-    let value: serde_json::Value = serde_json::from_str(&json)
-        .map_err(|error| config_error(format!("<config>: not JSON-like data: {error}")))?;
-    let table: toml::Table = toml::Table::try_from(&value).map_err(|error| {
-        config_error(format!(
-            "<config>: cannot be a plugins.toml table (TOML has no null): {error}"
-        ))
-    })?;
-    let document = PluginsDocument::from_table("<config>", &table).map_err(config_error)?;
-    EffectiveConfig::merge(&[document]).map_err(config_error)
-}
-
-fn scope_setting(scope: Option<&str>) -> PyResult<Option<MeasurementScopeSetting>> {
-    Ok(match scope {
-        None => None,
-        Some("global") => Some(MeasurementScopeSetting::Global),
-        Some("application_process") => Some(MeasurementScopeSetting::ApplicationProcess),
-        Some("process_tree") => Some(MeasurementScopeSetting::ProcessTree),
-        Some("runtime_default") => Some(MeasurementScopeSetting::RuntimeDefault),
-        Some(other) => {
-            return Err(config_error(format!(
-                "scope: must be one of global, application_process, process_tree, \
-                 runtime_default (got {other:?})"
-            )));
-        }
-    })
-}
-
-/// The target: the argument's scope, else the configuration's; `runtime_default` is
-/// the tree rooted at `pid` (default: this process), as for every embedded API.
-fn target_of(
-    config: &EffectiveConfig,
-    scope: Option<&str>,
+/// The options as the shared embedded rules take them (`wattline::embedded`).
+fn options(
+    config_path: Option<PathBuf>,
+    config_json: Option<String>,
+    scope: Option<String>,
     pid: Option<u32>,
-) -> PyResult<wattline::ScopeTarget> {
-    let setting = match scope_setting(scope)? {
-        Some(setting) => setting,
-        None => config
-            .resource_metrics
-            .as_ref()
-            .map_or(MeasurementScopeSetting::RuntimeDefault, |resource| {
-                resource.measurement_scope
-            }),
+) -> EmbeddedOptions {
+    let config = match (config_path, config_json) {
+        (Some(path), _) => ConfigSource::File(path),
+        (None, Some(json)) => ConfigSource::Json(json),
+        (None, None) => ConfigSource::Defaults,
     };
-    let pid = pid.unwrap_or_else(std::process::id);
-    wattline::resolve_target(setting, MeasurementScopeSetting::ProcessTree, Some(pid))
-        .map_err(wattline_error)
+    EmbeddedOptions {
+        config,
+        scope,
+        pid,
+        gpu: true,
+        ..EmbeddedOptions::default()
+    }
+}
+
+fn embedded_error(error: EmbeddedError) -> PyErr {
+    match error {
+        EmbeddedError::Config(error) => config_error(error),
+        EmbeddedError::Other(message) => wattline_error(message),
+    }
 }
 
 /// One snapshot as JSON, from a pipeline started for it and shut down after (no
@@ -132,44 +102,34 @@ fn collect_json(
     scope: Option<String>,
     pid: Option<u32>,
 ) -> PyResult<String> {
-    let mut config = load_config(config_path, config_json)?;
-    let target = target_of(&config, scope.as_deref(), pid)?;
-    let Some(resource) = config.resource_metrics.as_mut() else {
-        return Err(config_error(
-            "resource_metrics is disabled by the configuration: there is nothing to collect",
-        ));
-    };
-    resource.polling = Default::default();
-    config.energy = None;
-    let snapshot = block_on(py, async move {
-        let pipeline = wattline::Pipeline::builder()
-            .config(config)
-            .scope(target)
-            .spawn()
-            .await?;
-        let snapshot = pipeline.collect().await;
-        let _ = pipeline.shutdown().await;
-        snapshot
-    })?
-    .map_err(wattline_error)?;
+    let options = options(config_path, config_json, scope, pid);
+    let snapshot = block_on(py, async move { embedded::collect_once(&options).await })?
+        .map_err(embedded_error)?;
     serde_json::to_string(&snapshot).map_err(wattline_error)
 }
 
-/// A running pipeline, driven from Python.
+/// A running pipeline (`wattline::embedded::EmbeddedPipeline`), driven from Python.
 #[pyclass(module = "wattline._native")]
 struct NativePipeline {
-    pipeline: wattline::Pipeline,
-    /// Live Agent scopes by UUID; ending one drops its guard.
-    scopes: Mutex<HashMap<String, wattline::AgentScope>>,
-    report: Mutex<Option<String>>,
+    inner: Arc<EmbeddedPipeline>,
 }
 
 impl NativePipeline {
-    fn scopes(&self) -> MutexGuard<'_, HashMap<String, wattline::AgentScope>> {
-        self.scopes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Runs `call` on the pipeline with the GIL released.
+    fn run<T: Send, F>(
+        &self,
+        py: Python<'_>,
+        call: impl FnOnce(Arc<EmbeddedPipeline>) -> F,
+    ) -> PyResult<T>
+    where
+        F: std::future::Future<Output = Result<T, EmbeddedError>> + Send,
+    {
+        block_on(py, call(Arc::clone(&self.inner)))?.map_err(embedded_error)
     }
+}
+
+fn json(value: impl serde::Serialize) -> PyResult<String> {
+    serde_json::to_string(&value).map_err(wattline_error)
 }
 
 #[pymethods]
@@ -190,101 +150,51 @@ impl NativePipeline {
         otlp_endpoint: Option<String>,
         gpu: bool,
     ) -> PyResult<NativePipeline> {
-        let mut config = load_config(config_path, config_json)?;
-        if let Some(interval) = interval_ms {
-            let resource = config.resource_metrics.get_or_insert_with(Default::default);
-            resource.polling.enabled = true;
-            resource.polling.interval_millis = interval;
-            resource
-                .validate()
-                .map_err(|error| config_error(format!("interval_ms: {}", error.rule)))?;
-        }
-        if let Some(directory) = &atof_dir {
-            wattline::overrides::enable_atof(&mut config, directory, "atof_dir")
-                .map_err(config_error)?;
-        }
-        if let Some(url) = &otlp_endpoint {
-            wattline::overrides::enable_otlp(&mut config, url, "otlp_endpoint")
-                .map_err(config_error)?;
-        }
-        if !gpu && let Some(resource) = config.resource_metrics.as_mut() {
-            resource.gpu.enabled = false;
-        }
-        let target = target_of(&config, scope.as_deref(), pid)?;
-        let pipeline = block_on(py, async move {
-            let mut builder = wattline::Pipeline::builder().config(config).scope(target);
-            if !gpu {
-                builder = builder.gpu_source(|| None);
-            }
-            builder.spawn().await
-        })?
-        .map_err(wattline_error)?;
+        let options = EmbeddedOptions {
+            interval_ms,
+            atof_dir,
+            otlp_endpoint,
+            gpu,
+            ..options(config_path, config_json, scope, pid)
+        };
+        let inner = block_on(py, async move { EmbeddedPipeline::start(&options).await })?
+            .map_err(embedded_error)?;
         Ok(NativePipeline {
-            pipeline,
-            scopes: Mutex::new(HashMap::new()),
-            report: Mutex::new(None),
+            inner: Arc::new(inner),
         })
     }
 
     /// One on-demand snapshot as JSON.
     fn collect_json(&self, py: Python<'_>) -> PyResult<String> {
-        let pipeline = self.pipeline.clone();
-        let snapshot =
-            block_on(py, async move { pipeline.collect().await })?.map_err(wattline_error)?;
-        serde_json::to_string(&snapshot).map_err(wattline_error)
+        json(self.run(py, |pipeline| async move { pipeline.collect().await })?)
     }
 
     /// Starts an Agent scope; its UUID.
-    fn start_scope(&self, py: Python<'_>, name: &str) -> PyResult<String> {
-        let pipeline = self.pipeline.clone();
-        let name = name.to_owned();
-        let scope = block_on(py, async move { pipeline.agent_scope(&name).await })?
-            .map_err(wattline_error)?;
-        let uuid = scope.uuid().to_string();
-        self.scopes().insert(uuid.clone(), scope);
-        Ok(uuid)
+    fn start_scope(&self, py: Python<'_>, name: String) -> PyResult<String> {
+        self.run(
+            py,
+            |pipeline| async move { pipeline.start_scope(&name).await },
+        )
     }
 
     /// Ends the Agent scope `uuid`; `False` when it was not live.
-    fn end_scope(&self, py: Python<'_>, uuid: &str) -> PyResult<bool> {
-        let Some(scope) = self.scopes().remove(uuid) else {
-            return Ok(false);
-        };
-        block_on(py, async move { scope.end().await })?.map_err(wattline_error)?;
-        Ok(true)
+    fn end_scope(&self, py: Python<'_>, uuid: String) -> PyResult<bool> {
+        self.run(
+            py,
+            |pipeline| async move { pipeline.end_scope(&uuid).await },
+        )
     }
 
     /// The energy report so far, as JSON.
     fn flush_json(&self, py: Python<'_>) -> PyResult<String> {
-        let pipeline = self.pipeline.clone();
-        let report =
-            block_on(py, async move { pipeline.flush().await })?.map_err(wattline_error)?;
-        report.to_json().map_err(wattline_error)
+        json(self.run(py, |pipeline| async move { pipeline.flush().await })?)
     }
 
     /// Stops the pipeline (ending live scopes) and returns the final report as JSON;
     /// again after the first call, the same report.
     fn shutdown_json(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        if let Some(report) = self.report.lock().ok().and_then(|report| report.clone()) {
-            return Ok(Some(report));
-        }
-        let live: Vec<wattline::AgentScope> = self.scopes().drain().map(|(_, s)| s).collect();
-        let pipeline = self.pipeline.clone();
-        let report = block_on(py, async move {
-            for scope in live {
-                let _ = scope.end().await;
-            }
-            pipeline.shutdown().await
-        })?
-        .map_err(wattline_error)?;
-        let json = report
-            .map(|report| report.to_json())
-            .transpose()
-            .map_err(wattline_error)?;
-        if let Ok(mut stored) = self.report.lock() {
-            stored.clone_from(&json);
-        }
-        Ok(json)
+        let report = self.run(py, |pipeline| async move { pipeline.shutdown().await })?;
+        report.map(json).transpose()
     }
 }
 

@@ -1,0 +1,265 @@
+'use strict';
+// wattline for Node.js: resource snapshots, a measuring pipeline with Agent scopes, and
+// the energy/cost/CO2 report, over the same Rust crate as the `wattline` CLI. The native
+// addon (src/lib.rs) returns JSON; this file gives it the spec's JavaScript shape:
+// camelCase names, `bigint` above Number.MAX_SAFE_INTEGER, string enums, `Date`s.
+
+const path = require('node:path');
+
+let native;
+try {
+  native = require(path.join(__dirname, 'wattline.node'));
+} catch (error) {
+  throw new Error(
+    `wattline: the native addon is not built (${error.message}); install the package with ` +
+      '`npm install ./node` on a machine with a Rust toolchain, or run `node build.js` in node/',
+  );
+}
+
+class WattlineError extends Error {
+  constructor(message, code = 'WATTLINE_ERROR') {
+    super(message);
+    this.name = 'WattlineError';
+    this.code = code;
+  }
+}
+
+class ConfigError extends WattlineError {
+  constructor(message) {
+    super(message, 'WATTLINE_CONFIG');
+    this.name = 'ConfigError';
+  }
+}
+
+/** The native error's code prefix made an Error subclass with that `code`. */
+function translate(error) {
+  const match = /^\[([A-Z_]+)\] ([\s\S]*)$/.exec(String(error && error.message));
+  if (!match) return error;
+  const [, code, message] = match;
+  return code === 'WATTLINE_CONFIG' ? new ConfigError(message) : new WattlineError(message, code);
+}
+
+async function call(promise) {
+  try {
+    return await promise;
+  } catch (error) {
+    throw translate(error);
+  }
+}
+
+// --- names: one rule, both directions ----------------------------------------------
+
+/** `total_time` → `totalTime`. */
+function toCamel(name) {
+  return name.replace(/_([a-z0-9])/g, (_, letter) => letter.toUpperCase());
+}
+
+/** `totalTime` → `total_time`. */
+function toSnake(name) {
+  return name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
+// Objects whose keys are data (canonical field paths), not names.
+const DATA_KEYS = new Set(['field_sampled_processes']);
+// Timestamps, made Dates.
+const DATE_KEYS = new Set(['timestamp', 'started_at', 'ended_at', 'recorded_at', 'taken_at', 'last_observed_at', 'observed_at']);
+
+function parseTagged(text, bigint) {
+  return JSON.parse(text, (key, value) => {
+    if (value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 1 && typeof value.$bigint === 'string') {
+      return bigint ? BigInt(value.$bigint) : Number(value.$bigint);
+    }
+    return value;
+  });
+}
+
+function camelize(value, key) {
+  if (Array.isArray(value)) return value.map((item) => camelize(item, key));
+  if (value && typeof value === 'object' && typeof value !== 'bigint') {
+    const out = {};
+    for (const [name, item] of Object.entries(value)) {
+      out[DATA_KEYS.has(key) ? name : toCamel(name)] = DATA_KEYS.has(key) ? item : camelize(item, name);
+    }
+    return out;
+  }
+  if (typeof value === 'string' && DATE_KEYS.has(key)) return new Date(value);
+  return value;
+}
+
+function withJson(object, text) {
+  Object.defineProperty(object, 'toJSON', {
+    value: () => parseTagged(text, false),
+    enumerable: false,
+  });
+  return object;
+}
+
+/** A snapshot object from the native tagged JSON. */
+function snapshotOf(text) {
+  return withJson(camelize(parseTagged(text, true), ''), text);
+}
+
+/** A report object; `toString()` is the CLI's table. */
+function reportOf(text) {
+  const report = withJson(camelize(parseTagged(text, true), ''), text);
+  Object.defineProperty(report, 'toString', {
+    value: () => native.reportTable(JSON.stringify(parseTagged(text, false))),
+    enumerable: false,
+  });
+  return report;
+}
+
+function nativeOptions(options = {}) {
+  const known = ['config', 'scope', 'pid', 'intervalMs', 'atofDir', 'otlpEndpoint', 'gpu'];
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) throw new ConfigError(`${name}: unknown option (expected one of ${known.join(', ')})`);
+  }
+  const out = {
+    scope: options.scope,
+    pid: options.pid,
+    intervalMs: options.intervalMs,
+    atofDir: options.atofDir,
+    otlpEndpoint: options.otlpEndpoint,
+    gpu: options.gpu,
+  };
+  const { config } = options;
+  if (typeof config === 'string') out.configPath = config;
+  else if (config !== undefined && config !== null) {
+    if (typeof config !== 'object') throw new ConfigError(`config: must be a path or an object (got ${typeof config})`);
+    out.configJson = JSON.stringify(config);
+  }
+  if (out.intervalMs !== undefined && !(Number.isInteger(out.intervalMs) && out.intervalMs >= 0 && out.intervalMs <= 0xffffffff)) {
+    throw new ConfigError(`intervalMs: must be a whole number of milliseconds (got ${out.intervalMs})`);
+  }
+  for (const [name, value] of Object.entries(out)) if (value === undefined) delete out[name];
+  return out;
+}
+
+/** One snapshot, as `wattline collect` takes it. Default scope: this process's tree. */
+async function collect(options = {}) {
+  return snapshotOf(await call(native.collectJson(nativeOptions(options))));
+}
+
+class AgentScope {
+  constructor(name, end) {
+    this.name = name;
+    this.ended = false;
+    this._end = end;
+  }
+
+  /** Ends the step; a second call does nothing. */
+  async end() {
+    if (this.ended) return;
+    this.ended = true;
+    await call(this._end());
+  }
+}
+if (Symbol.asyncDispose) {
+  AgentScope.prototype[Symbol.asyncDispose] = function dispose() {
+    return this.end();
+  };
+}
+
+function checkName(name) {
+  if (typeof name !== 'string' || name.trim() === '') throw new WattlineError('agent scope name must be a non-blank string');
+}
+
+class Pipeline {
+  constructor(inner) {
+    this._inner = inner;
+    this._report = undefined;
+    this._stopped = false;
+  }
+
+  /** Starts measuring: `{ config, scope, intervalMs, atofDir, otlpEndpoint, gpu }`. */
+  static async start(options = {}) {
+    return new Pipeline(await call(native.startPipeline(nativeOptions(options))));
+  }
+
+  _running() {
+    if (this._stopped) throw new WattlineError('the pipeline is not running');
+    return this._inner;
+  }
+
+  /** One on-demand snapshot (no mark). */
+  async collect() {
+    return snapshotOf(await call(this._running().collectJson()));
+  }
+
+  /** Starts an Agent scope; `await step.end()` (or `await using step = ...`). */
+  async agentScope(name) {
+    checkName(name);
+    const inner = this._running();
+    const uuid = await call(inner.startScope(name));
+    const step = new AgentScope(name, () => inner.endScope(uuid));
+    step.uuid = uuid;
+    return step;
+  }
+
+  /** The energy report so far. */
+  async flush() {
+    return reportOf(await call(this._running().flushJson()));
+  }
+
+  /** Stops measuring, ending live scopes; the final report (also `report`). */
+  async shutdown() {
+    if (this._stopped) return this._report;
+    const text = await call(this._inner.shutdownJson());
+    this._stopped = true;
+    this._report = text == null ? null : reportOf(text);
+    return this._report;
+  }
+
+  get report() {
+    return this._report;
+  }
+}
+if (Symbol.asyncDispose) {
+  Pipeline.prototype[Symbol.asyncDispose] = function dispose() {
+    return this.shutdown();
+  };
+}
+
+/** Whether this process was started by `wattline run` (its host endpoint is set). */
+function underWattlineRun() {
+  return Boolean(process.env.WATTLINE_HOST_SOCKET);
+}
+
+let defaultPipeline;
+
+/**
+ * An Agent scope for this program: under `wattline run` it marks the step in the run's
+ * pipeline over its host endpoint; elsewhere in a process-wide default pipeline.
+ */
+async function agentScope(name) {
+  checkName(name);
+  if (underWattlineRun()) {
+    const id = await call(native.hostStartScope(name));
+    return new AgentScope(name, () => native.hostEndScope(id));
+  }
+  if (!defaultPipeline) defaultPipeline = Pipeline.start();
+  return (await defaultPipeline).agentScope(name);
+}
+
+/** Stops the process-wide pipeline and returns its report (`null` if none ran). */
+async function defaultPipelineReport() {
+  if (!defaultPipeline) return null;
+  const pipeline = await defaultPipeline;
+  defaultPipeline = undefined;
+  return pipeline.shutdown();
+}
+
+module.exports = {
+  AgentScope,
+  ConfigError,
+  Pipeline,
+  WattlineError,
+  agentScope,
+  collect,
+  defaultPipelineReport,
+  toCamel,
+  toSnake,
+  underWattlineRun,
+  // For the package's own tests: the decoding every answer goes through.
+  _decode: (json) => camelize(parseTagged(native.encodeJson(json), true), ''),
+};

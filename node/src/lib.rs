@@ -1,0 +1,220 @@
+//! The Node.js package's bridge to the `wattline` crate (napi-rs). Data crosses as
+//! JSON, with every integer above `Number.MAX_SAFE_INTEGER` tagged so that the
+//! JavaScript layer (`index.js`) makes it a `bigint`; the option rules are the
+//! crate's (`wattline::embedded`). No measurement logic lives here.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use wattline::embedded::{self, ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
+
+/// The largest integer a JavaScript number holds exactly.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Error messages start with a code the JavaScript layer turns into `error.code`.
+fn failure(code: &str, message: impl std::fmt::Display) -> Error {
+    Error::new(Status::GenericFailure, format!("[{code}] {message}"))
+}
+
+fn embedded_error(error: EmbeddedError) -> Error {
+    match error {
+        EmbeddedError::Config(error) => failure("WATTLINE_CONFIG", error),
+        EmbeddedError::Other(message) => failure("WATTLINE_ERROR", message),
+    }
+}
+
+/// `value` as JSON text with each integer above the safe range written
+/// `{"$bigint": "<digits>"}`.
+fn to_tagged_json(value: impl serde::Serialize) -> Result<String> {
+    fn tag(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Number(number) => {
+                let big = number.as_u64().is_some_and(|n| n > MAX_SAFE_INTEGER)
+                    || number
+                        .as_i64()
+                        .is_some_and(|n| n < -(MAX_SAFE_INTEGER as i64));
+                if big {
+                    *value = serde_json::json!({ "$bigint": number.to_string() });
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(tag),
+            serde_json::Value::Object(fields) => fields.values_mut().for_each(tag),
+            _ => {}
+        }
+    }
+    let mut value =
+        serde_json::to_value(value).map_err(|error| failure("WATTLINE_ERROR", error))?;
+    tag(&mut value);
+    Ok(value.to_string())
+}
+
+/// The options every call takes (each optional; camelCase in JavaScript).
+#[napi(object)]
+pub struct Options {
+    /// A plugins.toml path.
+    pub config_path: Option<String>,
+    /// A plugins.toml table as JSON text.
+    pub config_json: Option<String>,
+    /// The measurement scope.
+    pub scope: Option<String>,
+    /// The process measured by process scopes.
+    pub pid: Option<u32>,
+    /// Turns polling on at this period, ms.
+    pub interval_ms: Option<u32>,
+    /// Turns the ATOF exporter on, writing here.
+    pub atof_dir: Option<String>,
+    /// Turns OTLP on towards this URL.
+    pub otlp_endpoint: Option<String>,
+    /// `false` reads no GPU.
+    pub gpu: Option<bool>,
+}
+
+fn embedded_options(options: Options) -> EmbeddedOptions {
+    let config = match (options.config_path, options.config_json) {
+        (Some(path), _) => ConfigSource::File(path.into()),
+        (None, Some(json)) => ConfigSource::Json(json),
+        (None, None) => ConfigSource::Defaults,
+    };
+    EmbeddedOptions {
+        config,
+        scope: options.scope,
+        pid: options.pid,
+        interval_ms: options.interval_ms.map(u64::from),
+        atof_dir: options.atof_dir.map(Into::into),
+        otlp_endpoint: options.otlp_endpoint,
+        gpu: options.gpu.unwrap_or(true),
+    }
+}
+
+/// One snapshot as tagged JSON, as `wattline collect` takes it.
+#[napi]
+pub async fn collect_json(options: Options) -> Result<String> {
+    let options = embedded_options(options);
+    let snapshot = embedded::collect_once(&options)
+        .await
+        .map_err(embedded_error)?;
+    to_tagged_json(&snapshot)
+}
+
+/// A running pipeline (`wattline::embedded::EmbeddedPipeline`).
+#[napi]
+pub struct NativePipeline {
+    inner: EmbeddedPipeline,
+}
+
+/// Starts a pipeline.
+#[napi]
+pub async fn start_pipeline(options: Options) -> Result<NativePipeline> {
+    let options = embedded_options(options);
+    let inner = EmbeddedPipeline::start(&options)
+        .await
+        .map_err(embedded_error)?;
+    Ok(NativePipeline { inner })
+}
+
+#[napi]
+impl NativePipeline {
+    /// One on-demand snapshot as tagged JSON.
+    #[napi]
+    pub async fn collect_json(&self) -> Result<String> {
+        to_tagged_json(self.inner.collect().await.map_err(embedded_error)?)
+    }
+
+    /// Starts an Agent scope; its UUID.
+    #[napi]
+    pub async fn start_scope(&self, name: String) -> Result<String> {
+        self.inner.start_scope(&name).await.map_err(embedded_error)
+    }
+
+    /// Ends the Agent scope `uuid`; `false` when it was not live.
+    #[napi]
+    pub async fn end_scope(&self, uuid: String) -> Result<bool> {
+        self.inner.end_scope(&uuid).await.map_err(embedded_error)
+    }
+
+    /// The energy report so far, as tagged JSON.
+    #[napi]
+    pub async fn flush_json(&self) -> Result<String> {
+        to_tagged_json(self.inner.flush().await.map_err(embedded_error)?)
+    }
+
+    /// Stops the pipeline and returns the final report as tagged JSON (the same one
+    /// on a second call).
+    #[napi]
+    pub async fn shutdown_json(&self) -> Result<Option<String>> {
+        let report = self.inner.shutdown().await.map_err(embedded_error)?;
+        report.map(to_tagged_json).transpose()
+    }
+}
+
+/// `json` re-encoded as the bridge encodes every answer (integers above the safe range
+/// tagged): what the JavaScript layer decodes, for checking that rule on any value.
+#[napi]
+pub fn encode_json(json: String) -> Result<String> {
+    let value: serde_json::Value = serde_json::from_str(&json)
+        .map_err(|error| failure("WATTLINE_ERROR", format!("not JSON: {error}")))?;
+    to_tagged_json(&value)
+}
+
+/// The CLI's table for a report given as JSON (tags removed by the caller).
+#[napi]
+pub fn report_table(report_json: String) -> Result<String> {
+    let report: wattline::EnergyReport = serde_json::from_str(&report_json)
+        .map_err(|error| failure("WATTLINE_ERROR", format!("not a wattline report: {error}")))?;
+    Ok(report.to_table())
+}
+
+#[cfg(unix)]
+pub mod host {
+    //! Agent scopes in the pipeline of `wattline run`, over its host endpoint.
+
+    use std::collections::HashMap;
+    use std::sync::{Mutex, MutexGuard, OnceLock};
+
+    use napi::bindgen_prelude::*;
+    use napi_derive::napi;
+
+    use super::failure;
+
+    fn connection() -> Result<wattline_worker::HostConnection> {
+        static CONNECTION: OnceLock<wattline_worker::HostConnection> = OnceLock::new();
+        if let Some(connection) = CONNECTION.get() {
+            return Ok(connection.clone());
+        }
+        let connection = wattline_worker::HostConnection::from_env()
+            .map_err(|error| failure("WATTLINE_HOST", error))?;
+        Ok(CONNECTION.get_or_init(|| connection).clone())
+    }
+
+    fn open() -> MutexGuard<'static, HashMap<String, wattline_worker::AgentScope>> {
+        static OPEN: OnceLock<Mutex<HashMap<String, wattline_worker::AgentScope>>> =
+            OnceLock::new();
+        OPEN.get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts a scope in the run's pipeline; its id.
+    #[napi]
+    pub async fn host_start_scope(name: String) -> Result<String> {
+        let scope = connection()?
+            .agent_scope(&name)
+            .await
+            .map_err(|error| failure("WATTLINE_HOST", error))?;
+        let id = scope.scope_id().to_owned();
+        open().insert(id.clone(), scope);
+        Ok(id)
+    }
+
+    /// Ends a scope `host_start_scope` started; `false` when it was not open.
+    #[napi]
+    pub async fn host_end_scope(scope_id: String) -> Result<bool> {
+        let Some(scope) = open().remove(&scope_id) else {
+            return Ok(false);
+        };
+        scope
+            .end()
+            .await
+            .map_err(|error| failure("WATTLINE_HOST", error))?;
+        Ok(true)
+    }
+}

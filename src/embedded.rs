@@ -1,0 +1,316 @@
+//! What the language packages (Python, Node.js) share: their options turned into a
+//! configuration and a target by the same rules as the CLI's, a pipeline started from
+//! them, and one-shot collection. The packages only move values across; every rule
+//! lives here once.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use wattline_config::{ConfigError, EffectiveConfig, MeasurementScopeSetting, PluginsDocument};
+
+use crate::{AgentScope, EnergyReport, Pipeline, ScopeTarget, snapshot::Snapshot};
+
+/// Where the configuration comes from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ConfigSource {
+    /// The library defaults ([`crate::library_default_config`]); no file is read.
+    #[default]
+    Defaults,
+    /// A plugins.toml (or a directory holding one), layered as the CLI layers it.
+    File(PathBuf),
+    /// A plugins.toml table given in code as JSON text; errors name it `<config>`.
+    Json(String),
+}
+
+/// The options every embedded API takes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmbeddedOptions {
+    /// The configuration.
+    pub config: ConfigSource,
+    /// `global`, `application_process`, `process_tree` or `runtime_default`; `None`
+    /// keeps the configuration's.
+    pub scope: Option<String>,
+    /// The process measured by process scopes (default: the calling process).
+    pub pid: Option<u32>,
+    /// Turns polling on at this period.
+    pub interval_ms: Option<u64>,
+    /// Turns the ATOF exporter on, writing here.
+    pub atof_dir: Option<PathBuf>,
+    /// Turns OTLP on towards this URL.
+    pub otlp_endpoint: Option<String>,
+    /// `false` reads no GPU.
+    pub gpu: bool,
+}
+
+/// Why an embedded call failed: a refused configuration, or anything else.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedError {
+    /// The configuration or an option was refused (names source, field and rule).
+    #[error("{0}")]
+    Config(ConfigError),
+    /// The pipeline or the measured process failed.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<ConfigError> for EmbeddedError {
+    fn from(error: ConfigError) -> Self {
+        EmbeddedError::Config(error)
+    }
+}
+
+fn option_error(option: &str, rule: impl Into<String>) -> EmbeddedError {
+    EmbeddedError::Config(ConfigError::new(option, "", rule))
+}
+
+/// The configuration `source` names, with defaults applied.
+pub fn load(source: &ConfigSource) -> Result<EffectiveConfig, EmbeddedError> {
+    match source {
+        ConfigSource::Defaults => Ok(crate::library_default_config()),
+        ConfigSource::File(path) => Ok(crate::load_config(Some(path.clone()))?),
+        ConfigSource::Json(json) => {
+            let value: serde_json::Value = serde_json::from_str(json).map_err(|error| {
+                ConfigError::new("<config>", "", format!("not JSON-like data: {error}"))
+            })?;
+            let table = toml::Table::try_from(&value).map_err(|error| {
+                ConfigError::new(
+                    "<config>",
+                    "",
+                    format!("cannot be a plugins.toml table (TOML has no null): {error}"),
+                )
+            })?;
+            let document = PluginsDocument::from_table("<config>", &table)?;
+            Ok(EffectiveConfig::merge(&[document])?)
+        }
+    }
+}
+
+fn scope_setting(scope: Option<&str>) -> Result<Option<MeasurementScopeSetting>, EmbeddedError> {
+    Ok(match scope {
+        None => None,
+        Some("global") => Some(MeasurementScopeSetting::Global),
+        Some("application_process") => Some(MeasurementScopeSetting::ApplicationProcess),
+        Some("process_tree") => Some(MeasurementScopeSetting::ProcessTree),
+        Some("runtime_default") => Some(MeasurementScopeSetting::RuntimeDefault),
+        Some(other) => {
+            return Err(option_error(
+                "scope",
+                format!(
+                    "must be one of global, application_process, process_tree, \
+                     runtime_default (got {other:?})"
+                ),
+            ));
+        }
+    })
+}
+
+/// The target: the option's scope, else the configuration's; `runtime_default` is the
+/// tree rooted at `pid` (default: this process), as for every embedded API.
+pub fn target(
+    config: &EffectiveConfig,
+    scope: Option<&str>,
+    pid: Option<u32>,
+) -> Result<ScopeTarget, EmbeddedError> {
+    let setting = match scope_setting(scope)? {
+        Some(setting) => setting,
+        None => config
+            .resource_metrics
+            .as_ref()
+            .map_or(MeasurementScopeSetting::RuntimeDefault, |resource| {
+                resource.measurement_scope
+            }),
+    };
+    let pid = pid.unwrap_or_else(std::process::id);
+    crate::resolve_target(setting, MeasurementScopeSetting::ProcessTree, Some(pid))
+        .map_err(|error| EmbeddedError::Other(error.to_string()))
+}
+
+/// The configuration and target of a pipeline started with `options`.
+pub fn pipeline_config(
+    options: &EmbeddedOptions,
+) -> Result<(EffectiveConfig, ScopeTarget), EmbeddedError> {
+    let mut config = load(&options.config)?;
+    if let Some(interval) = options.interval_ms {
+        let resource = config.resource_metrics.get_or_insert_with(Default::default);
+        resource.polling.enabled = true;
+        resource.polling.interval_millis = interval;
+        resource
+            .validate()
+            .map_err(|error| option_error("interval_ms", error.rule))?;
+    }
+    if let Some(directory) = &options.atof_dir {
+        crate::overrides::enable_atof(&mut config, directory, "atof_dir")?;
+    }
+    if let Some(url) = &options.otlp_endpoint {
+        crate::overrides::enable_otlp(&mut config, url, "otlp_endpoint")?;
+    }
+    if !options.gpu
+        && let Some(resource) = config.resource_metrics.as_mut()
+    {
+        resource.gpu.enabled = false;
+    }
+    let target = target(&config, options.scope.as_deref(), options.pid)?;
+    Ok((config, target))
+}
+
+/// Starts a pipeline with `options`. Call inside a Tokio runtime.
+pub async fn start_pipeline(options: &EmbeddedOptions) -> Result<Pipeline, EmbeddedError> {
+    let (config, target) = pipeline_config(options)?;
+    let mut builder = Pipeline::builder().config(config).scope(target);
+    if !options.gpu {
+        builder = builder.gpu_source(|| None);
+    }
+    builder
+        .spawn()
+        .await
+        .map_err(|error| EmbeddedError::Other(error.to_string()))
+}
+
+/// One snapshot from a pipeline started for it and shut down after (no polling, no
+/// energy stage): the reading `wattline collect` prints. Only the configuration,
+/// scope and pid of `options` apply.
+pub async fn collect_once(options: &EmbeddedOptions) -> Result<Snapshot, EmbeddedError> {
+    let mut config = load(&options.config)?;
+    let target = target(&config, options.scope.as_deref(), options.pid)?;
+    let Some(resource) = config.resource_metrics.as_mut() else {
+        return Err(EmbeddedError::Config(ConfigError::new(
+            "config",
+            "",
+            "resource_metrics is disabled by the configuration: there is nothing to collect",
+        )));
+    };
+    resource.polling = Default::default();
+    config.energy = None;
+    let pipeline = Pipeline::builder()
+        .config(config)
+        .scope(target)
+        .spawn()
+        .await
+        .map_err(|error| EmbeddedError::Other(error.to_string()))?;
+    let snapshot = pipeline.collect().await;
+    let _ = pipeline.shutdown().await;
+    snapshot.map_err(|error| EmbeddedError::Other(error.to_string()))
+}
+
+/// A pipeline as a language package holds it: live Agent scopes kept by UUID (a
+/// foreign caller holds a string, not a guard), and the final report kept so that a
+/// second shutdown answers the same.
+pub struct EmbeddedPipeline {
+    pipeline: Pipeline,
+    scopes: Mutex<HashMap<String, AgentScope>>,
+    report: Mutex<Option<Option<EnergyReport>>>,
+}
+
+impl EmbeddedPipeline {
+    /// Starts a pipeline with `options`. Call inside a Tokio runtime.
+    pub async fn start(options: &EmbeddedOptions) -> Result<EmbeddedPipeline, EmbeddedError> {
+        Ok(EmbeddedPipeline {
+            pipeline: start_pipeline(options).await?,
+            scopes: Mutex::new(HashMap::new()),
+            report: Mutex::new(None),
+        })
+    }
+
+    fn scopes(&self) -> MutexGuard<'_, HashMap<String, AgentScope>> {
+        self.scopes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn other(error: crate::Error) -> EmbeddedError {
+        EmbeddedError::Other(error.to_string())
+    }
+
+    /// One on-demand snapshot.
+    pub async fn collect(&self) -> Result<Snapshot, EmbeddedError> {
+        self.pipeline.collect().await.map_err(Self::other)
+    }
+
+    /// Starts an Agent scope; its UUID names it in [`Self::end_scope`].
+    pub async fn start_scope(&self, name: &str) -> Result<String, EmbeddedError> {
+        let scope = self.pipeline.agent_scope(name).await.map_err(Self::other)?;
+        let uuid = scope.uuid().to_string();
+        self.scopes().insert(uuid.clone(), scope);
+        Ok(uuid)
+    }
+
+    /// Ends the Agent scope `uuid`; `false` when it was not live.
+    pub async fn end_scope(&self, uuid: &str) -> Result<bool, EmbeddedError> {
+        let Some(scope) = self.scopes().remove(uuid) else {
+            return Ok(false);
+        };
+        scope.end().await.map_err(Self::other)?;
+        Ok(true)
+    }
+
+    /// The energy report so far.
+    pub async fn flush(&self) -> Result<EnergyReport, EmbeddedError> {
+        self.pipeline.flush().await.map_err(Self::other)
+    }
+
+    /// Ends the live scopes, stops the pipeline and returns its final report; a second
+    /// call returns the same report.
+    pub async fn shutdown(&self) -> Result<Option<EnergyReport>, EmbeddedError> {
+        if let Some(report) = self.report.lock().ok().and_then(|stored| stored.clone()) {
+            return Ok(report);
+        }
+        let live: Vec<AgentScope> = self.scopes().drain().map(|(_, scope)| scope).collect();
+        for scope in live {
+            let _ = scope.end().await;
+        }
+        let report = self.pipeline.shutdown().await.map_err(Self::other)?;
+        if let Ok(mut stored) = self.report.lock() {
+            *stored = Some(report.clone());
+        }
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_table_is_checked_by_the_files_rules_and_named_config() {
+        let bad = ConfigSource::Json(
+            r#"{"version": 1, "components": [{"kind": "resource_metrics", "config": {"bogus": 1}}]}"#
+                .into(),
+        );
+        let Err(EmbeddedError::Config(error)) = load(&bad) else {
+            panic!("refused as configuration")
+        };
+        assert_eq!(error.source_name, "<config>");
+        assert_eq!(error.field_path, "components[0].config.bogus");
+        let null = ConfigSource::Json(r#"{"version": 1, "components": null}"#.into());
+        assert!(matches!(load(&null), Err(EmbeddedError::Config(_))));
+    }
+
+    #[test]
+    fn options_are_validated_and_named() {
+        let interval = EmbeddedOptions {
+            interval_ms: Some(0),
+            gpu: true,
+            ..EmbeddedOptions::default()
+        };
+        let Err(EmbeddedError::Config(error)) = pipeline_config(&interval) else {
+            panic!("a zero interval is refused")
+        };
+        assert_eq!(error.source_name, "interval_ms");
+        let scope = EmbeddedOptions {
+            scope: Some("everything".into()),
+            ..EmbeddedOptions::default()
+        };
+        let Err(EmbeddedError::Config(error)) = pipeline_config(&scope) else {
+            panic!("an unknown scope is refused")
+        };
+        assert_eq!(error.source_name, "scope");
+        let defaults = EmbeddedOptions::default();
+        let (config, target) = pipeline_config(&defaults).unwrap();
+        assert!(config.resource_metrics.is_some());
+        assert!(
+            matches!(target, ScopeTarget::ProcessTree(identity) if identity.pid == std::process::id()),
+            "the library default is the tree rooted here"
+        );
+    }
+}
