@@ -169,3 +169,26 @@ fn a_step_left_open_at_the_programs_exit_is_ended_and_flagged() {
         run.stderr
     );
 }
+
+#[test]
+fn without_a_host_endpoint_the_command_is_still_measured() {
+    let home = tempfile::tempdir().unwrap();
+    // The endpoint's private directory cannot be made under a missing TMPDIR.
+    let output = wattline(home.path())
+        .env("TMPDIR", home.path().join("missing"))
+        .args(["run", "--quiet", "--report", "json", "--"])
+        .args(["sh", "-c", "test -z \"$WATTLINE_HOST_SOCKET\""])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the command ran, without the variables: {stderr}"
+    );
+    assert!(
+        stderr.contains("the command runs without WATTLINE_HOST_*"),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(report["ended_at"].is_string(), "and was measured: {report}");
+}

@@ -181,14 +181,24 @@ async fn run_async(
     // The command reports diagnostics and marks its own Agent scopes over this
     // endpoint (WATTLINE_HOST_* in its environment); served before it starts.
     let (context, can_read_context) = prepared.diagnostics_context();
-    let host = wattline::host::program::ProgramEndpoint::start(context, can_read_context, None)
-        .map_err(|error| error.to_string())?;
+    // Without it the command is still measured; only its own steps go unmarked.
+    let host =
+        match wattline::host::program::ProgramEndpoint::start(context, can_read_context, None) {
+            Ok(host) => Some(host),
+            Err(error) => {
+                super::output::print_stderr(&format!(
+                    "wattline: {error}: the command runs without WATTLINE_HOST_* (no agent steps \
+                 or diagnostics from it)\n"
+                ))?;
+                None
+            }
+        };
     // Watch the signals before the child exists, so none arrives unhandled.
     let signals = Signals::new()?;
     let started = Instant::now();
     let mut child = tokio::process::Command::new(program)
         .args(arguments)
-        .envs(host.environment())
+        .envs(host.iter().flat_map(|host| host.environment()))
         .spawn()
         .map_err(|error| format!("cannot run {program:?}: {error}"))?;
     let pid = child
@@ -212,7 +222,9 @@ async fn run_async(
         }
     };
 
-    host.attach(pipeline.scope_control());
+    if let Some(host) = &host {
+        host.attach(pipeline.scope_control());
+    }
 
     let show_status = !args.quiet && stderr_is_terminal();
     let status_for_summary = Arc::clone(&status);
@@ -227,7 +239,10 @@ async fn run_async(
     if show_status {
         eprint!("\r\x1b[2K");
     }
-    let left_open = host.close().await;
+    let left_open = match host {
+        Some(host) => host.close().await,
+        None => 0,
+    };
     if left_open > 0 {
         super::output::print_stderr(&format!(
             "wattline: the command left {left_open} agent scope(s) open; ended at its exit \
