@@ -40,3 +40,21 @@ test('a stopped pipeline refuses calls', async () => {
   await pipeline.shutdown();
   await assert.rejects(pipeline.collect(), { code: 'WATTLINE_ERROR', message: /not running/ });
 });
+
+test("the README's example is the tour and it runs", () => {
+  const { spawnSync } = require('node:child_process');
+  const { quietEnvironment, repository } = require('./support');
+  const tour = fs.readFileSync(path.join(repository, 'node', 'examples', 'tour.js'), 'utf8');
+  assert.ok(fs.readFileSync(path.join(repository, 'README.md'), 'utf8').includes('```js\n' + tour + '```\n'));
+  // `require('wattline')` resolves to this package, as after `npm install ./node`.
+  const modules = scratch();
+  fs.symlinkSync(path.join(repository, 'node'), path.join(modules, 'wattline'));
+  const run = spawnSync(process.execPath, ['-e', tour], {
+    env: quietEnvironment({ NODE_PATH: modules }),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /wattline energy report/);
+  assert.match(run.stdout, /\[ 'planner' \] USD/);
+});
