@@ -12,6 +12,7 @@ mod exporting;
 pub mod host;
 pub mod overrides;
 mod pipeline;
+pub mod report_csv;
 
 use std::path::PathBuf;
 

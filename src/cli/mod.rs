@@ -2,6 +2,7 @@
 
 mod collect;
 mod config_commands;
+mod csv_file;
 mod output;
 mod report;
 mod run;

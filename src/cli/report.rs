@@ -16,6 +16,9 @@ pub struct ReportArgs {
     /// The report's format (`table` prints to stdout here).
     #[arg(long, value_enum, default_value = "table")]
     report: ReportFormat,
+    /// Also append the report as a CSV row to this file (header written when new).
+    #[arg(long, value_name = "FILE")]
+    csv_file: Option<PathBuf>,
 }
 
 /// Runs `report`.
@@ -29,6 +32,15 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
                 .to_json()
                 .map_err(|error| format!("cannot write the report: {error}"))?
         ))?,
+        ReportFormat::Csv => super::output::print_stdout(&format!(
+            "{}\n{}\n",
+            wattline::report_csv::csv_header(),
+            wattline::report_csv::csv_row(&report, Default::default())
+        ))?,
+    }
+    if let Some(path) = &args.csv_file {
+        let row = wattline::report_csv::csv_row(&report, Default::default());
+        super::csv_file::append_row(path, &wattline::report_csv::csv_header(), &row)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -19,6 +19,8 @@ pub enum ReportFormat {
     Table,
     /// JSON on stdout.
     Json,
+    /// A CSV header and one row on stdout (columns: README, "CSV").
+    Csv,
 }
 
 /// Arguments of `wattline run`.
@@ -40,6 +42,9 @@ pub struct RunArgs {
     /// The report's format.
     #[arg(long, value_enum, default_value = "table")]
     pub report: ReportFormat,
+    /// Also append the report as a CSV row to this file (header written when new).
+    #[arg(long, value_name = "FILE")]
+    pub csv_file: Option<PathBuf>,
     /// What to measure; default global (the CLI's runtime_default), or the launched
     /// command's tree.
     #[arg(long, value_enum)]
@@ -253,6 +258,15 @@ async fn run_async(
         .shutdown()
         .await
         .map_err(|error| error.to_string())?;
+    let scope_name = match target {
+        wattline::ScopeTarget::Global => "global",
+        wattline::ScopeTarget::ApplicationProcess(_) => "application_process",
+        wattline::ScopeTarget::ProcessTree(_) => "process_tree",
+    };
+    let run_description = wattline::report_csv::RunDescription {
+        scope: Some(scope_name),
+        command: Some(&args.command),
+    };
     if let Some(report) = report {
         match args.report {
             ReportFormat::Table => {
@@ -270,6 +284,21 @@ async fn run_async(
                     .to_json()
                     .map_err(|error| format!("cannot write the report: {error}"))?
             ))?,
+            ReportFormat::Csv => super::output::print_stdout(&format!(
+                "{}\n{}\n",
+                wattline::report_csv::csv_header(),
+                wattline::report_csv::csv_row(&report, run_description)
+            ))?,
+        }
+        if let Some(path) = &args.csv_file {
+            let row = wattline::report_csv::csv_row(&report, run_description);
+            // The report was printed; a file that cannot take the row is said, and the
+            // command's exit code stands.
+            if let Err(message) =
+                super::csv_file::append_row(path, &wattline::report_csv::csv_header(), &row)
+            {
+                super::output::print_stderr(&format!("wattline: {message}\n"))?;
+            }
         }
     }
     Ok(exit)

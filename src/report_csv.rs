@@ -1,0 +1,150 @@
+//! The energy report as one CSV row per run, for spreadsheets: stable, documented
+//! columns ([`CSV_COLUMNS`]), a header that identifies the format, RFC 4180 quoting.
+//! Transform only; the CLI appends to files.
+
+use crate::EnergyReport;
+use wattline_config::energy::FactorOrigin;
+
+/// The columns, in order. Append-only: a new column goes at the end, so files written
+/// by an older wattline keep their meaning (their header then differs, and the CLI
+/// refuses to mix the two in one file).
+pub const CSV_COLUMNS: &[&str] = &[
+    "started_at",
+    "duration_seconds",
+    "scope",
+    "command",
+    "gpu_energy_kwh",
+    "cpu_energy_kwh",
+    "dram_energy_kwh",
+    "energy_kwh",
+    "facility_energy_kwh",
+    "cost",
+    "facility_cost",
+    "currency",
+    "co2_grams",
+    "cost_per_kwh",
+    "cost_per_kwh_source",
+    "carbon_intensity_gco2e_per_kwh",
+    "carbon_intensity_source",
+    "pue",
+    "pue_source",
+    "gpu_source",
+    "gpu_models",
+];
+
+/// What the report does not know about its run: the scope measured and the command.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunDescription<'a> {
+    /// `global`, `process_tree`, ….
+    pub scope: Option<&'a str>,
+    /// The command's argv.
+    pub command: Option<&'a [String]>,
+}
+
+/// The header line (no line end).
+pub fn csv_header() -> String {
+    CSV_COLUMNS.join(",")
+}
+
+/// One field, quoted when it holds a comma, a quote or a line break.
+fn field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn number(value: Option<f64>) -> String {
+    value.map(|value| value.to_string()).unwrap_or_default()
+}
+
+/// Where a factor came from, in a few words: `default`, `file:PATH`, `env:NAME`,
+/// `code`.
+fn source(origin: &FactorOrigin) -> String {
+    match origin {
+        FactorOrigin::Default => "default".into(),
+        FactorOrigin::File(path) => format!("file:{path}"),
+        FactorOrigin::Environment(name) => format!("env:{name}"),
+        FactorOrigin::Code => "code".into(),
+    }
+}
+
+/// The row for `report` (no line end); empty fields for what was not measured.
+pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
+    let duration = (report.ended_at - report.started_at)
+        .to_std()
+        .map_or(0.0, |duration| duration.as_secs_f64());
+    let mut models: Vec<&str> = Vec::new();
+    for device in &report.devices {
+        if let Some(name) = device.name.as_deref()
+            && !models.contains(&name)
+        {
+            models.push(name);
+        }
+    }
+    let total = &report.total;
+    let values = [
+        report
+            .started_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        duration.to_string(),
+        run.scope.unwrap_or_default().to_string(),
+        run.command.map(|argv| argv.join(" ")).unwrap_or_default(),
+        number(total.gpu_energy_kwh),
+        number(total.cpu_energy_kwh),
+        number(total.dram_energy_kwh),
+        number(total.energy_kwh),
+        number(total.facility_energy_kwh),
+        number(total.cost),
+        number(total.facility_cost),
+        report.currency.clone(),
+        number(total.co2_grams),
+        report.cost_per_kwh.value.to_string(),
+        source(&report.cost_per_kwh.origin),
+        number(report.carbon_intensity.as_ref().map(|factor| factor.value)),
+        report
+            .carbon_intensity
+            .as_ref()
+            .map(|factor| source(&factor.origin))
+            .unwrap_or_default(),
+        report.pue.value.to_string(),
+        source(&report.pue.origin),
+        report.gpu_source.clone().unwrap_or_default(),
+        models.join(";"),
+    ];
+    debug_assert_eq!(values.len(), CSV_COLUMNS.len());
+    values
+        .iter()
+        .map(|value| field(value))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_with_commas_quotes_or_breaks_are_quoted() {
+        assert_eq!(field("plain"), "plain");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("two\nlines"), "\"two\nlines\"");
+    }
+
+    #[test]
+    fn factor_sources_name_file_and_variable() {
+        assert_eq!(source(&FactorOrigin::Default), "default");
+        assert_eq!(
+            source(&FactorOrigin::Environment(
+                "GENAI_POWER_COST_PER_KWH".into()
+            )),
+            "env:GENAI_POWER_COST_PER_KWH"
+        );
+        assert_eq!(
+            source(&FactorOrigin::File("/etc/wattline/plugins.toml".into())),
+            "file:/etc/wattline/plugins.toml"
+        );
+    }
+}
