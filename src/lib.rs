@@ -22,6 +22,7 @@ pub use pipeline::{
 pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::diagnostics;
+pub use wattline_actors::doctor;
 pub use wattline_actors::events;
 pub use wattline_actors::gpu;
 pub use wattline_actors::metric_names;

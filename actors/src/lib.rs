@@ -6,6 +6,7 @@
 pub(crate) mod categories;
 pub mod collector;
 pub mod diagnostics;
+pub mod doctor;
 pub mod energy;
 pub mod events;
 pub mod gpu;

@@ -3,6 +3,7 @@
 mod collect;
 mod config_commands;
 mod csv_file;
+mod doctor;
 mod output;
 mod report;
 mod run;
@@ -38,6 +39,8 @@ enum Command {
     /// Check or show configuration.
     #[command(subcommand)]
     Config(config_commands::ConfigCommand),
+    /// Say what this machine lets wattline measure, and how to fix what it cannot.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// A scope chosen on the command line.
@@ -71,6 +74,7 @@ pub fn run() -> ExitCode {
         Command::Config(command) => config_commands::run(command),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
+        Command::Doctor(args) => doctor::run(args),
     };
     match result {
         Ok(code) => code,

@@ -90,7 +90,7 @@ impl RaplReader {
 }
 
 /// Why CPU energy is not read, with the fix, when it is not.
-fn rapl_unavailable(
+pub(crate) fn rapl_unavailable(
     zones: &[RaplZoneReading],
     errors: &[crate::platform::ReadError],
     present: bool,
