@@ -144,6 +144,9 @@ impl PipelineBuilder {
         // Before any reading, so none is stamped before the energy stage's zero.
         let epoch = Epoch::now();
         let mut config = self.config.unwrap_or_else(library_default_config);
+        // A configuration built in code never went through a file's checks: an
+        // interval of 0 would otherwise stop the poll clock without a word.
+        config.validate()?;
         let environment = self.environment.unwrap_or_else(|| {
             std::env::vars()
                 .filter(|(name, _)| {

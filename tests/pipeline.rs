@@ -569,3 +569,39 @@ async fn a_plugin_records_reads_only_with_the_grant_and_is_revoked_at_shutdown()
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_built_in_code_is_checked_by_the_files_rules() {
+    let mut config = wattline::library_default_config();
+    if let Some(resource) = config.resource_metrics.as_mut() {
+        resource.polling.enabled = true;
+        resource.polling.interval_millis = 0;
+    }
+    let error = wattline::Pipeline::builder()
+        .config(config)
+        .spawn()
+        .await
+        .err()
+        .expect("an interval of 0 is refused, not a silently stopped clock");
+    assert_eq!(
+        error.to_string(),
+        "<code>: resource_metrics.polling.interval_millis: must be greater than zero (got 0)"
+    );
+
+    let mut config = wattline::library_default_config();
+    if let Some(energy) = config.energy.as_mut() {
+        energy.config.cost_per_kwh = -1.0;
+    }
+    let error = wattline::Pipeline::builder()
+        .config(config)
+        .spawn()
+        .await
+        .err()
+        .expect("a negative price is refused");
+    assert!(
+        error
+            .to_string()
+            .starts_with("<code>: energy.cost_per_kwh: must be a finite number >= 0"),
+        "{error}"
+    );
+}

@@ -155,6 +155,44 @@ const ON_BY_DEFAULT: &[ComponentKind] = &[ComponentKind::Diagnostics, ComponentK
 pub const CODE_SOURCE: &str = "<code>";
 
 impl EffectiveConfig {
+    /// Checks every component by the rules a file is checked by: a configuration built
+    /// or changed in code (where no parse ran) gets the same errors, named
+    /// `<code>: COMPONENT.FIELD: RULE`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let named = |component: &str, error: FieldError| {
+            ConfigError::new(CODE_SOURCE, format!("{component}.{}", error.path), error.rule)
+        };
+        if let Some(resource) = &self.resource_metrics {
+            resource
+                .validate()
+                .map_err(|error| named("resource_metrics", error))?;
+        }
+        if let Some(limits) = &self.diagnostics {
+            limits
+                .validate()
+                .map_err(|error| ConfigError::new(CODE_SOURCE, "diagnostics", error.to_string()))?;
+        }
+        if let Some(energy) = &self.energy {
+            energy
+                .config
+                .validate()
+                .map_err(|error| named("energy", error))?;
+        }
+        if let Some(atof) = &self.atof {
+            atof.validate().map_err(|error| named("atof", error))?;
+        }
+        if let Some(otlp) = &self.opentelemetry {
+            otlp.validate()
+                .map_err(|error| named("opentelemetry", error))?;
+        }
+        for (index, worker) in self.workers.iter().enumerate() {
+            worker
+                .validate()
+                .map_err(|error| named(&format!("workers[{index}]"), error))?;
+        }
+        Ok(())
+    }
+
     /// Merges `layers` (lowest precedence first) and applies defaults.
     pub fn merge(layers: &[PluginsDocument]) -> Result<Self, ConfigError> {
         let mut merged: std::collections::BTreeMap<ComponentKind, toml::Table> = ON_BY_DEFAULT
