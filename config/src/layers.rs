@@ -160,7 +160,11 @@ impl EffectiveConfig {
     /// `<code>: COMPONENT.FIELD: RULE`.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let named = |component: &str, error: FieldError| {
-            ConfigError::new(CODE_SOURCE, format!("{component}.{}", error.path), error.rule)
+            ConfigError::new(
+                CODE_SOURCE,
+                format!("{component}.{}", error.path),
+                error.rule,
+            )
         };
         if let Some(resource) = &self.resource_metrics {
             resource
