@@ -562,3 +562,46 @@ async fn a_worker_observation_keeps_its_provenance_and_summaries_use_receipt_tim
         "{json}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thirty_two_sessions_per_process_and_a_re_open_is_not_a_new_one() {
+    let workers: Vec<WorkerCredentials> = (0..33)
+        .map(|index| WorkerCredentials {
+            activation_id: format!("0190f4a2-7c1e-7d3a-9b2f-{index:012}"),
+            token: TOKEN.into(),
+            namespace: format!("worker{index}"),
+        })
+        .collect();
+    let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
+    let endpoint = HostEndpoint::start(context, workers.clone(), false, None).unwrap();
+    let channel = wattline::host::connect_unix(endpoint.socket_path().to_path_buf())
+        .await
+        .unwrap();
+    let mut client = RelayDiagnosticsClient::new(channel);
+    let open = |worker: &WorkerCredentials| DiagnosticOpenRequest {
+        credentials: Some(DiagnosticCredentials {
+            activation_id: worker.activation_id.clone(),
+            auth_token: worker.token.clone(),
+        }),
+        protocol_version: 1,
+        snapshot_version: 1,
+        provenance_version: 1,
+    };
+    let mut first = Vec::new();
+    for worker in &workers[..32] {
+        let session = client.open_diagnostic_session(open(worker)).await.unwrap();
+        first.push(session.into_inner().session_id);
+    }
+    // A re-open of an activation that has its session returns it, taking no new slot.
+    let again = client
+        .open_diagnostic_session(open(&workers[0]))
+        .await
+        .unwrap();
+    assert_eq!(again.into_inner().session_id, first[0]);
+    let refused = client
+        .open_diagnostic_session(open(&workers[32]))
+        .await
+        .expect_err("the 33rd session is refused");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    endpoint.shutdown().await;
+}
