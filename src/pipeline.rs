@@ -451,6 +451,7 @@ impl Pipeline {
         if let Some(exporters) = &self.exporters {
             exporters.flush(crate::exporting::EXPORTER_DEADLINE).await;
             report.exporter_drops = exporter_drops(exporters);
+            report.exporters = exporter_outcomes(exporters);
         }
         Ok(report)
     }
@@ -477,6 +478,7 @@ impl Pipeline {
                 .await;
             if let Some(report) = &mut report {
                 report.exporter_drops = exporter_drops(exporters);
+                report.exporters = exporter_outcomes(exporters);
             }
         }
         // Activation teardown: no handle records after this.
@@ -544,6 +546,22 @@ fn exporter_drops(exporters: &wattline_exporters::FanOut) -> Vec<(String, u64)> 
         .stats()
         .into_iter()
         .map(|stats| (stats.name, stats.dropped))
+        .collect()
+}
+
+fn exporter_outcomes(
+    exporters: &wattline_exporters::FanOut,
+) -> Vec<wattline_actors::energy::report::ExporterOutcome> {
+    exporters
+        .stats()
+        .into_iter()
+        .map(|stats| wattline_actors::energy::report::ExporterOutcome {
+            name: stats.name,
+            exported: stats.exported,
+            dropped: stats.dropped,
+            failed: stats.failed,
+            last_error: stats.last_error,
+        })
         .collect()
 }
 

@@ -123,6 +123,8 @@ pub struct ExporterStats {
     pub dropped: u64,
     /// Events waiting in its mailbox now.
     pub queued: usize,
+    /// The last error a call returned, if any.
+    pub last_error: Option<String>,
 }
 
 /// How one exporter answered a flush or shutdown.
@@ -204,6 +206,7 @@ struct LaneShared {
     failures_reported: AtomicU64,
     dropped: AtomicU64,
     drops_reported: AtomicU64,
+    last_error: std::sync::Mutex<Option<String>>,
 }
 
 impl LaneShared {
@@ -234,6 +237,9 @@ impl LaneShared {
     }
 
     fn note_failure(&self, error: &ExportError) {
+        if let Ok(mut last) = self.last_error.lock() {
+            *last = Some(error.to_string());
+        }
         let total = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
         if self.due(total) {
             tracing::warn!(exporter = %self.name, failures = total, %error, "exporter call failed");
@@ -264,6 +270,7 @@ impl LaneShared {
             failed: self.failed.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
             queued: self.queued.load(Ordering::Relaxed),
+            last_error: self.last_error.lock().ok().and_then(|last| last.clone()),
         }
     }
 }
@@ -496,6 +503,7 @@ impl FanOutBuilder {
                 failures_reported: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 drops_reported: AtomicU64::new(0),
+                last_error: std::sync::Mutex::new(None),
             });
             match Actor::spawn(None, LaneActor, (exporter, Arc::clone(&shared))).await {
                 Ok((actor, join)) => lanes.push(Lane {

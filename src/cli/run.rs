@@ -45,6 +45,9 @@ pub struct RunArgs {
     /// Also append the report as a CSV row to this file (header written when new).
     #[arg(long, value_name = "FILE")]
     pub csv_file: Option<PathBuf>,
+    /// Exit 3 instead of the command's code when an exporter lost data.
+    #[arg(long)]
+    pub strict: bool,
     /// What to measure; default global (the CLI's runtime_default), or the launched
     /// command's tree.
     #[arg(long, value_enum)]
@@ -267,7 +270,22 @@ async fn run_async(
         scope: Some(scope_name),
         command: Some(&args.command),
     };
+    let mut lost_data = false;
     if let Some(report) = report {
+        // Said first and loudly: numbers that never reached their destination.
+        for exporter in report.exporters.iter().filter(|e| e.lost_data()) {
+            lost_data = true;
+            super::output::print_stderr(&format!(
+                "wattline: DATA LOST by exporter {}: {} events dropped, {} calls failed{}\n",
+                exporter.name,
+                exporter.dropped,
+                exporter.failed,
+                exporter
+                    .last_error
+                    .as_ref()
+                    .map_or_else(String::new, |error| format!(" (last error: {error})"))
+            ))?;
+        }
         match args.report {
             ReportFormat::Table => {
                 if let Some(summary) = super::status::resource_summary(
@@ -301,8 +319,14 @@ async fn run_async(
             }
         }
     }
+    if lost_data && args.strict {
+        return Ok(ExitCode::from(EXIT_DATA_LOST));
+    }
     Ok(exit)
 }
+
+/// `run --strict`'s exit code when an exporter lost data.
+pub const EXIT_DATA_LOST: u8 = 3;
 
 fn stderr_is_terminal() -> bool {
     // SAFETY: isatty only inspects the descriptor.

@@ -768,6 +768,7 @@ impl EnergyAccount {
             ignored_variables: self.settings.ignored_variables.clone(),
             diagnostics: None,
             exporter_drops: Vec::new(),
+            exporters: Vec::new(),
         }
     }
 }

@@ -187,6 +187,28 @@ pub struct EnergyTotals {
     pub facility_cost: Option<f64>,
 }
 
+/// What one exporter did with the events it was given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExporterOutcome {
+    /// Its name (`atof`, `opentelemetry`, `stdout`).
+    pub name: String,
+    /// Events it exported without error.
+    pub exported: u64,
+    /// Events dropped for it (mailbox full, or it had stopped).
+    pub dropped: u64,
+    /// Calls that returned an error (an export, a flush, the shutdown).
+    pub failed: u64,
+    /// The last error, if any.
+    pub last_error: Option<String>,
+}
+
+impl ExporterOutcome {
+    /// Whether anything this exporter was given may be missing at its destination.
+    pub fn lost_data(&self) -> bool {
+        self.dropped > 0 || self.failed > 0
+    }
+}
+
 /// The report at flush.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
@@ -230,6 +252,9 @@ pub struct EnergyReport {
     pub diagnostics: Option<serde_json::Value>,
     /// Events each exporter dropped, by exporter name.
     pub exporter_drops: Vec<(String, u64)>,
+    /// What each exporter did with the run's events (empty without exporters).
+    #[serde(default)]
+    pub exporters: Vec<ExporterOutcome>,
 }
 
 impl EnergyReport {
@@ -380,10 +405,18 @@ impl EnergyReport {
                     .map_or_else(|| "not measured".into(), |kwh| format!("{kwh:.6} kWh"))
             ));
         }
-        for (exporter, dropped) in &self.exporter_drops {
-            if *dropped > 0 {
-                out.push_str(&format!("exporter {exporter}: {dropped} events dropped\n"));
-            }
+        for exporter in self.exporters.iter().filter(|e| e.lost_data()) {
+            out.push_str(&format!(
+                "exporter {}: {} exported, {} dropped, {} failed calls{}\n",
+                exporter.name,
+                exporter.exported,
+                exporter.dropped,
+                exporter.failed,
+                exporter
+                    .last_error
+                    .as_ref()
+                    .map_or_else(String::new, |error| format!(" (last: {error})"))
+            ));
         }
         out
     }
