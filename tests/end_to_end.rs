@@ -53,6 +53,9 @@ async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let live = pipeline.shutdown().await.unwrap().unwrap();
     assert_eq!(live.exporter_drops, vec![("atof".to_string(), 0)]);
+    assert_eq!(live.exporters.len(), 1);
+    assert_eq!(live.exporters[0].name, "atof");
+    assert!(!live.exporters[0].lost_data(), "{:?}", live.exporters[0]);
 
     let files = atof_files(directory.path());
     assert_eq!(files.len(), 1);
@@ -61,11 +64,12 @@ async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
     assert_eq!(live.agent_scopes.len(), 2);
     assert!(live.agent_scopes[1].ended_at.is_some(), "ended at shutdown");
     // Field by field: everything but what the file cannot hold (the diagnostics
-    // snapshot and the exporters' own drop counts, taken after the file is written).
+    // snapshot and the exporters' own counts, taken after the file is written).
     let comparable = |report: &wattline::EnergyReport| {
         let mut value = serde_json::to_value(report).unwrap();
         value["diagnostics"] = serde_json::Value::Null;
         value["exporter_drops"] = serde_json::Value::Null;
+        value["exporters"] = serde_json::Value::Null;
         value
     };
     assert_eq!(comparable(&replayed), comparable(&live));
