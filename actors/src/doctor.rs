@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::gpu::drm::read_drm_devices;
-use crate::gpu::nvml::NvmlConfig;
+use crate::gpu::nvml::{NvmlConfig, open_nvml};
 use crate::platform::ReadErrorClass;
 use crate::platform::os::cgroup::{CgroupLayout, read_cgroup_layout};
 use crate::platform::os::pressure::{PressureResource, read_system_pressure};
@@ -86,12 +86,7 @@ fn check(area: &'static str, status: CheckStatus, finding: String, fix: Option<&
 }
 
 fn nvml() -> Check {
-    let config = NvmlConfig::default();
-    let mut builder = nvml_wrapper::Nvml::builder();
-    if let Some(path) = &config.library_path {
-        builder.lib_path(path.as_os_str());
-    }
-    let nvml = match builder.init() {
+    let nvml = match open_nvml(&NvmlConfig::default()) {
         Ok(nvml) => nvml,
         Err(nvml_wrapper::error::NvmlError::LibloadingError(_)) => {
             return check(

@@ -261,13 +261,8 @@ async fn run_async(
         .shutdown()
         .await
         .map_err(|error| error.to_string())?;
-    let scope_name = match target {
-        wattline::ScopeTarget::Global => "global",
-        wattline::ScopeTarget::ApplicationProcess(_) => "application_process",
-        wattline::ScopeTarget::ProcessTree(_) => "process_tree",
-    };
     let run_description = wattline::report_csv::RunDescription {
-        scope: Some(scope_name),
+        scope: Some(target.measurement_scope().name()),
         command: Some(&args.command),
     };
     let mut lost_data = false;

@@ -56,6 +56,16 @@ impl Default for NvmlConfig {
     }
 }
 
+/// Loads and initialises NVML from where `config` says: the one place the library is
+/// opened (the sampler's source, the dense probe and the doctor).
+pub fn open_nvml(config: &NvmlConfig) -> Result<Nvml, NvmlError> {
+    let mut builder = Nvml::builder();
+    if let Some(path) = &config.library_path {
+        builder.lib_path(path.as_os_str());
+    }
+    builder.init()
+}
+
 /// Reports unsupported calls once per kind and logs other call errors.
 struct CallReporter {
     sink: Arc<dyn GpuEventSink>,
@@ -138,11 +148,7 @@ impl NvmlSource {
         if self.next_attempt.is_some_and(|at| now < at) {
             return false;
         }
-        let mut builder = Nvml::builder();
-        if let Some(path) = &self.config.library_path {
-            builder.lib_path(path.as_os_str());
-        }
-        match builder.init() {
+        match open_nvml(&self.config) {
             Ok(nvml) => {
                 if self.failed_attempts > 0 {
                     tracing::info!("NVML loaded after {} failed attempts", self.failed_attempts);
@@ -308,11 +314,7 @@ pub struct NvmlPowerProbe {
 impl NvmlPowerProbe {
     /// Opens NVML and lists the devices `selectors` select.
     pub fn open(config: &NvmlConfig, selectors: &[String]) -> Result<Self, NvmlError> {
-        let mut builder = Nvml::builder();
-        if let Some(path) = &config.library_path {
-            builder.lib_path(path.as_os_str());
-        }
-        let nvml = builder.init()?;
+        let nvml = open_nvml(config)?;
         let mut devices = Vec::new();
         for position in 0..nvml.device_count()? {
             let Ok(device) = nvml.device_by_index(position) else {
