@@ -267,6 +267,58 @@ impl EmbeddedPipeline {
     }
 }
 
+/// Agent scopes the calling process marks in the pipeline of `wattline run`, over its
+/// host endpoint (`WATTLINE_HOST_*`): one connection per process, open scopes kept by
+/// id for callers that hold a string.
+#[cfg(unix)]
+pub mod host_scopes {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, MutexGuard, OnceLock};
+
+    use super::EmbeddedError;
+
+    fn connection() -> Result<wattline_worker::HostConnection, EmbeddedError> {
+        static CONNECTION: OnceLock<wattline_worker::HostConnection> = OnceLock::new();
+        if let Some(connection) = CONNECTION.get() {
+            return Ok(connection.clone());
+        }
+        let connection = wattline_worker::HostConnection::from_env()
+            .map_err(|error| EmbeddedError::Other(error.to_string()))?;
+        Ok(CONNECTION.get_or_init(|| connection).clone())
+    }
+
+    fn open() -> MutexGuard<'static, HashMap<String, wattline_worker::AgentScope>> {
+        static OPEN: OnceLock<Mutex<HashMap<String, wattline_worker::AgentScope>>> =
+            OnceLock::new();
+        OPEN.get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Starts scope `name` in the run's pipeline; its id.
+    pub async fn start(name: &str) -> Result<String, EmbeddedError> {
+        let scope = connection()?
+            .agent_scope(name)
+            .await
+            .map_err(|error| EmbeddedError::Other(error.to_string()))?;
+        let id = scope.scope_id().to_owned();
+        open().insert(id.clone(), scope);
+        Ok(id)
+    }
+
+    /// Ends a scope [`start`] started; `false` when it was not open.
+    pub async fn end(scope_id: &str) -> Result<bool, EmbeddedError> {
+        let Some(scope) = open().remove(scope_id) else {
+            return Ok(false);
+        };
+        scope
+            .end()
+            .await
+            .map_err(|error| EmbeddedError::Other(error.to_string()))?;
+        Ok(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -167,54 +167,25 @@ pub fn report_table(report_json: String) -> Result<String> {
 pub mod host {
     //! Agent scopes in the pipeline of `wattline run`, over its host endpoint.
 
-    use std::collections::HashMap;
-    use std::sync::{Mutex, MutexGuard, OnceLock};
-
     use napi::bindgen_prelude::*;
     use napi_derive::napi;
+    use wattline::embedded::host_scopes;
 
     use super::failure;
 
-    fn connection() -> Result<wattline_worker::HostConnection> {
-        static CONNECTION: OnceLock<wattline_worker::HostConnection> = OnceLock::new();
-        if let Some(connection) = CONNECTION.get() {
-            return Ok(connection.clone());
-        }
-        let connection = wattline_worker::HostConnection::from_env()
-            .map_err(|error| failure("WATTLINE_HOST", error))?;
-        Ok(CONNECTION.get_or_init(|| connection).clone())
-    }
-
-    fn open() -> MutexGuard<'static, HashMap<String, wattline_worker::AgentScope>> {
-        static OPEN: OnceLock<Mutex<HashMap<String, wattline_worker::AgentScope>>> =
-            OnceLock::new();
-        OPEN.get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn host_error(error: wattline::embedded::EmbeddedError) -> Error {
+        failure("WATTLINE_HOST", error)
     }
 
     /// Starts a scope in the run's pipeline; its id.
     #[napi]
     pub async fn host_start_scope(name: String) -> Result<String> {
-        let scope = connection()?
-            .agent_scope(&name)
-            .await
-            .map_err(|error| failure("WATTLINE_HOST", error))?;
-        let id = scope.scope_id().to_owned();
-        open().insert(id.clone(), scope);
-        Ok(id)
+        host_scopes::start(&name).await.map_err(host_error)
     }
 
     /// Ends a scope `host_start_scope` started; `false` when it was not open.
     #[napi]
     pub async fn host_end_scope(scope_id: String) -> Result<bool> {
-        let Some(scope) = open().remove(&scope_id) else {
-            return Ok(false);
-        };
-        scope
-            .end()
-            .await
-            .map_err(|error| failure("WATTLINE_HOST", error))?;
-        Ok(true)
+        host_scopes::end(&scope_id).await.map_err(host_error)
     }
 }

@@ -3,9 +3,8 @@
 //! runs on one process-wide Tokio runtime; data crosses as JSON, which the package's
 //! Python layer turns into frozen dataclasses. No measurement logic lives here.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use pyo3::create_exception;
@@ -210,44 +209,19 @@ fn report_table(report_json: &str) -> PyResult<String> {
 /// (`WATTLINE_HOST_*`); the scope id.
 #[cfg(unix)]
 #[pyfunction]
-fn host_start_scope(py: Python<'_>, name: &str) -> PyResult<String> {
-    let connection = host_connection()?;
-    let name = name.to_owned();
-    let scope = block_on(py, async move { connection.agent_scope(&name).await })?
-        .map_err(wattline_error)?;
-    let id = scope.scope_id().to_owned();
-    host_scopes().insert(id.clone(), scope);
-    Ok(id)
+fn host_start_scope(py: Python<'_>, name: String) -> PyResult<String> {
+    block_on(py, async move { embedded::host_scopes::start(&name).await })?.map_err(embedded_error)
 }
 
 /// Ends a scope [`host_start_scope`] started; `False` when it was not open.
 #[cfg(unix)]
 #[pyfunction]
-fn host_end_scope(py: Python<'_>, scope_id: &str) -> PyResult<bool> {
-    let Some(scope) = host_scopes().remove(scope_id) else {
-        return Ok(false);
-    };
-    block_on(py, async move { scope.end().await })?.map_err(wattline_error)?;
-    Ok(true)
-}
-
-#[cfg(unix)]
-fn host_connection() -> PyResult<wattline_worker::HostConnection> {
-    static CONNECTION: OnceLock<wattline_worker::HostConnection> = OnceLock::new();
-    if let Some(connection) = CONNECTION.get() {
-        return Ok(connection.clone());
-    }
-    let connection = wattline_worker::HostConnection::from_env().map_err(wattline_error)?;
-    Ok(CONNECTION.get_or_init(|| connection).clone())
-}
-
-#[cfg(unix)]
-fn host_scopes() -> MutexGuard<'static, HashMap<String, wattline_worker::AgentScope>> {
-    static SCOPES: OnceLock<Mutex<HashMap<String, wattline_worker::AgentScope>>> = OnceLock::new();
-    SCOPES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+fn host_end_scope(py: Python<'_>, scope_id: String) -> PyResult<bool> {
+    block_on(
+        py,
+        async move { embedded::host_scopes::end(&scope_id).await },
+    )?
+    .map_err(embedded_error)
 }
 
 /// How long the Python layer waits for a pipeline to stop when the interpreter exits.
