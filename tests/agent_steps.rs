@@ -123,12 +123,7 @@ fn a_step_marked_by_the_measured_program_gets_its_marks_and_energy() {
     // Its own diagnostics landed in the run's context under `worker.command.*`, with
     // the worker's provenance, and reach the report.
     let diagnostics = &run.report["diagnostics"];
-    let component = diagnostics["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|component| component["name"] == "worker.command.agent_step")
-        .expect("the command's component, under its namespace");
+    let component = support::component(diagnostics, "worker.command.agent_step");
     assert_eq!(component["codes"][0]["code"], "step_completed");
     assert_eq!(component["codes"][0]["occurrences"], 1);
     let event = diagnostics["recent_events"]

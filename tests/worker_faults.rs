@@ -45,12 +45,7 @@ command = ["sleep", "60"]
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let diagnostics = &report["diagnostics"];
-    let pipeline = diagnostics["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|component| component["name"] == "pipeline")
-        .unwrap();
+    let pipeline = support::component(diagnostics, "pipeline");
     let failed = pipeline["codes"]
         .as_array()
         .unwrap()
@@ -58,11 +53,8 @@ command = ["sleep", "60"]
         .find(|code| code["code"] == "pipeline.worker_failed")
         .unwrap();
     assert_eq!(failed["occurrences"], 1);
-    let detail = diagnostics["recent_events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|event| event["detail"].as_str())
+    let detail = support::details(diagnostics)
+        .into_iter()
         .find(|detail| detail.contains("never.binds"))
         .expect("the failure names the worker");
     assert!(detail.contains("did not listen"), "{detail}");

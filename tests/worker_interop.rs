@@ -8,6 +8,8 @@ mod support;
 
 use std::path::Path;
 
+use support::{component, details};
+
 use wattline::diagnostics::{Diagnostics, DiagnosticsLimits};
 use wattline::host::HostEndpoint;
 use wattline::host::worker::{RunningWorker, WorkerSpec, new_credentials};
@@ -15,25 +17,6 @@ use wattline::host::worker::{RunningWorker, WorkerSpec, new_credentials};
 /// The worker written against the reference SDK.
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/python_worker.py")
-}
-
-/// A component of a diagnostics JSON snapshot, by name.
-fn component<'a>(diagnostics: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    let components = diagnostics["components"].as_array().unwrap();
-    components
-        .iter()
-        .find(|component| component["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {components:#?}"))
-}
-
-/// The details of a diagnostics JSON snapshot's recent events.
-fn details(diagnostics: &serde_json::Value) -> Vec<&str> {
-    diagnostics["recent_events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|event| event["detail"].as_str())
-        .collect()
 }
 
 fn spec(python: &str) -> WorkerSpec {

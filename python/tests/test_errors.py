@@ -15,7 +15,7 @@ def test_a_bad_plugins_toml_names_file_field_and_rule(tmp_path, quiet_home):
         "[components.config.polling]\ninterval_millis = 0\n"
     )
     with pytest.raises(wattline.ConfigError) as raised:
-        wattline.measure(config)._options and wattline.Pipeline(config)._start_blocking()
+        wattline.Pipeline(config)._start_blocking()
     message = str(raised.value)
     assert str(config) in message
     assert "components[0].config.polling.interval_millis" in message

@@ -169,3 +169,22 @@ pub fn path_with_stand_in_nvidia_smi() -> (tempfile::TempDir, String) {
     );
     (bin, path)
 }
+
+/// A component of a diagnostics JSON snapshot, by name.
+pub fn component<'a>(diagnostics: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let components = diagnostics["components"].as_array().unwrap();
+    components
+        .iter()
+        .find(|component| component["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {components:#?}"))
+}
+
+/// The details of a diagnostics JSON snapshot's recent events.
+pub fn details(diagnostics: &serde_json::Value) -> Vec<&str> {
+    diagnostics["recent_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|event| event["detail"].as_str())
+        .collect()
+}
