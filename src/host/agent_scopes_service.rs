@@ -121,17 +121,14 @@ impl AgentScopesService {
     /// Ends every scope `activation_id` left open, flagging each end event
     /// [`wattline_actors::events::ENDED_AT_PROGRAM_EXIT`]; how many it ended.
     pub fn end_open_scopes(&self, activation_id: &str) -> usize {
-        let left: Vec<Uuid> = {
-            let mut open = self.open();
-            let ids: Vec<String> = open
-                .iter()
-                .filter(|(_, (owner, _))| owner == activation_id)
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter()
-                .filter_map(|id| open.remove(id).map(|(_, uuid)| uuid))
-                .collect()
-        };
+        let mut left: Vec<Uuid> = Vec::new();
+        self.open().retain(|_, (owner, uuid)| {
+            let theirs = owner == activation_id;
+            if theirs {
+                left.push(*uuid);
+            }
+            !theirs
+        });
         let control = self.control.borrow().clone();
         let Some(control) = control else {
             return 0;
