@@ -10,6 +10,7 @@ use wattline_actors::EventSink;
 use wattline_actors::SamplerCategory;
 use wattline_actors::ScopeTarget;
 use wattline_actors::Snapshot;
+use wattline_actors::gpu::visible_devices::GpuSelection;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_actors::pipeline::{
     GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
@@ -59,6 +60,7 @@ pub struct PipelineBuilder {
     sinks: Vec<Arc<dyn EventSink>>,
     tick_deadline: Option<Duration>,
     stdout_metrics: Option<Duration>,
+    gpu_selection: Option<GpuSelection>,
 }
 
 impl Default for PipelineBuilder {
@@ -79,6 +81,7 @@ impl PipelineBuilder {
             sinks: Vec::new(),
             tick_deadline: None,
             stdout_metrics: None,
+            gpu_selection: None,
         }
     }
 
@@ -109,6 +112,14 @@ impl PipelineBuilder {
     /// Measures this target instead of the configured scope.
     pub fn scope(mut self, target: ScopeTarget) -> Self {
         self.scope = Some(target);
+        self
+    }
+
+    /// Counts only the GPUs `selection` selects, instead of the configuration's
+    /// `gpu.devices` (e.g. the devices a measured command can use: see
+    /// [`gpu_selection_for_command`](wattline_actors::gpu::visible_devices::gpu_selection_for_command)).
+    pub fn gpu_selection(mut self, selection: GpuSelection) -> Self {
+        self.gpu_selection = Some(selection);
         self
     }
 
@@ -193,6 +204,7 @@ impl PipelineBuilder {
                     &gpu_source,
                     diagnostics.as_ref().map(|(_, components)| components),
                     wattline_actors::gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
+                    gpu_selectors(self.gpu_selection.as_ref(), &config),
                 )
                 .await,
             )
@@ -210,7 +222,20 @@ impl PipelineBuilder {
             epoch,
             prepared_gpu,
             measuring_from: None,
+            gpu_selection: self.gpu_selection,
         })
+    }
+}
+
+/// The device selectors a pipeline reads: the selection's, else the configuration's.
+fn gpu_selectors(selection: Option<&GpuSelection>, config: &EffectiveConfig) -> Vec<String> {
+    match selection {
+        Some(selection) => selection.selectors.clone(),
+        None => config
+            .resource_metrics
+            .as_ref()
+            .map(|resource| resource.gpu.devices.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -230,6 +255,7 @@ pub struct PreparedPipeline {
     epoch: Epoch,
     prepared_gpu: Option<PreparedGpu>,
     measuring_from: Option<(std::time::Instant, chrono::DateTime<chrono::Utc>)>,
+    gpu_selection: Option<GpuSelection>,
 }
 
 impl PreparedPipeline {
@@ -295,6 +321,7 @@ impl PreparedPipeline {
             epoch: self.epoch,
             prepared_gpu: self.prepared_gpu,
             measuring_from: self.measuring_from,
+            gpu_selection: self.gpu_selection,
         })
         .await?;
         let workers = start_workers(&config, &running).await;

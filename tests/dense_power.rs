@@ -38,13 +38,7 @@ fn run_on(gpu: Gpu<'_>, extra: &[&str], seconds: u32) -> Value {
             .env("PATH", format!("{}:{system_path}", folder.display()))
             .env_remove("LD_LIBRARY_PATH"),
     };
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    support::json_stdout(&mut command)
 }
 
 fn run(library: &Path, extra: &[&str], seconds: u32) -> Value {

@@ -67,6 +67,7 @@ impl Feed {
                 watts: Some(*watts),
                 counter_millijoules: *counter,
                 shares: None,
+                mig_enabled: None,
             })
             .collect();
         self.apply(EnergyRecord::Power(PowerRecord {
@@ -314,6 +315,7 @@ fn process_shares_and_the_unattributed_rest_add_up_to_the_device_exactly() {
                 watts: Some(watts),
                 counter_millijoules: None,
                 shares,
+                mig_enabled: None,
             }]),
             power_field: None,
         })
@@ -355,6 +357,7 @@ fn rapl_package_and_dram_add_to_the_total_sub_zones_do_not_and_the_wrap_is_handl
     feed.apply(EnergyRecord::GpuStatus {
         configured: "nvml".into(),
         unavailable: Some("NVML library not found (libnvidia-ml.so.1)".into()),
+        selection: None,
     });
     let zone = |zone: &str, name: &str, uj: u64| RaplZoneReading {
         zone: zone.into(),

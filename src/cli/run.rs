@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use wattline::config::{MeasurementScopeSetting, ResourceMetricsConfig};
+use wattline::gpu::visible_devices::gpu_selection_for_command;
 
 use super::status::{StatusSink, status_line};
 use super::{ScopeArgument, cli_resource_metrics, load_configuration};
@@ -52,6 +53,12 @@ pub struct RunArgs {
     /// command's tree.
     #[arg(long, value_enum)]
     pub scope: Option<ScopeArgument>,
+    /// The GPUs to count: indices, `GPU-` UUIDs (or unique prefixes), `MIG-`
+    /// identifiers, PCI addresses, `all` or `none`, comma-separated. Default: those the
+    /// command can use (`CUDA_VISIBLE_DEVICES`, else `NVIDIA_VISIBLE_DEVICES`, else the
+    /// configuration's `gpu.devices`).
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
@@ -178,10 +185,25 @@ async fn run_async(
             .as_ref()
             .map_or(5000, |resource| resource.polling.interval_millis),
     );
+    let configured_devices = config
+        .resource_metrics
+        .as_ref()
+        .map(|resource| resource.gpu.devices.clone())
+        .unwrap_or_default();
+    // The command inherits this process's environment: its CUDA_VISIBLE_DEVICES is ours.
+    let gpu_selection = gpu_selection_for_command(
+        args.gpus.as_deref(),
+        |name| std::env::var(name).ok(),
+        &configured_devices,
+    )
+    .map_err(|error| error.to_string())?;
     let status = Arc::new(StatusSink::default());
     let mut builder = wattline::Pipeline::builder()
         .config(config)
         .event_sink(status.clone());
+    if let Some(selection) = gpu_selection {
+        builder = builder.gpu_selection(selection);
+    }
     if args.metrics_stdout {
         builder = builder.stdout_metrics(poll);
     }

@@ -89,8 +89,22 @@ pub fn wattline(home: &std::path::Path) -> std::process::Command {
         .env_remove("GENAI_ENABLE_CO2_TRACKING")
         .env_remove("GENAI_POWER_COST_PER_KWH")
         .env_remove("GENAI_CARBON_INTENSITY")
-        .env_remove("GENAI_GPU_COLLECTION_INTERVAL");
+        .env_remove("GENAI_GPU_COLLECTION_INTERVAL")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env_remove("NVIDIA_VISIBLE_DEVICES");
     command
+}
+
+/// Runs `command`, which must succeed (its stderr is shown when it does not), and
+/// parses its stdout as JSON.
+pub fn json_stdout(command: &mut std::process::Command) -> serde_json::Value {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// The Python with the reference system (`nemo-relay`), from

@@ -23,6 +23,7 @@ use super::report::{
     DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
     ScopeEnergy, ZoneEnergy,
 };
+use crate::gpu::visible_devices::GpuSelection;
 use crate::platform::os::rapl::RaplZoneReading;
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
@@ -156,6 +157,8 @@ struct Meter {
     gaps: u64,
     max_watts: Option<f64>,
     power_fields: BTreeSet<String>,
+    /// Seen as a MIG-enabled board in any reading (dense reads do not say).
+    shared_board: bool,
 }
 
 impl Meter {
@@ -173,6 +176,7 @@ impl Meter {
             gaps: 0,
             max_watts: None,
             power_fields: BTreeSet::new(),
+            shared_board: false,
         }
     }
 
@@ -268,6 +272,7 @@ pub struct EnergyAccount {
     finished_scopes: Vec<ScopeAccount>,
     gpu_configured: Option<String>,
     gpu_unavailable: Option<String>,
+    gpu_selection: Option<GpuSelection>,
     cpu_unavailable: Option<String>,
     last_report: Option<(Nanos, DateTime<Utc>)>,
     newest: Nanos,
@@ -301,6 +306,7 @@ impl EnergyAccount {
             finished_scopes: Vec::new(),
             gpu_configured: None,
             gpu_unavailable: None,
+            gpu_selection: None,
             cpu_unavailable: None,
             last_report: None,
             newest: at,
@@ -391,9 +397,11 @@ impl EnergyAccount {
             EnergyRecord::GpuStatus {
                 configured,
                 unavailable,
+                selection,
             } => {
                 self.gpu_configured = Some(configured.clone());
                 self.gpu_unavailable.clone_from(unavailable);
+                self.gpu_selection.clone_from(selection);
             }
             EnergyRecord::CpuStatus { unavailable } => {
                 self.cpu_unavailable.clone_from(unavailable);
@@ -451,6 +459,7 @@ impl EnergyAccount {
             if device.name.is_some() {
                 meter.name.clone_from(&device.name);
             }
+            meter.shared_board |= device.mig_enabled == Some(true);
             if let Some(shares) = &device.shares {
                 meter.shares = Some(shares.clone());
                 meter.basis = shares.basis.or(meter.basis);
@@ -647,6 +656,7 @@ impl EnergyAccount {
                         power_fields: meter.power_fields.iter().cloned().collect(),
                         attributed_kwh: kwh(attributed),
                         unattributed_kwh: energy_kwh - kwh(attributed),
+                        shared_board_power: meter.shared_board,
                     });
                 }
                 _ => zones.push(ZoneEnergy {
@@ -727,8 +737,9 @@ impl EnergyAccount {
             gpu_source_configured: self.gpu_configured.clone(),
             gpu_unavailable: domain_kwh(EnergyDomain::Gpu)
                 .is_none()
-                .then(|| self.gpu_unavailable.clone())
+                .then(|| self.gpu_unavailable_reason(!answering.is_empty()))
                 .flatten(),
+            gpu_selection: self.gpu_selection.clone(),
             cpu_unavailable: domain_kwh(EnergyDomain::CpuPackage)
                 .is_none()
                 .then(|| self.cpu_unavailable.clone())
@@ -769,6 +780,24 @@ impl EnergyAccount {
             diagnostics: None,
             exporter_drops: Vec::new(),
             exporters: Vec::new(),
+        }
+    }
+}
+
+impl EnergyAccount {
+    /// Why no GPU energy was measured: a selection that leaves every device out says
+    /// so before the sources' own reasons.
+    fn gpu_unavailable_reason(&self, sources_answered: bool) -> Option<String> {
+        match &self.gpu_selection {
+            Some(selection) if selection.selects_nothing() => Some(format!(
+                "no GPU is selected ({}): none counted",
+                selection.describe()
+            )),
+            Some(selection) if sources_answered => Some(format!(
+                "no device matched the selection ({})",
+                selection.describe()
+            )),
+            _ => self.gpu_unavailable.clone(),
         }
     }
 }

@@ -198,6 +198,7 @@ impl Actor for EnergyActor {
                     state.record(EnergyRecord::GpuStatus {
                         configured: status.configured,
                         unavailable: status.unavailable,
+                        selection: status.selection,
                     });
                 }
             }

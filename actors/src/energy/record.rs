@@ -79,6 +79,10 @@ pub struct DevicePower {
     pub counter_millijoules: Option<u64>,
     /// Process shares read with this reading; `None` when processes were not read.
     pub shares: Option<ProcessShares>,
+    /// Whether the device is a MIG-enabled board (its power is shared by every
+    /// instance); `None` where not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_enabled: Option<bool>,
 }
 
 /// What one GPU backend measured at one instant, or that it measured nothing.
@@ -150,6 +154,9 @@ pub enum EnergyRecord {
         configured: String,
         /// Why no GPU power is read, when none is.
         unavailable: Option<String>,
+        /// The devices counted, when a selection narrows them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selection: Option<crate::gpu::visible_devices::GpuSelection>,
     },
     /// Why CPU energy (RAPL) is not read, when it is not.
     CpuStatus {
@@ -203,6 +210,7 @@ pub fn power_record(
                 shares: shares_read
                     .then(|| process_shares(sample, &device.device_identifier))
                     .flatten(),
+                mig_enabled: device.mig_enabled,
             })
             .collect()
     });

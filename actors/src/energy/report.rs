@@ -94,6 +94,10 @@ pub struct DeviceEnergy {
     /// The rest: `energy_kwh - attributed_kwh` (idle power, processes out of scope or
     /// unseen), kWh.
     pub unattributed_kwh: f64,
+    /// The device is a MIG-enabled board: its power and energy are the whole board's,
+    /// shared by every MIG instance, not any one instance's own.
+    #[serde(default)]
+    pub shared_board_power: bool,
 }
 
 /// Energy of one RAPL zone (CPU package, DRAM).
@@ -223,6 +227,12 @@ pub struct EnergyReport {
     pub gpu_source_configured: Option<String>,
     /// Why no GPU energy was measured, in words, when none was.
     pub gpu_unavailable: Option<String>,
+    /// The devices counted when a selection narrowed them (`--gpus`,
+    /// `CUDA_VISIBLE_DEVICES`, `NVIDIA_VISIBLE_DEVICES`, `gpu.devices`), and where it
+    /// came from; `None` when every device was counted. The counted devices are
+    /// [`EnergyReport::devices`].
+    #[serde(default)]
+    pub gpu_selection: Option<crate::gpu::visible_devices::GpuSelection>,
     /// Why no CPU energy was measured, with the fix, when none was.
     pub cpu_unavailable: Option<String>,
     /// Totals.
@@ -313,6 +323,28 @@ impl EnergyReport {
                     device.cost
                 ));
             }
+            for device in self.devices.iter().filter(|d| d.shared_board_power) {
+                out.push_str(&format!(
+                    "  {}: MIG is on: whole-board power, shared by every MIG instance, not any one instance's own\n",
+                    short(&device.device_identifier)
+                ));
+            }
+        }
+        if let Some(selection) = &self.gpu_selection {
+            let counted: Vec<&str> = self
+                .devices
+                .iter()
+                .map(|device| device.device_identifier.as_str())
+                .collect();
+            out.push_str(&format!(
+                "GPUs counted: {} (selected by {})\n",
+                if counted.is_empty() {
+                    "none".to_owned()
+                } else {
+                    counted.join(", ")
+                },
+                selection.describe()
+            ));
         }
         for zone in &self.cpu_zones {
             out.push_str(&format!(

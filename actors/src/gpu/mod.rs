@@ -21,6 +21,7 @@ pub mod nvidia_smi_collector;
 pub mod nvidia_smi_stream;
 pub mod nvml;
 pub mod selection;
+pub mod visible_devices;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -113,6 +114,10 @@ pub struct GpuDeviceReading {
     pub ecc_corrected: Option<u64>,
     /// Volatile uncorrected ECC errors since the driver was loaded, count.
     pub ecc_uncorrected: Option<u64>,
+    /// Whether MIG (Multi-Instance GPU) mode is on: the power and energy read are the
+    /// whole board's, shared by every instance; `None` where not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_enabled: Option<bool>,
 }
 
 impl GpuDeviceReading {
@@ -142,6 +147,7 @@ impl GpuDeviceReading {
             throttle_hw_slowdown: None,
             ecc_corrected: None,
             ecc_uncorrected: None,
+            mig_enabled: None,
         }
     }
 }
@@ -241,6 +247,11 @@ impl GpuSampleRequest {
     /// Whether the device with this identifier and index is selected.
     pub fn selects_device(&self, identifier: &str, index: Option<u32>) -> bool {
         selector_matches(&self.device_selectors, identifier, index)
+    }
+
+    /// Whether the device is selected, its MIG instances included in the match.
+    pub fn selects(&self, device: &visible_devices::DeviceIdentity<'_>) -> bool {
+        visible_devices::selectors_select_device(&self.device_selectors, device)
     }
 }
 

@@ -23,9 +23,10 @@ use nvml_wrapper::error::NvmlError;
 
 use super::dense_power::{DensePower, DenseSampling};
 use super::events::{GpuEvent, GpuEventSink};
+use super::visible_devices::{DeviceIdentity, needs_mig_instances, selectors_select_device};
 use super::{
     GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
-    PowerProbe, PowerSampleSink, SamplingSeries, selector_matches,
+    PowerProbe, PowerSampleSink, SamplingSeries,
 };
 
 /// The library's file name where no path is configured.
@@ -222,13 +223,19 @@ impl NvmlSource {
                 }
             };
             let index = reporter.value("index", device.index());
-            if !request.selects_device(&uuid, index) {
+            let mig = read_mig_layout(&device, &request.device_selectors);
+            let identity = DeviceIdentity {
+                identifier: &uuid,
+                index,
+                mig_instances: &mig.instances,
+            };
+            if !request.selects(&identity) {
                 continue;
             }
             if request.device_metrics {
-                sample
-                    .devices
-                    .push(read_device(reporter, &device, &uuid, index));
+                let mut reading = read_device(reporter, &device, &uuid, index);
+                reading.mig_enabled = mig.enabled;
+                sample.devices.push(reading);
             }
             if request.process_metrics {
                 let key = (request.series, uuid.clone());
@@ -324,7 +331,17 @@ impl NvmlPowerProbe {
                 continue;
             };
             let index = device.index().ok();
-            if selector_matches(selectors, &uuid, index) {
+            let instances = if needs_mig_instances(selectors) {
+                read_mig_instances(&device)
+            } else {
+                Vec::new()
+            };
+            let identity = DeviceIdentity {
+                identifier: &uuid,
+                index,
+                mig_instances: &instances,
+            };
+            if selectors_select_device(selectors, &identity) {
                 devices.push((position, uuid, device.name().ok()));
             }
         }
@@ -360,6 +377,35 @@ impl PowerProbe for NvmlPowerProbe {
             taken_at,
         })
     }
+}
+
+/// A board's MIG mode and, where a selector needs them, its instances' UUIDs.
+struct MigLayout {
+    /// `Some(true)` with MIG mode on; `None` where the board cannot tell (no MIG).
+    enabled: Option<bool>,
+    instances: Vec<String>,
+}
+
+/// Boards without MIG answer "not supported", which is no news: not reported.
+fn read_mig_layout(device: &Device<'_>, selectors: &[String]) -> MigLayout {
+    let enabled = device.mig_mode().ok().map(|mode| mode.current == 1);
+    let instances = if enabled == Some(true) && needs_mig_instances(selectors) {
+        read_mig_instances(device)
+    } else {
+        Vec::new()
+    };
+    MigLayout { enabled, instances }
+}
+
+/// The UUIDs of the MIG instances on a board with MIG mode on; empty otherwise.
+fn read_mig_instances(device: &Device<'_>) -> Vec<String> {
+    let Ok(slots) = device.mig_device_count() else {
+        return Vec::new();
+    };
+    (0..slots)
+        .filter_map(|slot| device.mig_device_by_index(slot).ok())
+        .filter_map(|instance| instance.uuid().ok())
+        .collect()
 }
 
 fn read_device(

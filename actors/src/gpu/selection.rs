@@ -23,20 +23,22 @@ use super::nvidia_smi_collector::{
     locate_nvidia_smi,
 };
 use super::nvml::{NvmlConfig, NvmlSource};
+use super::visible_devices::{DeviceIdentity, selectors_select_device};
 use super::{GpuSample, GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
 
 /// Whether a device with `identifier` and `index` matches `selectors`: an empty list
-/// selects every device; otherwise a selector equal to the identifier (ASCII case
-/// ignored) or to the index written in decimal selects it.
+/// selects every device; otherwise one selector (an identifier or a unique `GPU-`
+/// prefix of it, ASCII case ignored, the index in decimal, a `MIG-GPU-<uuid>/…`
+/// identifier of its board, or `all`) selects it. See [`super::visible_devices`].
 pub fn selector_matches(selectors: &[String], identifier: &str, index: Option<u32>) -> bool {
-    if selectors.is_empty() {
-        return true;
-    }
-    selectors.iter().any(|selector| {
-        let selector = selector.trim();
-        selector.eq_ignore_ascii_case(identifier)
-            || index.is_some_and(|index| selector == index.to_string())
-    })
+    selectors_select_device(
+        selectors,
+        &DeviceIdentity {
+            identifier,
+            index,
+            mig_instances: &[],
+        },
+    )
 }
 
 /// What [`select_default_sources`] needs from its surroundings.

@@ -32,6 +32,7 @@ use crate::energy::actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessa
 use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
 use crate::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid};
+use crate::gpu::visible_devices::GpuSelection;
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
 use crate::samplers::CategorySampler;
@@ -72,6 +73,9 @@ pub struct PipelineSpec {
     pub prepared_gpu: Option<PreparedGpu>,
     /// Energy counts from this instant (default: when `spawn` is called).
     pub measuring_from: Option<(Instant, DateTime<Utc>)>,
+    /// The GPUs counted, replacing the configuration's `gpu.devices` (see
+    /// [`crate::gpu::visible_devices`]); `None` keeps the configuration's.
+    pub gpu_selection: Option<GpuSelection>,
 }
 
 /// A GPU source started before the pipeline, with the readings taken while waiting for
@@ -99,6 +103,7 @@ pub async fn prepare_gpu_source(
     factory: &GpuSourceFactory,
     diagnostics: Option<&PipelineDiagnostics>,
     limit: Duration,
+    device_selectors: Vec<String>,
 ) -> PreparedGpu {
     let factory = Arc::clone(factory);
     let events = gpu_event_sink(diagnostics);
@@ -111,7 +116,7 @@ pub async fn prepare_gpu_source(
                     series: crate::readings::SamplingSeries::Polling,
                     device_metrics: true,
                     process_metrics: false,
-                    device_selectors: Vec::new(),
+                    device_selectors,
                     processes: crate::gpu::ProcessScope::Pids(Default::default()),
                 })
             }
@@ -330,6 +335,7 @@ impl RunningPipeline {
             let make_source = Arc::clone(&spec.gpu_source);
             let events = gpu_event_sink(pipeline_diagnostics.as_ref());
             let name_slot = Arc::clone(&gpu_source_name);
+            let gpu_selection = spec.gpu_selection.clone();
             let dense_period = spec
                 .energy
                 .as_ref()
@@ -345,7 +351,8 @@ impl RunningPipeline {
                     if let Ok(mut slot) = name_slot.lock() {
                         slot.clone_from(&name);
                     }
-                    let sampler = GpuSampler::new(source, gpu_config.clone(), power_sink.clone());
+                    let sampler = GpuSampler::new(source, gpu_config.clone(), power_sink.clone())
+                        .with_selection(gpu_selection.clone());
                     let sampler = match dense_period {
                         Some(period) => sampler.with_dense_power(period),
                         None => sampler,

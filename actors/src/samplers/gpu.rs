@@ -9,6 +9,7 @@ use std::time::Duration;
 use wattline_config::resource_metrics::GpuConfig;
 
 use super::{ReadProblems, SampleRequest, SamplerOutput};
+use crate::gpu::visible_devices::{GpuSelection, configured_selection};
 use crate::gpu::{GpuSample, GpuSampleRequest, GpuSource, ProcessScope, SamplePart, merge_parts};
 use crate::readings::{FieldCoverage, SamplingSeries};
 
@@ -21,6 +22,8 @@ pub struct GpuSourceStatus {
     pub configured: String,
     /// Why nothing is read, in words, while nothing is.
     pub unavailable: Option<String>,
+    /// The devices counted, when a selection narrows them, and where it came from.
+    pub selection: Option<GpuSelection>,
 }
 
 /// The GPU category in base units: the source's sample and which groups are wanted.
@@ -44,6 +47,8 @@ pub struct GpuSampler {
     processes: ProcessScope,
     /// Dense power reading started on the source; stops with this sampler.
     dense: Option<crate::gpu::dense_power::DensePower>,
+    /// The devices counted, when a selection narrows them.
+    selection: Option<GpuSelection>,
 }
 
 impl std::fmt::Debug for GpuSampler {
@@ -70,12 +75,23 @@ impl GpuSampler {
             source.forward_readings(Arc::clone(sink));
         }
         GpuSampler {
+            selection: configured_selection(&config.devices),
             source,
             config,
             power_sink,
             processes: ProcessScope::All,
             dense: None,
         }
+    }
+
+    /// Counts only the devices `selection` selects (it replaces the configuration's
+    /// `devices`). Call before [`GpuSampler::with_dense_power`].
+    pub fn with_selection(mut self, selection: Option<GpuSelection>) -> Self {
+        if let Some(selection) = selection {
+            self.config.devices.clone_from(&selection.selectors);
+            self.selection = Some(selection);
+        }
+        self
     }
 
     /// Starts dense power reading every `period` on the source where it can, feeding
@@ -94,10 +110,12 @@ impl GpuSampler {
             Some(source) => GpuSourceStatus {
                 configured: source.name().to_owned(),
                 unavailable: source.unavailable_reason(),
+                selection: self.selection.clone(),
             },
             None => GpuSourceStatus {
                 configured: "none".into(),
                 unavailable: Some("GPU reading is off".into()),
+                selection: self.selection.clone(),
             },
         }
     }
