@@ -322,6 +322,10 @@ impl PreparedPipeline {
             prepared_gpu: self.prepared_gpu,
             measuring_from: self.measuring_from,
             gpu_selection: self.gpu_selection,
+            semconv_metrics: config
+                .opentelemetry
+                .as_ref()
+                .is_some_and(|otel| otel.metric_names.sends_semconv()),
         })
         .await?;
         let workers = start_workers(&config, &running).await;

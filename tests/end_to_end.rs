@@ -152,20 +152,12 @@ fn wattline_report_prints_the_recomputed_report() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn wattline_run_sends_its_measurements_to_a_real_collector() {
     let Some(path) = rotel_agent::agent_path() else {
         return;
     };
-    let (grpc, http) = (free_port(), free_port());
+    let (grpc, http) = (support::free_port(), support::free_port());
     let mut agent = rotel_agent::Agent::start(
         &path,
         format!("127.0.0.1:{grpc}").parse().unwrap(),

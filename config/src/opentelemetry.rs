@@ -41,6 +41,28 @@ pub enum MetricTemporality {
     LowMemory,
 }
 
+/// Which metric names the OTLP and stdout exporters send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricNames {
+    /// The specification's names: `gen_ai.*`, `nemo.relay.resource.*` and wattline's
+    /// `wattline.*`. The default.
+    #[default]
+    Genai,
+    /// OpenTelemetry semantic-convention names (`hw.*`, `process.*`, `system.*`) in
+    /// place of the specification's names that have one; the others keep theirs.
+    Semconv,
+    /// Both: every specification name and every semantic-convention name.
+    Both,
+}
+
+impl MetricNames {
+    /// Whether the semantic-convention names are sent.
+    pub fn sends_semconv(self) -> bool {
+        self != MetricNames::Genai
+    }
+}
+
 /// The OTLP transport of one endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -71,6 +93,8 @@ pub struct OpenTelemetryConfig {
     pub cardinality_limit: usize,
     /// Where metrics go; each endpoint gets its own pipeline. Default none.
     pub endpoints: Vec<OtlpEndpointConfig>,
+    /// `genai` (default), `semconv` or `both`: which metric names are sent.
+    pub metric_names: MetricNames,
 }
 
 impl Default for OpenTelemetryConfig {
@@ -81,6 +105,7 @@ impl Default for OpenTelemetryConfig {
             max_instruments: DEFAULT_MAX_INSTRUMENTS,
             cardinality_limit: DEFAULT_CARDINALITY_LIMIT,
             endpoints: Vec::new(),
+            metric_names: MetricNames::Genai,
         }
     }
 }

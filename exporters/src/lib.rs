@@ -20,6 +20,7 @@ mod metrics_pipeline;
 pub mod otlp;
 mod otlp_grpc;
 pub mod otlp_http;
+pub mod semconv_names;
 pub mod stdout;
 
 pub use atof::AtofExporter;

@@ -22,6 +22,8 @@ use wattline_actors::events::{MetricMeasurement, PipelineEvent};
 
 use crate::exporter::ExportError;
 use crate::instruments::{InstrumentTable, measurements_of};
+use crate::semconv_names::MetricNameSelection;
+use wattline_config::opentelemetry::MetricNames;
 
 /// The instrumentation scope name of every wattline instrument.
 pub const METER_NAME: &str = "wattline";
@@ -286,6 +288,7 @@ pub(crate) struct PipelineSet {
     exporter: &'static str,
     pipelines: Vec<MetricsPipeline>,
     shut_down: bool,
+    names: MetricNameSelection,
 }
 
 impl PipelineSet {
@@ -295,7 +298,14 @@ impl PipelineSet {
             exporter,
             pipelines,
             shut_down: false,
+            names: MetricNameSelection::default(),
         }
+    }
+
+    /// Sends the metrics under `names` (default: the specification's).
+    pub(crate) fn with_metric_names(mut self, names: MetricNames) -> Self {
+        self.names = MetricNameSelection::new(names);
+        self
     }
 
     /// The pipelines, in order.
@@ -321,8 +331,8 @@ impl PipelineSet {
         if self.shut_down {
             return Err(ExportError::ShutDown(self.exporter));
         }
-        let measurements = measurements_of(event);
-        self.each(|pipeline| pipeline.record(measurements))
+        let measurements = self.names.select(measurements_of(event));
+        self.each(|pipeline| pipeline.record(&measurements))
     }
 
     /// Forces an export on every pipeline. Blocks.

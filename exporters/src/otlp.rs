@@ -125,7 +125,8 @@ impl OtlpExporterBuilder {
             "OTLP metrics exporter started"
         );
         Ok(OtlpExporter {
-            pipelines: PipelineSet::new("otlp", pipelines),
+            pipelines: PipelineSet::new("otlp", pipelines)
+                .with_metric_names(self.config.metric_names),
             runtime,
         })
     }

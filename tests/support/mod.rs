@@ -95,16 +95,30 @@ pub fn wattline(home: &std::path::Path) -> std::process::Command {
     command
 }
 
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Runs `command`, which must succeed (its stderr is shown when it does not), and
 /// parses its stdout as JSON.
 pub fn json_stdout(command: &mut std::process::Command) -> serde_json::Value {
+    serde_json::from_slice(&succeeded(command).stdout).unwrap()
+}
+
+/// Runs `command`, which must succeed (its stderr is shown when it does not).
+pub fn succeeded(command: &mut std::process::Command) -> std::process::Output {
     let output = command.output().unwrap();
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).unwrap()
+    output
 }
 
 /// The Python with the reference system (`nemo-relay`), from

@@ -11,6 +11,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
+use super::semconv::SemconvGpuMetrics;
 use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
 use crate::energy::record::{EnergyRecord, Epoch, power_record};
@@ -47,6 +48,9 @@ pub struct EnergyArguments {
     pub sink: Arc<dyn EventSink>,
     /// The pipeline's monotonic epoch.
     pub epoch: Epoch,
+    /// Also emit the semantic-convention `hw.*` names (the `opentelemetry`
+    /// component's `metric_names` is `semconv` or `both`).
+    pub semconv_metrics: bool,
 }
 
 /// The actor.
@@ -64,6 +68,8 @@ pub struct EnergyState {
     pending: Vec<ClosedInterval>,
     /// The newest full answer whose gauges went out, per backend.
     newest_gauges: std::collections::BTreeMap<String, Option<crate::energy::record::Nanos>>,
+    /// The `hw.*` series' last values, when those names are wanted.
+    semconv: Option<SemconvGpuMetrics>,
 }
 
 impl EnergyState {
@@ -114,7 +120,11 @@ impl EnergyState {
         let mut closed = closed;
         merge_closed(&mut closed, std::mem::take(&mut self.pending));
         if let Some(sample) = &power.sample {
-            let measurements = genai::sample_measurements(sample, &closed, self.account.settings());
+            let mut measurements =
+                genai::sample_measurements(sample, &closed, self.account.settings());
+            if let Some(semconv) = &mut self.semconv {
+                measurements.extend(semconv.sample_measurements(sample, &closed));
+            }
             if !measurements.is_empty() {
                 self.sink.send(PipelineEvent::Metrics {
                     timestamp: power.observed_at,
@@ -158,6 +168,7 @@ impl Actor for EnergyActor {
             cpu_status: None,
             pending: Vec::new(),
             newest_gauges: Default::default(),
+            semconv: arguments.semconv_metrics.then(SemconvGpuMetrics::default),
         })
     }
 

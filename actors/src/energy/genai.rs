@@ -23,7 +23,8 @@ const MEBIBYTE: f64 = 1024.0 * 1024.0;
 
 pub use crate::metric_names::{INTERVAL_DURATION as INTERVAL_METRIC, METHOD_ATTRIBUTE};
 
-fn measurement(
+/// One `f64` measurement with its unit, description and attributes.
+pub(crate) fn measurement(
     name: &str,
     kind: MetricKind,
     value: f64,

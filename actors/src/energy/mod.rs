@@ -7,3 +7,4 @@ pub mod integrator;
 pub mod record;
 pub mod replay;
 pub mod report;
+pub mod semconv;

@@ -76,6 +76,8 @@ pub struct PipelineSpec {
     /// The GPUs counted, replacing the configuration's `gpu.devices` (see
     /// [`crate::gpu::visible_devices`]); `None` keeps the configuration's.
     pub gpu_selection: Option<GpuSelection>,
+    /// Whether the energy stage also emits the `hw.*` semantic-convention names.
+    pub semconv_metrics: bool,
 }
 
 /// A GPU source started before the pipeline, with the readings taken while waiting for
@@ -290,6 +292,7 @@ impl RunningPipeline {
                         settings: settings.clone(),
                         sink: Arc::clone(&spec.sink),
                         epoch: spec.epoch,
+                        semconv_metrics: spec.semconv_metrics,
                     },
                 )
                 .await

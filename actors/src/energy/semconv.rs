@@ -1,0 +1,357 @@
+//! The GPU figures of one sample under OpenTelemetry's hardware semantic-convention
+//! names (`hw.*`), beside the `gen_ai.*` ones, for the `opentelemetry` component's
+//! `metric_names = "semconv" | "both"`.
+//!
+//! Checked against semantic conventions v1.44.0 (`model/hardware/*.yaml`), where every
+//! `hw.*` metric and attribute is still in development. Every series carries `hw.id`
+//! (the backend's identifier: the NVML UUID, the DRM PCI address) and `hw.name`; the
+//! GPU metrics (`hw.gpu.*`, `hw.errors`) add `hw.model` and `hw.vendor`; `hw.power`,
+//! `hw.energy` and `hw.errors` carry `hw.type = gpu`. `hw.temperature` has no `hw.type`:
+//! it is a sensor, so it gets its own `hw.id` (`<gpu id>/temperature`) with the GPU as
+//! `hw.parent`. Values are in the conventions' units: fractions as `1`, bytes as `By`,
+//! joules, watts, degrees Celsius as `Cel`. No whole-host figure exists here, so
+//! `hw.host.*` is never sent: GPU and RAPL power are parts, not the host.
+//!
+//! The conventions make memory usage and limit up-down counters and errors a counter,
+//! while the driver gives levels and totals since it loaded; the increments are
+//! worked out here, per device, so a collector's sum is the driver's figure.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::account::ClosedInterval;
+use super::genai::measurement;
+use super::integrator::JOULES_PER_KILOWATT_HOUR;
+use crate::events::{AttributeValue, MetricKind, MetricMeasurement};
+use crate::gpu::{GpuDeviceReading, GpuSample};
+
+/// `hw.gpu.utilization`.
+pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
+/// `hw.gpu.memory.usage`.
+pub const HW_GPU_MEMORY_USAGE: &str = "hw.gpu.memory.usage";
+/// `hw.gpu.memory.limit`.
+pub const HW_GPU_MEMORY_LIMIT: &str = "hw.gpu.memory.limit";
+/// `hw.power`.
+pub const HW_POWER: &str = "hw.power";
+/// `hw.energy`.
+pub const HW_ENERGY: &str = "hw.energy";
+/// `hw.temperature`.
+pub const HW_TEMPERATURE: &str = "hw.temperature";
+/// `hw.errors`.
+pub const HW_ERRORS: &str = "hw.errors";
+
+/// What the `hw.*` series of one device were last: the base of the next increments.
+#[derive(Debug, Default)]
+pub struct SemconvGpuMetrics {
+    /// Last level or total per (metric, device, error type).
+    last: HashMap<(&'static str, String, &'static str), f64>,
+}
+
+impl SemconvGpuMetrics {
+    /// The `hw.*` measurements of one sample; `closed` holds the intervals it ended.
+    pub fn sample_measurements(
+        &mut self,
+        sample: &GpuSample,
+        closed: &[ClosedInterval],
+    ) -> Vec<MetricMeasurement> {
+        let mut out = Vec::new();
+        for device in &sample.devices {
+            let common = common_attributes(device);
+            let typed = with_gpu_type(&common);
+            let identity = gpu_attributes(device);
+            if let Some(percent) = device.compute_utilization_percent {
+                let mut attributes = identity.clone();
+                attributes.insert(
+                    "hw.gpu.task".into(),
+                    AttributeValue::String("general".into()),
+                );
+                out.push(measurement(
+                    HW_GPU_UTILIZATION,
+                    MetricKind::Gauge,
+                    percent / 100.0,
+                    "1",
+                    "Fraction of time the GPU was busy",
+                    attributes,
+                ));
+            }
+            let id = &device.device_identifier;
+            let levels = [
+                (
+                    HW_GPU_MEMORY_USAGE,
+                    device.memory_used_bytes,
+                    "GPU memory used",
+                ),
+                (
+                    HW_GPU_MEMORY_LIMIT,
+                    device.memory_total_bytes,
+                    "GPU memory installed",
+                ),
+            ];
+            for (name, bytes, description) in levels {
+                if let Some(bytes) = bytes {
+                    let change = self.change(name, id, "", bytes as f64, Start::FromZero);
+                    out.push(measurement(
+                        name,
+                        MetricKind::UpDownCounter,
+                        change,
+                        "By",
+                        description,
+                        identity.clone(),
+                    ));
+                }
+            }
+            if let Some(watts) = device.power_draw_watts.filter(|w| w.is_finite()) {
+                out.push(measurement(
+                    HW_POWER,
+                    MetricKind::Gauge,
+                    watts,
+                    "W",
+                    "GPU power draw",
+                    typed.clone(),
+                ));
+            }
+            if let Some(celsius) = device.temperature_celsius {
+                out.push(measurement(
+                    HW_TEMPERATURE,
+                    MetricKind::Gauge,
+                    celsius,
+                    "Cel",
+                    "GPU core temperature",
+                    sensor_attributes(device),
+                ));
+            }
+            let errors = [
+                ("corrected", device.ecc_corrected),
+                ("uncorrected", device.ecc_uncorrected),
+            ];
+            for (error_type, total) in errors {
+                let Some(total) = total else { continue };
+                // Errors before the run are the driver's history, not this run's.
+                let change = self.change(HW_ERRORS, id, error_type, total as f64, Start::AtFirst);
+                let mut attributes = with_gpu_type(&identity);
+                attributes.insert(
+                    "error.type".into(),
+                    AttributeValue::String(error_type.into()),
+                );
+                out.push(measurement(
+                    HW_ERRORS,
+                    MetricKind::Counter,
+                    change,
+                    "{error}",
+                    "ECC errors of the GPU memory",
+                    attributes,
+                ));
+            }
+        }
+        for interval in closed {
+            let attributes = sample
+                .devices
+                .iter()
+                .find(|device| device.device_identifier == interval.device)
+                .map(|device| with_gpu_type(&common_attributes(device)))
+                .unwrap_or_else(|| {
+                    BTreeMap::from([
+                        (
+                            "hw.id".to_string(),
+                            AttributeValue::String(interval.device.clone()),
+                        ),
+                        ("hw.type".to_string(), AttributeValue::String("gpu".into())),
+                    ])
+                });
+            out.push(measurement(
+                HW_ENERGY,
+                MetricKind::Counter,
+                interval.kilowatt_hours * JOULES_PER_KILOWATT_HOUR,
+                "J",
+                "GPU energy: the hardware counter where readable, else the trapezoid",
+                attributes,
+            ));
+        }
+        out
+    }
+
+    /// The increment from the last value of a series to `value`. A total that went
+    /// down (a driver reload) counts from zero again.
+    fn change(
+        &mut self,
+        name: &'static str,
+        device: &str,
+        part: &'static str,
+        value: f64,
+        start: Start,
+    ) -> f64 {
+        let previous = self.last.insert((name, device.to_owned(), part), value);
+        match (previous, start) {
+            (Some(previous), Start::FromZero) => value - previous,
+            (Some(previous), Start::AtFirst) if value >= previous => value - previous,
+            (Some(_), Start::AtFirst) => value,
+            (None, Start::FromZero) => value,
+            (None, Start::AtFirst) => 0.0,
+        }
+    }
+}
+
+/// Where a series' first increment counts from.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// A level: the first increment is the whole level.
+    FromZero,
+    /// A total with history before the run: the first increment is zero.
+    AtFirst,
+}
+
+/// `hw.id` and `hw.name`: what every hardware series carries.
+fn common_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
+    let name = device
+        .name
+        .clone()
+        .unwrap_or_else(|| device.device_identifier.clone());
+    BTreeMap::from([
+        (
+            "hw.id".to_string(),
+            AttributeValue::String(device.device_identifier.clone()),
+        ),
+        ("hw.name".to_string(), AttributeValue::String(name)),
+    ])
+}
+
+/// The GPU metrics' set: the common one with `hw.vendor` and, where known, `hw.model`.
+fn gpu_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
+    let mut attributes = common_attributes(device);
+    attributes.insert(
+        "hw.vendor".into(),
+        AttributeValue::String(device.vendor.as_str().into()),
+    );
+    if let Some(model) = &device.name {
+        attributes.insert("hw.model".into(), AttributeValue::String(model.clone()));
+    }
+    attributes
+}
+
+/// The GPU's temperature sensor: a component of its own under the GPU.
+fn sensor_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
+    let name = device.name.as_deref().unwrap_or(&device.device_identifier);
+    BTreeMap::from([
+        (
+            "hw.id".to_string(),
+            AttributeValue::String(format!("{}/temperature", device.device_identifier)),
+        ),
+        (
+            "hw.name".to_string(),
+            AttributeValue::String(format!("{name} temperature")),
+        ),
+        (
+            "hw.parent".to_string(),
+            AttributeValue::String(device.device_identifier.clone()),
+        ),
+        (
+            "hw.sensor_location".to_string(),
+            AttributeValue::String("gpu".into()),
+        ),
+    ])
+}
+
+fn with_gpu_type(
+    attributes: &BTreeMap<String, AttributeValue>,
+) -> BTreeMap<String, AttributeValue> {
+    let mut typed = attributes.clone();
+    typed.insert("hw.type".into(), AttributeValue::String("gpu".into()));
+    typed
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::events::MetricValue;
+    use crate::gpu::GpuVendor;
+
+    fn sample(used: u64, corrected: u64) -> GpuSample {
+        let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-aaaa");
+        device.name = Some("NVIDIA H100 80GB HBM3".into());
+        device.compute_utilization_percent = Some(98.0);
+        device.memory_used_bytes = Some(used);
+        device.memory_total_bytes = Some(80 << 30);
+        device.power_draw_watts = Some(612.5);
+        device.temperature_celsius = Some(81.0);
+        device.ecc_corrected = Some(corrected);
+        GpuSample {
+            devices: vec![device],
+            processes: Vec::new(),
+            taken_at: Instant::now(),
+        }
+    }
+
+    fn value(measurements: &[MetricMeasurement], name: &str, part: Option<&str>) -> f64 {
+        let found = measurements
+            .iter()
+            .find(|m| {
+                m.name == name
+                    && part.is_none_or(|part| {
+                        m.attributes.as_ref().unwrap()["error.type"]
+                            == AttributeValue::String(part.into())
+                    })
+            })
+            .unwrap_or_else(|| panic!("{name} missing"));
+        match found.value {
+            MetricValue::F64(value) => value,
+            _ => panic!("not f64"),
+        }
+    }
+
+    #[test]
+    fn units_are_the_conventions_and_levels_become_increments() {
+        let mut metrics = SemconvGpuMetrics::default();
+        let closed = [ClosedInterval {
+            device: "GPU-aaaa".into(),
+            kilowatt_hours: 0.001,
+            trapezoid_kilowatt_hours: Some(0.001),
+            seconds: 5.0,
+            counter: true,
+        }];
+        let first = metrics.sample_measurements(&sample(1000, 7), &closed);
+        assert!((value(&first, HW_GPU_UTILIZATION, None) - 0.98).abs() < 1e-12);
+        assert_eq!(value(&first, HW_GPU_MEMORY_USAGE, None), 1000.0);
+        assert_eq!(value(&first, HW_POWER, None), 612.5);
+        assert_eq!(value(&first, HW_ENERGY, None), 3600.0);
+        assert_eq!(
+            value(&first, HW_ERRORS, Some("corrected")),
+            0.0,
+            "history before the run is not counted"
+        );
+        let power = first.iter().find(|m| m.name == HW_POWER).unwrap();
+        let attributes = power.attributes.as_ref().unwrap();
+        assert_eq!(
+            attributes["hw.id"],
+            AttributeValue::String("GPU-aaaa".into())
+        );
+        assert_eq!(attributes["hw.type"], AttributeValue::String("gpu".into()));
+        assert!(
+            !attributes.contains_key("hw.vendor"),
+            "not in hw.power's set"
+        );
+        let utilization = first.iter().find(|m| m.name == HW_GPU_UTILIZATION).unwrap();
+        let attributes = utilization.attributes.as_ref().unwrap();
+        assert_eq!(
+            attributes["hw.vendor"],
+            AttributeValue::String("nvidia".into())
+        );
+        assert!(!attributes.contains_key("hw.type"), "not in hw.gpu.*'s set");
+        let temperature = first.iter().find(|m| m.name == HW_TEMPERATURE).unwrap();
+        let attributes = temperature.attributes.as_ref().unwrap();
+        assert_eq!(
+            attributes["hw.parent"],
+            AttributeValue::String("GPU-aaaa".into())
+        );
+        assert!(
+            !attributes.contains_key("hw.type"),
+            "a sensor has no hw.type"
+        );
+
+        let second = metrics.sample_measurements(&sample(400, 9), &[]);
+        assert_eq!(value(&second, HW_GPU_MEMORY_USAGE, None), -600.0);
+        assert_eq!(value(&second, HW_GPU_MEMORY_LIMIT, None), 0.0);
+        assert_eq!(value(&second, HW_ERRORS, Some("corrected")), 2.0);
+        assert!(second.iter().all(|m| m.name != HW_ENERGY));
+    }
+}
