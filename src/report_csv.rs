@@ -3,7 +3,7 @@
 //! Transform only; the CLI appends to files.
 
 use crate::EnergyReport;
-use wattline_config::energy::FactorOrigin;
+use wattline_config::energy::{FactorOrigin, RegionFactor};
 
 /// The columns, in order. Append-only: a new column goes at the end, so files written
 /// by an older wattline keep their meaning (their header then differs, and the CLI
@@ -30,6 +30,12 @@ pub const CSV_COLUMNS: &[&str] = &[
     "pue_source",
     "gpu_source",
     "gpu_models",
+    "carbon_region",
+    "carbon_region_gco2e_per_kwh",
+    "carbon_region_year",
+    "carbon_region_dataset",
+    "carbon_region_licence",
+    "carbon_region_source",
 ];
 
 /// What the report does not know about its run: the scope measured and the command.
@@ -67,6 +73,7 @@ fn source(origin: &FactorOrigin) -> String {
         FactorOrigin::File(path) => format!("file:{path}"),
         FactorOrigin::Environment(name) => format!("env:{name}"),
         FactorOrigin::Code => "code".into(),
+        FactorOrigin::Region(code) => format!("region:{code}"),
     }
 }
 
@@ -84,6 +91,11 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         }
     }
     let total = &report.total;
+    let region = report
+        .carbon_intensity
+        .as_ref()
+        .and_then(|factor| factor.region.as_ref());
+    let region_text = |text: fn(&RegionFactor) -> String| region.map(text).unwrap_or_default();
     let values = [
         report
             .started_at
@@ -112,6 +124,12 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         source(&report.pue.origin),
         report.gpu_source.clone().unwrap_or_default(),
         models.join(";"),
+        region_text(|region| region.intensity.code.clone()),
+        number(region.map(|region| region.intensity.gco2e_per_kwh)),
+        region_text(|region| region.intensity.year.to_string()),
+        region_text(|region| region.intensity.dataset.clone()),
+        region_text(|region| region.intensity.licence.clone()),
+        region_text(|region| source(&region.origin)),
     ];
     debug_assert_eq!(values.len(), CSV_COLUMNS.len());
     values
@@ -146,5 +164,6 @@ mod tests {
             source(&FactorOrigin::File("/etc/wattline/plugins.toml".into())),
             "file:/etc/wattline/plugins.toml"
         );
+        assert_eq!(source(&FactorOrigin::Region("DE".into())), "region:DE");
     }
 }

@@ -3,13 +3,15 @@
 //!
 //! Precedence, lowest first: defaults, `plugins.toml` layers, environment variables,
 //! configuration passed in code. Each factor remembers where its value came from, so the
-//! report can say so.
+//! report can say so. The carbon intensity is an explicit `carbon_intensity` where one
+//! was set, else the grid table's figure for `carbon_region`, else the default.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::FieldError;
+use crate::grid_intensity::{REGION_RULE, RegionError, RegionIntensity, region_intensity};
 
 /// `GENAI_POWER_COST_PER_KWH`: price of one kWh.
 pub const COST_VARIABLE: &str = "GENAI_POWER_COST_PER_KWH";
@@ -21,7 +23,15 @@ pub const CO2_TRACKING_VARIABLE: &str = "GENAI_ENABLE_CO2_TRACKING";
 pub const INTERVAL_VARIABLE: &str = "GENAI_GPU_COLLECTION_INTERVAL";
 /// `WATTLINE_PUE`: power usage effectiveness of the facility, at least 1.
 pub const PUE_VARIABLE: &str = "WATTLINE_PUE";
-/// Location and mode variables of the reference's CO2 library: accepted, no effect.
+/// `GENAI_CO2_COUNTRY_ISO_CODE`: the reference's country for its CO2 library; here
+/// `carbon_region` (ISO 3166-1 alpha-3 there, alpha-2 or alpha-3 here).
+pub const COUNTRY_VARIABLE: &str = "GENAI_CO2_COUNTRY_ISO_CODE";
+/// `GENAI_CO2_USE_MANUAL`: `true` makes the reference use `GENAI_CARBON_INTENSITY`
+/// whatever its country; here `GENAI_CO2_COUNTRY_ISO_CODE` is then not applied.
+pub const USE_MANUAL_VARIABLE: &str = "GENAI_CO2_USE_MANUAL";
+/// The reference's CO2 library variables. Those other than [`COUNTRY_VARIABLE`] and
+/// [`USE_MANUAL_VARIABLE`] (sub-national region, cloud provider and region, offline
+/// and tracking mode) have no meaning here: accepted and listed as having no effect.
 pub const IGNORED_VARIABLE_PREFIX: &str = "GENAI_CO2_";
 
 /// Configuration of the `energy` component (`[components.config]`).
@@ -33,8 +43,13 @@ pub struct EnergyConfig {
     /// ISO currency code of `cost_per_kwh`. Default `USD`.
     pub currency: String,
     /// Grid carbon intensity, gCO2e per kWh: a factor, not a reading of the grid.
-    /// Default 475 (a world average).
+    /// Default 475 (a world average). Set explicitly, it wins over `carbon_region`.
     pub carbon_intensity: f64,
+    /// The country whose grid factor to use (ISO 3166-1 alpha-2 or alpha-3, any case),
+    /// from the table wattline ships; applies where `carbon_intensity` was not set.
+    /// Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub carbon_region: Option<String>,
     /// Report CO2 figures. Default `false`.
     pub co2_tracking: bool,
     /// Milliseconds between the energy stage's own GPU samples. Default 5000.
@@ -53,6 +68,7 @@ impl Default for EnergyConfig {
             cost_per_kwh: 0.12,
             currency: "USD".into(),
             carbon_intensity: 475.0,
+            carbon_region: None,
             co2_tracking: false,
             interval_millis: 5000,
             pue: 1.0,
@@ -78,6 +94,10 @@ impl EnergyConfig {
                     self.carbon_intensity
                 ),
             ));
+        }
+        if let Some(region) = &self.carbon_region {
+            region_intensity(region)
+                .map_err(|error| FieldError::new("carbon_region", error.to_string()))?;
         }
         if !(10..=60_000).contains(&self.power_sample_millis) {
             return Err(FieldError::new(
@@ -120,6 +140,35 @@ pub enum FactorOrigin {
     Environment(String),
     /// Configuration passed in code.
     Code,
+    /// The grid carbon-intensity table's row for a region (its ISO 3166-1 alpha-2
+    /// code); the factor's `region` says which dataset, year and licence.
+    Region(String),
+}
+
+/// The grid factor `carbon_region` selected, as a report shows it beside the carbon
+/// intensity: applied, or overridden by an explicit `carbon_intensity`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionFactor {
+    /// The region's figure and the dataset it comes from.
+    #[serde(flatten)]
+    pub intensity: RegionIntensity,
+    /// Where `carbon_region` was set.
+    pub origin: FactorOrigin,
+    /// Whether it is the carbon intensity in force (`false`: an explicit
+    /// `carbon_intensity` wins).
+    pub applied: bool,
+}
+
+/// The carbon intensity in force, where it came from, and the region factor when
+/// `carbon_region` is set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CarbonIntensity {
+    /// gCO2e per kWh.
+    pub gco2e_per_kwh: f64,
+    /// Where the value came from ([`FactorOrigin::Region`] when the region applies).
+    pub origin: FactorOrigin,
+    /// The region factor, applied or not.
+    pub region: Option<RegionFactor>,
 }
 
 /// The energy configuration in force and where each factor came from.
@@ -138,6 +187,14 @@ pub struct EnergySettings {
     /// Origin of `pue`.
     #[serde(default)]
     pub pue_origin: FactorOrigin,
+    /// Origin of `carbon_region`.
+    #[serde(default)]
+    pub carbon_region_origin: FactorOrigin,
+    /// The table row `carbon_region` selected, pinned by
+    /// [`EnergySettings::pin_carbon_region`] so the energy records carry it and a
+    /// replay uses the figure the run used, whatever table the replaying build ships.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_region: Option<RegionIntensity>,
     /// `GENAI_CO2_*` variables that were set and have no effect (logged once at start).
     pub ignored_variables: Vec<String>,
 }
@@ -151,6 +208,8 @@ impl Default for EnergySettings {
             co2_tracking_origin: FactorOrigin::Default,
             interval_origin: FactorOrigin::Default,
             pue_origin: FactorOrigin::Default,
+            carbon_region_origin: FactorOrigin::Default,
+            pinned_region: None,
             ignored_variables: Vec::new(),
         }
     }
@@ -208,11 +267,8 @@ impl EnergySettings {
             .get(CO2_TRACKING_VARIABLE)
             .filter(|_| self.co2_tracking_origin != code)
         {
-            self.config.co2_tracking = match value.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" => true,
-                "false" | "0" | "no" | "" => false,
-                _ => return Err(error(CO2_TRACKING_VARIABLE, value, "must be true or false")),
-            };
+            self.config.co2_tracking = parse_switch(value)
+                .ok_or_else(|| error(CO2_TRACKING_VARIABLE, value, "must be true or false"))?;
             self.co2_tracking_origin = FactorOrigin::Environment(CO2_TRACKING_VARIABLE.into());
         }
         if let Some(value) = environment
@@ -246,12 +302,77 @@ impl EnergySettings {
                 .ok_or_else(|| error(PUE_VARIABLE, value, "must be a finite number >= 1"))?;
             self.pue_origin = FactorOrigin::Environment(PUE_VARIABLE.into());
         }
+        let manual = match environment.get(USE_MANUAL_VARIABLE) {
+            Some(value) => parse_switch(value)
+                .ok_or_else(|| error(USE_MANUAL_VARIABLE, value, "must be true or false"))?,
+            None => false,
+        };
+        // Blank is unset, as the reference reads it.
+        let country = environment
+            .get(COUNTRY_VARIABLE)
+            .filter(|value| !value.trim().is_empty());
+        match country {
+            Some(value) if !manual && self.carbon_region_origin != code => {
+                region_intensity(value).map_err(|failure| match failure {
+                    RegionError::Unknown(_) => error(COUNTRY_VARIABLE, value, REGION_RULE),
+                    RegionError::Table(table) => error(COUNTRY_VARIABLE, value, &table.to_string()),
+                })?;
+                self.config.carbon_region = Some(value.trim().to_string());
+                self.carbon_region_origin = FactorOrigin::Environment(COUNTRY_VARIABLE.into());
+            }
+            _ => {}
+        }
         self.ignored_variables = environment
             .keys()
-            .filter(|name| name.starts_with(IGNORED_VARIABLE_PREFIX))
+            .filter(|name| match name.as_str() {
+                COUNTRY_VARIABLE => manual && country.is_some(),
+                USE_MANUAL_VARIABLE => false,
+                other => other.starts_with(IGNORED_VARIABLE_PREFIX),
+            })
             .cloned()
             .collect();
         Ok(())
+    }
+
+    /// The carbon intensity in force: an explicit `carbon_intensity` (file, environment
+    /// or code), else the grid table's figure for `carbon_region`, else the default.
+    /// The region factor is reported either way.
+    pub fn carbon_intensity(&self) -> CarbonIntensity {
+        let explicit = self.carbon_intensity_origin != FactorOrigin::Default;
+        let region = self.region().map(|intensity| RegionFactor {
+            intensity,
+            origin: self.carbon_region_origin.clone(),
+            applied: !explicit,
+        });
+        match &region {
+            Some(factor) if factor.applied => CarbonIntensity {
+                gco2e_per_kwh: factor.intensity.gco2e_per_kwh,
+                origin: FactorOrigin::Region(factor.intensity.code.clone()),
+                region,
+            },
+            _ => CarbonIntensity {
+                gco2e_per_kwh: self.config.carbon_intensity,
+                origin: self.carbon_intensity_origin.clone(),
+                region,
+            },
+        }
+    }
+
+    /// Pins the table row `carbon_region` selects into the settings (see
+    /// [`EnergySettings::pinned_region`]); a row already pinned for the same region
+    /// stays, so replayed settings keep the figure their run used.
+    pub fn pin_carbon_region(&mut self) {
+        self.pinned_region = self.region();
+    }
+
+    /// The row for `carbon_region`: the pinned one when it is that region's, else the
+    /// compiled-in table's; `None` without a region or for a code validation refuses.
+    fn region(&self) -> Option<RegionIntensity> {
+        let code = self.config.carbon_region.as_deref()?;
+        match &self.pinned_region {
+            Some(pinned) if pinned.matches(code) => Some(pinned.clone()),
+            _ => region_intensity(code).ok(),
+        }
     }
 
     /// Records which factors a layer's `config` table set, with `origin`.
@@ -269,7 +390,19 @@ impl EnergySettings {
             self.interval_origin = origin.clone();
         }
         if table.contains_key("pue") {
-            self.pue_origin = origin;
+            self.pue_origin = origin.clone();
         }
+        if table.contains_key("carbon_region") {
+            self.carbon_region_origin = origin;
+        }
+    }
+}
+
+/// A `true`/`false` environment value (`1`/`0`, `yes`/`no`; blank is false).
+fn parse_switch(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" | "" => Some(false),
+        _ => None,
     }
 }

@@ -10,6 +10,7 @@ pub mod diagnostics;
 pub mod document;
 pub mod energy;
 pub mod error;
+pub mod grid_intensity;
 pub mod layers;
 pub mod opentelemetry;
 pub mod resource_metrics;

@@ -1,25 +1,11 @@
 //! The `energy` component: defaults, validation, and precedence file < environment <
 //! code, with the origin of every factor.
 
-use std::collections::BTreeMap;
+mod support;
 
+use support::{energy_document, environment};
 use wattline_config::energy::{EnergySettings, FactorOrigin};
 use wattline_config::{CODE_SOURCE, EffectiveConfig, PluginsDocument};
-
-fn energy_document(source: &str, config: &str) -> PluginsDocument {
-    PluginsDocument::parse(
-        source,
-        &format!("version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\n{config}\n"),
-    )
-    .unwrap()
-}
-
-fn environment(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
 
 #[test]
 fn energy_is_on_by_default_with_the_spec_defaults() {
@@ -104,19 +90,19 @@ fn bad_environment_values_name_the_variable() {
 }
 
 #[test]
-fn co2_location_variables_are_accepted_and_listed_as_ignored() {
+fn co2_variables_without_meaning_here_are_accepted_and_listed_as_ignored() {
     let mut settings = EnergySettings::default();
     settings
         .apply_environment(&environment(&[
-            ("GENAI_CO2_COUNTRY_ISO_CODE", "FRA"),
             ("GENAI_CO2_REGION", "x"),
+            ("GENAI_CO2_TRACKING_MODE", "process"),
         ]))
         .unwrap();
     assert_eq!(
         settings.ignored_variables,
         vec![
-            "GENAI_CO2_COUNTRY_ISO_CODE".to_string(),
-            "GENAI_CO2_REGION".into()
+            "GENAI_CO2_REGION".to_string(),
+            "GENAI_CO2_TRACKING_MODE".into()
         ]
     );
     assert_eq!(settings.config, EnergySettings::default().config);

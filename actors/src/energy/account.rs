@@ -295,7 +295,9 @@ pub struct ClosedInterval {
 
 impl EnergyAccount {
     /// An account whose clock reads `wall` at monotonic `at`.
-    pub fn new(settings: EnergySettings, at: Nanos, wall: DateTime<Utc>) -> Self {
+    pub fn new(mut settings: EnergySettings, at: Nanos, wall: DateTime<Utc>) -> Self {
+        // The started record carries the region's row: a replay keeps this figure.
+        settings.pin_carbon_region();
         EnergyAccount {
             settings,
             clock: (at, wall),
@@ -583,7 +585,8 @@ impl EnergyAccount {
         let config = &self.settings.config;
         let from = self.measuring_from.map_or(0, |(at, _)| at);
         let price = config.cost_per_kwh;
-        let co2 = |kwh: f64| config.co2_tracking.then_some(kwh * config.carbon_intensity);
+        let carbon = self.settings.carbon_intensity();
+        let co2 = |kwh: f64| config.co2_tracking.then_some(kwh * carbon.gco2e_per_kwh);
         let kwh = |joules: f64| joules / JOULES_PER_KILOWATT_HOUR;
 
         let mut devices = Vec::new();
@@ -764,17 +767,20 @@ impl EnergyAccount {
                 value: price,
                 unit: format!("{}/kWh", config.currency),
                 origin: self.settings.cost_origin.clone(),
+                region: None,
             },
             currency: config.currency.clone(),
             carbon_intensity: config.co2_tracking.then(|| Factor {
-                value: config.carbon_intensity,
+                value: carbon.gco2e_per_kwh,
                 unit: "gCO2e/kWh".into(),
-                origin: self.settings.carbon_intensity_origin.clone(),
+                origin: carbon.origin.clone(),
+                region: carbon.region.clone(),
             }),
             pue: Factor {
                 value: pue,
                 unit: "ratio".into(),
                 origin: self.settings.pue_origin.clone(),
+                region: None,
             },
             ignored_variables: self.settings.ignored_variables.clone(),
             diagnostics: None,

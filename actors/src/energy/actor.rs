@@ -9,7 +9,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
-use wattline_config::energy::EnergySettings;
+use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
 use super::semconv::SemconvGpuMetrics;
 use crate::energy::account::{ClosedInterval, EnergyAccount};
@@ -146,10 +146,13 @@ impl Actor for EnergyActor {
         arguments: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         for variable in &arguments.settings.ignored_variables {
-            tracing::info!(
-                variable,
-                "accepted, has no effect: wattline uses one carbon-intensity factor"
-            );
+            let reason = if variable == COUNTRY_VARIABLE {
+                "GENAI_CO2_USE_MANUAL=true: the carbon intensity is not the country's"
+            } else {
+                "the grid factor is per country (GENAI_CO2_COUNTRY_ISO_CODE or carbon_region); \
+                 sub-national and cloud regions and the reference's tracking modes mean nothing here"
+            };
+            tracing::info!(variable, reason, "accepted, has no effect");
         }
         let account = EnergyAccount::new(
             arguments.settings,

@@ -334,6 +334,7 @@ fn energy(
         return;
     }
     let config = &settings.config;
+    let carbon_intensity = settings.carbon_intensity().gco2e_per_kwh;
     // gen_ai.* are the spec's trapezoid in the reference's shapes; wattline.* the best
     // figure (the counter where readable), what the report shows, per device.
     let mut trapezoid_kwh = 0.0;
@@ -417,7 +418,7 @@ fn energy(
             out.push(measurement(
                 names::CO2_EMISSIONS,
                 MetricKind::Counter,
-                kwh * config.carbon_intensity,
+                kwh * carbon_intensity,
                 "gCO2e",
                 "Energy times the configured carbon intensity (a factor)",
                 gpu_id,
@@ -437,7 +438,7 @@ fn energy(
         out.push(measurement(
             names::CO2_EMISSIONS_RATE,
             MetricKind::Histogram,
-            trapezoid_kwh * config.carbon_intensity / total_seconds,
+            trapezoid_kwh * carbon_intensity / total_seconds,
             "gCO2e/s",
             "CO2 rate over the last interval",
             none(),
@@ -463,7 +464,7 @@ fn energy(
         out.push(measurement(
             names::WATTLINE_CO2_EMISSIONS,
             MetricKind::Counter,
-            best_kwh * config.carbon_intensity,
+            best_kwh * carbon_intensity,
             "gCO2e",
             "GPU energy times the configured carbon intensity (a factor)",
             none(),

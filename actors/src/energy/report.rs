@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use wattline_config::energy::FactorOrigin;
+use wattline_config::energy::{FactorOrigin, RegionFactor};
 
 use super::integrator::EnergySource;
 
@@ -16,6 +16,10 @@ pub struct Factor {
     pub unit: String,
     /// Where it came from.
     pub origin: FactorOrigin,
+    /// For the carbon intensity: the grid factor `carbon_region` selected, with its
+    /// dataset, year and licence, whether it applied or an explicit value won.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<RegionFactor>,
 }
 
 /// What an energy figure is the energy of.
@@ -401,11 +405,13 @@ impl EnergyReport {
         }
         match (&self.total.co2_grams, &self.carbon_intensity) {
             (Some(grams), Some(factor)) => out.push_str(&format!(
-                "CO2: {grams:.3} gCO2e at {} gCO2e/kWh, a factor, not a reading of the grid ({})\n",
-                factor.value,
-                origin(&factor.origin)
+                "CO2: {grams:.3} gCO2e at carbon intensity {}, a factor, not a reading of the grid\n",
+                carbon_intensity(factor)
             )),
-            (None, Some(_)) => out.push_str("CO2: no energy measured\n"),
+            (None, Some(factor)) => out.push_str(&format!(
+                "CO2: no energy measured; carbon intensity {}\n",
+                carbon_intensity(factor)
+            )),
             _ => out.push_str("CO2: not tracked (set GENAI_ENABLE_CO2_TRACKING=true)\n"),
         }
         for device in self.devices.iter().filter(|d| d.attribution.is_some()) {
@@ -484,5 +490,29 @@ fn origin(origin: &FactorOrigin) -> String {
         FactorOrigin::File(path) => format!("from {path}"),
         FactorOrigin::Environment(name) => format!("from ${name}"),
         FactorOrigin::Code => "set in code".into(),
+        FactorOrigin::Region(code) => format!("region {code}"),
+    }
+}
+
+/// `380.95 gCO2e/kWh (region DE, Ember/OWID 2023, CC BY 4.0; carbon_region from
+/// $GENAI_CO2_COUNTRY_ISO_CODE)`: the factor, where it came from, and the region
+/// factor an explicit value won over.
+fn carbon_intensity(factor: &Factor) -> String {
+    let value = format!("{} {}", factor.value, factor.unit);
+    match &factor.region {
+        Some(region) if region.applied => format!(
+            "{value} ({}; carbon_region {})",
+            region.intensity.label(),
+            origin(&region.origin)
+        ),
+        Some(region) => format!(
+            "{value} ({}, which wins over carbon_region {}: {}, {} {})",
+            origin(&factor.origin),
+            origin(&region.origin),
+            region.intensity.label(),
+            region.intensity.gco2e_per_kwh,
+            factor.unit
+        ),
+        None => format!("{value} ({})", origin(&factor.origin)),
     }
 }
