@@ -17,7 +17,8 @@ pub mod report_csv;
 use std::path::PathBuf;
 
 pub use pipeline::{
-    AgentScope, Error, Pipeline, PipelineBuilder, PreparedPipeline, library_default_config,
+    AgentScope, DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
+    library_default_config,
 };
 pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;

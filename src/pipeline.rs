@@ -10,6 +10,7 @@ use wattline_actors::EventSink;
 use wattline_actors::SamplerCategory;
 use wattline_actors::ScopeTarget;
 use wattline_actors::Snapshot;
+use wattline_actors::diagnostics::DiagnosticError;
 use wattline_actors::gpu::visible_devices::GpuSelection;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_actors::pipeline::{
@@ -224,6 +225,37 @@ impl PipelineBuilder {
             measuring_from: None,
             gpu_selection: self.gpu_selection,
         })
+    }
+}
+
+/// Why [`Pipeline::diagnostics_json`] could not give the diagnostics.
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnosticsReadError {
+    /// The context refused (still busy after the retries, or closed).
+    #[error("diagnostics could not be read: {0}")]
+    Context(#[from] DiagnosticError),
+    /// The snapshot could not be written as JSON.
+    #[error("diagnostics snapshot as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// How long [`Pipeline::diagnostics_json`] keeps asking a busy context.
+pub const DIAGNOSTICS_BUSY_LIMIT: Duration = Duration::from_millis(500);
+
+/// Calls `read` until it is not [`DiagnosticError::Busy`] or `limit` has passed: the
+/// context is held only for the length of one record or snapshot.
+fn retry_while_busy<T>(
+    limit: Duration,
+    mut read: impl FnMut() -> Result<T, DiagnosticError>,
+) -> Result<T, DiagnosticError> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match read() {
+            Err(DiagnosticError::Busy) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            other => return other,
+        }
     }
 }
 
@@ -479,6 +511,7 @@ impl Pipeline {
     pub async fn flush(&self) -> Result<EnergyReport, Error> {
         self.check_process()?;
         let mut report = self.inner.energy_report().await?;
+        report.health = self.inner.health().problems;
         if let Some(exporters) = &self.exporters {
             exporters.flush(crate::exporting::EXPORTER_DEADLINE).await;
             report.exporter_drops = exporter_drops(exporters);
@@ -495,9 +528,14 @@ impl Pipeline {
         if let Some(workers) = self.workers.lock().await.take() {
             workers.stop().await;
         }
+        // Before the clocks stop on purpose: afterwards a stopped part is no news.
+        let health = self.inner.health();
         self.inner.stop_clocks().await;
         let mut report = match self.inner.final_report().await {
-            Ok(report) => Some(report),
+            Ok(mut report) => {
+                report.health = health.problems;
+                Some(report)
+            }
             Err(PipelineError::EnergyDisabled) => None,
             Err(error) => return Err(error.into()),
         };
@@ -519,9 +557,23 @@ impl Pipeline {
         Ok(report)
     }
 
-    /// The pipeline's diagnostics as JSON, when diagnostics are on.
-    pub fn diagnostics_json(&self) -> Option<String> {
-        self.inner.diagnostics()?.snapshot().ok()?.to_json().ok()
+    /// Whether every clock and actor of the pipeline is still running; a part that
+    /// stopped on its own is listed with why, recorded as `pipeline.task_failed`, and
+    /// named in the next report.
+    pub fn health(&self) -> wattline_actors::pipeline::health::PipelineHealth {
+        self.inner.health()
+    }
+
+    /// The pipeline's diagnostics as JSON; `Ok(None)` when the configuration turns
+    /// diagnostics off. A context busy with another call is asked again for up to
+    /// [`DIAGNOSTICS_BUSY_LIMIT`] before [`DiagnosticError::Busy`] is returned: busy is
+    /// never reported as off.
+    pub fn diagnostics_json(&self) -> Result<Option<String>, DiagnosticsReadError> {
+        let Some(context) = self.inner.diagnostics() else {
+            return Ok(None);
+        };
+        let snapshot = retry_while_busy(DIAGNOSTICS_BUSY_LIMIT, || context.snapshot())?;
+        Ok(Some(snapshot.to_json()?))
     }
 
     /// The plugin ids of the worker plugins running.
@@ -649,5 +701,36 @@ impl crate::host::ScopeControl for RemoteScopes {
 
     fn end_scope(&self, uuid: uuid::Uuid, flags: &[&'static str]) -> bool {
         self.0.end_agent_scope_with(uuid, flags)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_context_is_asked_again_and_busy_is_never_off() {
+        let mut calls = 0;
+        let answer = retry_while_busy(Duration::from_secs(5), || {
+            calls += 1;
+            if calls < 3 {
+                Err(DiagnosticError::Busy)
+            } else {
+                Ok("snapshot")
+            }
+        });
+        assert_eq!(answer.unwrap(), "snapshot");
+        assert_eq!(calls, 3);
+        // Past the limit, busy is returned as busy.
+        let answer: Result<(), _> = retry_while_busy(Duration::ZERO, || Err(DiagnosticError::Busy));
+        assert!(matches!(answer, Err(DiagnosticError::Busy)));
+        // Other errors are not retried.
+        let mut calls = 0;
+        let answer: Result<(), _> = retry_while_busy(Duration::from_secs(5), || {
+            calls += 1;
+            Err(DiagnosticError::Closed)
+        });
+        assert!(matches!(answer, Err(DiagnosticError::Closed)));
+        assert_eq!(calls, 1);
     }
 }

@@ -288,7 +288,7 @@ async fn a_collector_that_never_answers_does_not_move_the_schedule_or_lose_the_f
             .iter()
             .any(|(name, _)| name == "opentelemetry")
     );
-    let diagnostics = pipeline.diagnostics_json().unwrap();
+    let diagnostics = pipeline.diagnostics_json().unwrap().unwrap();
     let value: serde_json::Value = serde_json::from_str(&diagnostics).unwrap();
     let failed = value["components"]
         .as_array()

@@ -185,7 +185,7 @@ async fn a_slow_sampler_neither_delays_the_grid_nor_its_snapshot() {
             .iter()
             .any(|x| x.name == "nemo.relay.resource.cpu.total_time")
     }));
-    let diagnostics = pipeline.diagnostics_json().unwrap();
+    let diagnostics = pipeline.diagnostics_json().unwrap().unwrap();
     assert!(
         diagnostics.contains("sampler.gpu.deadline_missed"),
         "{diagnostics}"
@@ -218,7 +218,7 @@ async fn a_panicking_gpu_source_is_restarted_and_its_category_is_null_meanwhile(
     }
     assert!(restarts >= 2, "restarts: {restarts}");
     let diagnostics: serde_json::Value =
-        serde_json::from_str(&pipeline.diagnostics_json().unwrap()).unwrap();
+        serde_json::from_str(&pipeline.diagnostics_json().unwrap().unwrap()).unwrap();
     let occurrences = diagnostics["components"]
         .as_array()
         .unwrap()

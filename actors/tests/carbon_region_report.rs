@@ -34,6 +34,7 @@ fn kilowatt(at: u64) -> EnergyRecord {
             watts: Some(1000.0),
             counter_millijoules: None,
             shares: None,
+            mig_enabled: None,
         }]),
         power_field: None,
     })

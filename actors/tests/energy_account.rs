@@ -490,3 +490,26 @@ fn two_backends_reading_one_device_out_of_order_never_integrate_backwards() {
     let device = &feed.report(3.0).devices[0];
     assert!(close(device.energy_kwh, kwh(300.0), 1e-12));
 }
+
+#[test]
+fn a_part_of_the_pipeline_that_stopped_is_said_loudly_in_the_table() {
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, None)]);
+    let mut report = feed.report(1.0);
+    assert!(!report.to_table().contains("PIPELINE STOPPED"));
+    report
+        .health
+        .push(wattline_actors::pipeline::health::HealthProblem {
+            component: "poll clock".into(),
+            detail: "panicked: boom".into(),
+            at: report.ended_at,
+        });
+    let table = report.to_table();
+    assert!(
+        table.contains("PIPELINE STOPPED IN PART: poll clock panicked: boom at "),
+        "{table}"
+    );
+    // And it survives the JSON round trip a file reader makes.
+    let back: EnergyReport = serde_json::from_str(&report.to_json().unwrap()).unwrap();
+    assert_eq!(back.health, report.health);
+}

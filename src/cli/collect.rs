@@ -74,9 +74,11 @@ pub fn run(args: CollectArgs, output: Output) -> Result<ExitCode, String> {
             .await
             .map_err(|error| error.to_string())?;
         let snapshot = pipeline.collect().await.map_err(|error| error.to_string());
-        let diagnostics = pipeline.diagnostics_json();
+        let diagnostics = pipeline
+            .diagnostics_json()
+            .map_err(|error| error.to_string());
         let _ = pipeline.shutdown().await;
-        Ok::<_, String>((snapshot?, diagnostics))
+        Ok::<_, String>((snapshot?, diagnostics?))
     })?;
     let json = match output {
         Output::Snapshot => if args.compact {

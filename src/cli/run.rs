@@ -303,6 +303,13 @@ async fn run_async(
                     .map_or_else(String::new, |error| format!(" (last error: {error})"))
             ))?;
         }
+        for problem in &report.health {
+            lost_data = true;
+            super::output::print_stderr(&format!(
+                "wattline: PIPELINE STOPPED IN PART: {} {} (measurements after it may be missing)\n",
+                problem.component, problem.detail
+            ))?;
+        }
         match args.report {
             ReportFormat::Table => {
                 if let Some(summary) = super::status::resource_summary(

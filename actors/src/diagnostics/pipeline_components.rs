@@ -202,6 +202,9 @@ pub enum PipelineCode {
     /// `pipeline.worker_failed`: a worker plugin did not start, did not register, or
     /// died (`execution_failed`, `timeout`, `unavailable`).
     WorkerFailed,
+    /// `pipeline.task_failed` (`execution_failed`): a clock task or actor of the
+    /// pipeline stopped on its own (see `Pipeline::health`).
+    TaskFailed,
 }
 
 /// Canonical names of the sampler codes, `[category][failure]`.
@@ -279,6 +282,7 @@ impl PipelineCode {
             },
             PipelineCode::TickMissed => "pipeline.tick_missed",
             PipelineCode::WorkerFailed => "pipeline.worker_failed",
+            PipelineCode::TaskFailed => "pipeline.task_failed",
         }
     }
 
@@ -310,6 +314,7 @@ impl PipelineCode {
             },
             PipelineCode::TickMissed => "A pipeline tick fired after its deadline",
             PipelineCode::WorkerFailed => "A worker plugin did not start, register or stay up",
+            PipelineCode::TaskFailed => "A clock or actor of the pipeline stopped on its own",
         }
     }
 
@@ -343,6 +348,7 @@ impl PipelineCode {
             },
             PipelineCode::TickMissed => &[C::Timeout],
             PipelineCode::WorkerFailed => &[C::ExecutionFailed, C::Timeout, C::Unavailable],
+            PipelineCode::TaskFailed => &[C::ExecutionFailed],
         }
     }
 
@@ -365,7 +371,9 @@ impl PipelineCode {
             PipelineCode::Exporter(ExporterCode::OtlpDropped) | PipelineCode::TickMissed => {
                 Severity::Warning
             }
-            PipelineCode::Exporter(_) | PipelineCode::WorkerFailed => Severity::Error,
+            PipelineCode::Exporter(_) | PipelineCode::WorkerFailed | PipelineCode::TaskFailed => {
+                Severity::Error
+            }
         }
     }
 
@@ -375,7 +383,9 @@ impl PipelineCode {
             PipelineCode::Sampler { .. } => PipelineComponent::Sampler,
             PipelineCode::Gpu(_) => PipelineComponent::Gpu,
             PipelineCode::Exporter(_) => PipelineComponent::Exporter,
-            PipelineCode::TickMissed | PipelineCode::WorkerFailed => PipelineComponent::Pipeline,
+            PipelineCode::TickMissed | PipelineCode::WorkerFailed | PipelineCode::TaskFailed => {
+                PipelineComponent::Pipeline
+            }
         }
     }
 
@@ -389,6 +399,7 @@ impl PipelineCode {
             PipelineCode::Exporter(code) => code as usize,
             PipelineCode::TickMissed => 0,
             PipelineCode::WorkerFailed => 1,
+            PipelineCode::TaskFailed => 2,
         };
         // At most 24 codes per component, so the index always fits.
         u32::try_from(index).unwrap_or(u32::MAX).saturating_add(1)
@@ -432,9 +443,10 @@ const EXPORTER_CODES: [DiagnosticCode<'static>; 3] = [
     host(PipelineCode::Exporter(ExporterCode::OtlpDropped)),
 ];
 
-const PIPELINE_CODES: [DiagnosticCode<'static>; 2] = [
+const PIPELINE_CODES: [DiagnosticCode<'static>; 3] = [
     host(PipelineCode::TickMissed),
     host(PipelineCode::WorkerFailed),
+    host(PipelineCode::TaskFailed),
 ];
 
 /// One of the pipeline's four components.
@@ -625,6 +637,14 @@ impl PipelineDiagnostics {
     /// Records a worker plugin that failed to start, register or stay up.
     pub fn record_worker_failed(&self, detail: &str) -> Result<RecordOutcome, DiagnosticError> {
         self.record(PipelineCode::WorkerFailed, detail)
+    }
+
+    /// Records a clock task or actor that stopped on its own; a failure to record
+    /// (a full or closed context) is logged, the health board keeps the problem.
+    pub fn task_failed(&self, detail: &str) {
+        if let Err(error) = self.record(PipelineCode::TaskFailed, detail) {
+            tracing::warn!(%error, detail, "pipeline.task_failed not recorded");
+        }
     }
 
     /// Records a missed pipeline tick.

@@ -269,6 +269,10 @@ pub struct EnergyReport {
     /// What each exporter did with the run's events (empty without exporters).
     #[serde(default)]
     pub exporters: Vec<ExporterOutcome>,
+    /// Clocks or actors of the pipeline that stopped on their own during the window
+    /// (figures after that instant may be missing); empty when all kept running.
+    #[serde(default)]
+    pub health: Vec<crate::pipeline::health::HealthProblem>,
 }
 
 impl EnergyReport {
@@ -454,6 +458,14 @@ impl EnergyReport {
                     .last_error
                     .as_ref()
                     .map_or_else(String::new, |error| format!(" (last: {error})"))
+            ));
+        }
+        for problem in &self.health {
+            out.push_str(&format!(
+                "PIPELINE STOPPED IN PART: {} {} at {} (figures after it may be missing)\n",
+                problem.component,
+                problem.detail,
+                problem.at.format("%H:%M:%S%.3f")
             ));
         }
         out

@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod gpu_events;
+pub mod health;
 pub mod registry;
 pub mod supervisor;
 
@@ -24,6 +25,7 @@ use wattline_config::diagnostics::DiagnosticsLimits;
 use wattline_config::energy::EnergySettings;
 
 use self::clock::{MissedTicks, sample_energy_now, spawn_energy_clock, spawn_poll_clock};
+use self::health::{HealthBoard, PipelineHealth, watch_task};
 use self::registry::SamplerRegistry;
 use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use crate::categories::{enabled_categories, sampler_factories};
@@ -243,6 +245,17 @@ pub struct RunningPipeline {
     root_ended: AtomicBool,
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
+    health: HealthBoard,
+}
+
+fn is_alive(status: ractor::ActorStatus) -> bool {
+    matches!(
+        status,
+        ractor::ActorStatus::Unstarted
+            | ractor::ActorStatus::Starting
+            | ractor::ActorStatus::Running
+            | ractor::ActorStatus::Upgrading
+    )
 }
 
 /// Opens the diagnostics context with `limits` and registers the pipeline's components
@@ -413,14 +426,21 @@ impl RunningPipeline {
         )
         .await
         .map_err(spawn_error)?;
+        let health = HealthBoard::new(pipeline_diagnostics.clone());
         let mut clock_tasks = Vec::new();
         if resource_enabled && config.polling.enabled {
-            clock_tasks.push(spawn_poll_clock(
+            let clock = spawn_poll_clock(
                 merger.clone(),
                 interval,
                 tick_in_flight,
                 Arc::clone(&missed_ticks),
                 pipeline_diagnostics.clone(),
+                cancel.clone(),
+            );
+            clock_tasks.push(watch_task(
+                "poll clock",
+                clock,
+                health.clone(),
                 cancel.clone(),
             ));
         }
@@ -435,11 +455,17 @@ impl RunningPipeline {
             pipeline_diagnostics.clone(),
         ));
         if let Some(energy) = &energy {
-            clock_tasks.push(spawn_energy_clock(
+            let clock = spawn_energy_clock(
                 registry.clone(),
                 energy.clone(),
                 Arc::clone(&rapl),
                 energy_interval,
+                cancel.clone(),
+            );
+            clock_tasks.push(watch_task(
+                "energy clock",
+                clock,
+                health.clone(),
                 cancel.clone(),
             ));
         }
@@ -462,7 +488,39 @@ impl RunningPipeline {
             root_ended: AtomicBool::new(false),
             sink: spec.sink,
             rapl,
+            health,
         })
+    }
+
+    /// Stops the merger as if it had failed (tests of [`Self::health`]).
+    #[cfg(feature = "test-support")]
+    pub fn stop_merger_for_tests(&self) {
+        self.merger.stop(Some("stopped by a test".into()));
+    }
+
+    /// Whether every clock and actor is still running: a part that stopped on its own
+    /// is listed with why (and was recorded as `pipeline.task_failed`). After
+    /// shutdown, stopped parts are no problem.
+    pub fn health(&self) -> PipelineHealth {
+        if !self.cancel.is_cancelled() {
+            let actors = [
+                ("merger", Some(self.merger.get_status())),
+                ("supervisor", Some(self.supervisor.get_status())),
+                (
+                    "energy stage",
+                    self.energy.as_ref().map(|energy| energy.get_status()),
+                ),
+            ];
+            for (component, status) in actors {
+                if let Some(status) = status.filter(|status| !is_alive(*status)) {
+                    self.health
+                        .record(component, format!("actor is {status:?}, not running"));
+                }
+            }
+        }
+        PipelineHealth {
+            problems: self.health.problems(),
+        }
     }
 
     /// A fresh snapshot on the on-demand series; no mark.
