@@ -271,14 +271,9 @@ async fn run_async(
         for exporter in report.exporters.iter().filter(|e| e.lost_data()) {
             lost_data = true;
             super::output::print_stderr(&format!(
-                "wattline: DATA LOST by exporter {}: {} events dropped, {} calls failed{}\n",
+                "wattline: DATA LOST by exporter {}: {}\n",
                 exporter.name,
-                exporter.dropped,
-                exporter.failed,
-                exporter
-                    .last_error
-                    .as_ref()
-                    .map_or_else(String::new, |error| format!(" (last error: {error})"))
+                exporter.loss_description()
             ))?;
         }
         match args.report {

@@ -503,7 +503,7 @@ impl EnergyAccount {
 
     fn add_rapl(&mut self, at: Nanos, zones: &[RaplZoneReading]) {
         for zone in zones {
-            let domain = rapl_domain(&zone.name);
+            let domain = EnergyDomain::of_rapl_zone(&zone.name);
             let meter = self
                 .meters
                 .entry((domain, zone.zone.clone()))
@@ -770,18 +770,6 @@ impl EnergyAccount {
             exporter_drops: Vec::new(),
             exporters: Vec::new(),
         }
-    }
-}
-
-/// `package-N` is a CPU package, `dram` its memory; `core`, `uncore` and `psys` are
-/// parts of, or overlap, those and are listed but not added.
-fn rapl_domain(name: &str) -> EnergyDomain {
-    if name.starts_with("package") {
-        EnergyDomain::CpuPackage
-    } else if name == "dram" {
-        EnergyDomain::Dram
-    } else {
-        EnergyDomain::CpuPart
     }
 }
 
