@@ -13,6 +13,7 @@ pub mod host;
 pub mod overrides;
 mod pipeline;
 pub mod report_csv;
+pub mod report_html;
 pub mod report_series;
 
 use std::path::PathBuf;

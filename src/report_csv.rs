@@ -60,8 +60,8 @@ fn number(value: Option<f64>) -> String {
 }
 
 /// Where a factor came from, in a few words: `default`, `file:PATH`, `env:NAME`,
-/// `code`.
-fn source(origin: &FactorOrigin) -> String {
+/// `code` (the HTML report says it the same way).
+pub(crate) fn factor_source(origin: &FactorOrigin) -> String {
     match origin {
         FactorOrigin::Default => "default".into(),
         FactorOrigin::File(path) => format!("file:{path}"),
@@ -101,15 +101,15 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         report.currency.clone(),
         number(total.co2_grams),
         report.cost_per_kwh.value.to_string(),
-        source(&report.cost_per_kwh.origin),
+        factor_source(&report.cost_per_kwh.origin),
         number(report.carbon_intensity.as_ref().map(|factor| factor.value)),
         report
             .carbon_intensity
             .as_ref()
-            .map(|factor| source(&factor.origin))
+            .map(|factor| factor_source(&factor.origin))
             .unwrap_or_default(),
         report.pue.value.to_string(),
-        source(&report.pue.origin),
+        factor_source(&report.pue.origin),
         report.gpu_source.clone().unwrap_or_default(),
         models.join(";"),
     ];
@@ -135,15 +135,15 @@ mod tests {
 
     #[test]
     fn factor_sources_name_file_and_variable() {
-        assert_eq!(source(&FactorOrigin::Default), "default");
+        assert_eq!(factor_source(&FactorOrigin::Default), "default");
         assert_eq!(
-            source(&FactorOrigin::Environment(
+            factor_source(&FactorOrigin::Environment(
                 "GENAI_POWER_COST_PER_KWH".into()
             )),
             "env:GENAI_POWER_COST_PER_KWH"
         );
         assert_eq!(
-            source(&FactorOrigin::File("/etc/wattline/plugins.toml".into())),
+            factor_source(&FactorOrigin::File("/etc/wattline/plugins.toml".into())),
             "file:/etc/wattline/plugins.toml"
         );
     }
