@@ -45,6 +45,9 @@ pub struct RunArgs {
     /// Also append the report as a CSV row to this file (header written when new).
     #[arg(long, value_name = "FILE")]
     pub csv_file: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page with charts to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Exit 3 instead of the command's code when an exporter lost data.
     #[arg(long)]
     pub strict: bool,
@@ -179,9 +182,12 @@ async fn run_async(
             .map_or(5000, |resource| resource.polling.interval_millis),
     );
     let status = Arc::new(StatusSink::default());
+    // The power, CPU and memory series for the sparklines and `--html`.
+    let series = Arc::new(wattline::report_series::SeriesRecorder::default());
     let mut builder = wattline::Pipeline::builder()
         .config(config)
-        .event_sink(status.clone());
+        .event_sink(status.clone())
+        .event_sink(series.clone());
     if args.metrics_stdout {
         builder = builder.stdout_metrics(poll);
     }
@@ -284,7 +290,10 @@ async fn run_async(
                 ) {
                     super::output::print_stderr(&summary)?;
                 }
-                super::output::print_stderr(&report.to_table())?;
+                super::output::print_stderr(&super::report_pictures::table(
+                    &report,
+                    &series.series(),
+                ))?;
             }
             ReportFormat::Json => super::output::print_stdout(&format!(
                 "{}\n",
@@ -305,6 +314,18 @@ async fn run_async(
             if let Err(message) =
                 super::csv_file::append_row(path, &wattline::report_csv::csv_header(), &row)
             {
+                super::output::print_stderr(&format!("wattline: {message}\n"))?;
+            }
+        }
+        if let Some(path) = &args.html {
+            // As for the CSV row: said, and the command's exit code stands.
+            let written = super::report_pictures::write_page(
+                path,
+                &report,
+                &series.series(),
+                run_description,
+            );
+            if let Err(message) = written {
                 super::output::print_stderr(&format!("wattline: {message}\n"))?;
             }
         }
