@@ -3,7 +3,8 @@
 # reference system (nemo-relay 0.10.4, for the conformance tests) and the rotel OTLP
 # collector (for the exporter tests), a second one (.ci/venv-genai) with the GPU spec's
 # reference (genai-otel-instrument 1.42.0), a third (.ci/venv-worker) with the
-# reference's Python worker SDK (nemo-relay-plugin 0.11.0rc3), then
+# reference's Python worker SDK (nemo-relay-plugin 0.11.0rc3), headless Chromium (for
+# the HTML report test), then
 # `cargo test --workspace` (extra arguments go to it), then the Python package's pytest
 # suite against the package as `pip install ./python` builds it, in the reference's
 # venv so the snapshot is compared with the reference's own in one process, then the
@@ -44,6 +45,14 @@ if [ ! -x "$WATTLINE_ROTEL_AGENT" ]; then
   exit 1
 fi
 export WATTLINE_ROTEL_AGENT
+
+# Headless Chromium for the HTML report test (tests/report_html.rs), from Debian's
+# package when it is not installed yet.
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+export WATTLINE_CHROMIUM=/usr/bin/chromium
 
 # The Python package, built from python/ as a user installs it (maturin, release), and
 # its test tools.

@@ -13,6 +13,8 @@ pub mod host;
 pub mod overrides;
 mod pipeline;
 pub mod report_csv;
+pub mod report_html;
+pub mod report_series;
 
 use std::path::PathBuf;
 
@@ -104,7 +106,33 @@ pub fn load_config(
 pub fn report_from_atof(
     path: &std::path::Path,
 ) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
+    report_from_marks(path, wattline_exporters::read_atof_marks(path)?)
+}
+
+/// The report (as [`report_from_atof`]) and the run's time series (power, CPU use,
+/// memory; for [`report_html`] and the table's sparklines), from one read of an ATOF
+/// file.
+pub fn report_and_series_from_atof(
+    path: &std::path::Path,
+) -> Result<(EnergyReport, report_series::RunSeries), wattline_exporters::AtofReadError> {
     let marks = wattline_exporters::read_atof_marks(path)?;
+    let mut builder = report_series::SeriesBuilder::new();
+    for mark in &marks {
+        match &mark.energy {
+            Some(record) => builder.push_energy(record),
+            None if mark.name == events::RESOURCE_MARK_NAME => {
+                builder.push_resource_mark(mark.timestamp, &mark.measurements);
+            }
+            None => {}
+        }
+    }
+    Ok((report_from_marks(path, marks)?, builder.finish()))
+}
+
+fn report_from_marks(
+    path: &std::path::Path,
+    marks: Vec<wattline_exporters::RecordedMark>,
+) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
     wattline_actors::energy::replay::report_from_records(
         marks.into_iter().filter_map(|mark| mark.energy),
     )

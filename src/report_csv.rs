@@ -66,8 +66,8 @@ fn number(value: Option<f64>) -> String {
 }
 
 /// Where a factor came from, in a few words: `default`, `file:PATH`, `env:NAME`,
-/// `code`.
-fn source(origin: &FactorOrigin) -> String {
+/// `code` (the HTML report says it the same way).
+pub(crate) fn factor_source(origin: &FactorOrigin) -> String {
     match origin {
         FactorOrigin::Default => "default".into(),
         FactorOrigin::File(path) => format!("file:{path}"),
@@ -113,15 +113,15 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         report.currency.clone(),
         number(total.co2_grams),
         report.cost_per_kwh.value.to_string(),
-        source(&report.cost_per_kwh.origin),
+        factor_source(&report.cost_per_kwh.origin),
         number(report.carbon_intensity.as_ref().map(|factor| factor.value)),
         report
             .carbon_intensity
             .as_ref()
-            .map(|factor| source(&factor.origin))
+            .map(|factor| factor_source(&factor.origin))
             .unwrap_or_default(),
         report.pue.value.to_string(),
-        source(&report.pue.origin),
+        factor_source(&report.pue.origin),
         report.gpu_source.clone().unwrap_or_default(),
         models.join(";"),
         region_text(|region| region.intensity.code.clone()),
@@ -129,7 +129,7 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         region_text(|region| region.intensity.year.to_string()),
         region_text(|region| region.intensity.dataset.clone()),
         region_text(|region| region.intensity.licence.clone()),
-        region_text(|region| source(&region.origin)),
+        region_text(|region| factor_source(&region.origin)),
     ];
     debug_assert_eq!(values.len(), CSV_COLUMNS.len());
     values
@@ -153,17 +153,20 @@ mod tests {
 
     #[test]
     fn factor_sources_name_file_and_variable() {
-        assert_eq!(source(&FactorOrigin::Default), "default");
+        assert_eq!(factor_source(&FactorOrigin::Default), "default");
         assert_eq!(
-            source(&FactorOrigin::Environment(
+            factor_source(&FactorOrigin::Environment(
                 "GENAI_POWER_COST_PER_KWH".into()
             )),
             "env:GENAI_POWER_COST_PER_KWH"
         );
         assert_eq!(
-            source(&FactorOrigin::File("/etc/wattline/plugins.toml".into())),
+            factor_source(&FactorOrigin::File("/etc/wattline/plugins.toml".into())),
             "file:/etc/wattline/plugins.toml"
         );
-        assert_eq!(source(&FactorOrigin::Region("DE".into())), "region:DE");
+        assert_eq!(
+            factor_source(&FactorOrigin::Region("DE".into())),
+            "region:DE"
+        );
     }
 }

@@ -79,6 +79,14 @@ macro_rules! unit_enum {
                     $($name::$variant => $text),+
                 }
             }
+
+            /// The unit called `name` (its snake_case name, as in marks), if any.
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
         }
 
         impl std::fmt::Display for $name {
@@ -257,6 +265,11 @@ fn bytes_per_storage_unit(name: &str) -> u128 {
 }
 
 impl CapacityUnit {
+    /// Bytes in one of this unit.
+    pub fn bytes_per_unit(self) -> u128 {
+        bytes_per_storage_unit(self.name())
+    }
+
     /// Converts bytes to this unit (filesystem capacity: no truncation).
     pub fn from_bytes(self, value: MeasurementValue) -> Option<MeasurementValue> {
         scale(value, 1, bytes_per_storage_unit(self.name()))
@@ -298,6 +311,14 @@ impl BandwidthUnit {
 }
 
 impl CpuUnit {
+    /// Logical processors in one of this unit.
+    pub fn logical_processors_per_unit(self) -> f64 {
+        match self {
+            CpuUnit::LogicalProcessors => 1.0,
+            CpuUnit::Millicores => 0.001,
+        }
+    }
+
     /// Converts logical processors to this unit.
     pub fn from_logical_processors(self, value: MeasurementValue) -> Option<MeasurementValue> {
         match self {
@@ -467,5 +488,21 @@ mod tests {
         assert_eq!(CountUnit::FileDescriptors.name(), "file_descriptors");
         let parsed: CpuUnit = serde_json::from_str("\"logical_processors\"").unwrap();
         assert_eq!(parsed, CpuUnit::LogicalProcessors);
+    }
+
+    #[test]
+    fn units_are_found_by_their_names_with_their_factors() {
+        assert_eq!(
+            CapacityUnit::from_name("mebibytes"),
+            Some(CapacityUnit::Mebibytes)
+        );
+        assert_eq!(CapacityUnit::from_name("mebibyte"), None);
+        assert_eq!(CapacityUnit::Kibibytes.bytes_per_unit(), 1024);
+        assert_eq!(CapacityUnit::Gigabytes.bytes_per_unit(), 1_000_000_000);
+        assert_eq!(CpuUnit::from_name("millicores"), Some(CpuUnit::Millicores));
+        assert_eq!(CpuUnit::Millicores.logical_processors_per_unit(), 0.001);
+        for unit in [DurationUnit::Microseconds, DurationUnit::Minutes] {
+            assert_eq!(DurationUnit::from_name(unit.name()), Some(unit));
+        }
     }
 }

@@ -6,6 +6,7 @@ mod csv_file;
 mod doctor;
 mod output;
 mod report;
+mod report_pictures;
 mod run;
 mod status;
 

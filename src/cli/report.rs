@@ -19,13 +19,19 @@ pub struct ReportArgs {
     /// Also append the report as a CSV row to this file (header written when new).
     #[arg(long, value_name = "FILE")]
     csv_file: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page with charts to this file.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// Runs `report`.
 pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
-    let report = wattline::report_from_atof(&args.file).map_err(|error| error.to_string())?;
+    let (report, series) =
+        wattline::report_and_series_from_atof(&args.file).map_err(|error| error.to_string())?;
     match args.report {
-        ReportFormat::Table => super::output::print_stdout(&report.to_table())?,
+        ReportFormat::Table => {
+            super::output::print_stdout(&super::report_pictures::table(&report, &series))?
+        }
         ReportFormat::Json => super::output::print_stdout(&format!(
             "{}\n",
             report
@@ -41,6 +47,9 @@ pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     if let Some(path) = &args.csv_file {
         let row = wattline::report_csv::csv_row(&report, Default::default());
         super::csv_file::append_row(path, &wattline::report_csv::csv_header(), &row)?;
+    }
+    if let Some(path) = &args.html {
+        super::report_pictures::write_page(path, &report, &series, Default::default())?;
     }
     Ok(ExitCode::SUCCESS)
 }

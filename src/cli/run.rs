@@ -46,6 +46,9 @@ pub struct RunArgs {
     /// Also append the report as a CSV row to this file (header written when new).
     #[arg(long, value_name = "FILE")]
     pub csv_file: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page with charts to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Exit 3 instead of the command's code when an exporter lost data.
     #[arg(long)]
     pub strict: bool,
@@ -198,9 +201,12 @@ async fn run_async(
     )
     .map_err(|error| error.to_string())?;
     let status = Arc::new(StatusSink::default());
+    // The power, CPU and memory series for the sparklines and `--html`.
+    let series = Arc::new(wattline::report_series::SeriesRecorder::default());
     let mut builder = wattline::Pipeline::builder()
         .config(config)
-        .event_sink(status.clone());
+        .event_sink(status.clone())
+        .event_sink(series.clone());
     if let Some(selection) = gpu_selection {
         builder = builder.gpu_selection(selection);
     }
@@ -293,14 +299,9 @@ async fn run_async(
         for exporter in report.exporters.iter().filter(|e| e.lost_data()) {
             lost_data = true;
             super::output::print_stderr(&format!(
-                "wattline: DATA LOST by exporter {}: {} events dropped, {} calls failed{}\n",
+                "wattline: DATA LOST by exporter {}: {}\n",
                 exporter.name,
-                exporter.dropped,
-                exporter.failed,
-                exporter
-                    .last_error
-                    .as_ref()
-                    .map_or_else(String::new, |error| format!(" (last error: {error})"))
+                exporter.loss_description()
             ))?;
         }
         for problem in &report.health {
@@ -318,7 +319,10 @@ async fn run_async(
                 ) {
                     super::output::print_stderr(&summary)?;
                 }
-                super::output::print_stderr(&report.to_table())?;
+                super::output::print_stderr(&super::report_pictures::table(
+                    &report,
+                    &series.series(),
+                ))?;
             }
             ReportFormat::Json => super::output::print_stdout(&format!(
                 "{}\n",
@@ -339,6 +343,18 @@ async fn run_async(
             if let Err(message) =
                 super::csv_file::append_row(path, &wattline::report_csv::csv_header(), &row)
             {
+                super::output::print_stderr(&format!("wattline: {message}\n"))?;
+            }
+        }
+        if let Some(path) = &args.html {
+            // As for the CSV row: said, and the command's exit code stands.
+            let written = super::report_pictures::write_page(
+                path,
+                &report,
+                &series.series(),
+                run_description,
+            );
+            if let Err(message) = written {
                 super::output::print_stderr(&format!("wattline: {message}\n"))?;
             }
         }

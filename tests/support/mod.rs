@@ -185,10 +185,15 @@ esac
 
 /// A folder holding [`FAKE_NVIDIA_SMI`] as `nvidia-smi`, and a `PATH` with it first.
 pub fn path_with_stand_in_nvidia_smi() -> (tempfile::TempDir, String) {
+    path_with_nvidia_smi(FAKE_NVIDIA_SMI)
+}
+
+/// A folder holding `script` as `nvidia-smi`, and a `PATH` with it first.
+pub fn path_with_nvidia_smi(script: &str) -> (tempfile::TempDir, String) {
     use std::os::unix::fs::PermissionsExt;
     let bin = tempfile::tempdir().unwrap();
     let smi = bin.path().join("nvidia-smi");
-    std::fs::write(&smi, FAKE_NVIDIA_SMI).unwrap();
+    std::fs::write(&smi, script).unwrap();
     std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!(
         "{}:{}",

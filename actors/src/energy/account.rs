@@ -514,7 +514,7 @@ impl EnergyAccount {
 
     fn add_rapl(&mut self, at: Nanos, zones: &[RaplZoneReading]) {
         for zone in zones {
-            let domain = rapl_domain(&zone.name);
+            let domain = EnergyDomain::of_rapl_zone(&zone.name);
             let meter = self
                 .meters
                 .entry((domain, zone.zone.clone()))
@@ -806,18 +806,6 @@ impl EnergyAccount {
             )),
             _ => self.gpu_unavailable.clone(),
         }
-    }
-}
-
-/// `package-N` is a CPU package, `dram` its memory; `core`, `uncore` and `psys` are
-/// parts of, or overlap, those and are listed but not added.
-fn rapl_domain(name: &str) -> EnergyDomain {
-    if name.starts_with("package") {
-        EnergyDomain::CpuPackage
-    } else if name == "dram" {
-        EnergyDomain::Dram
-    } else {
-        EnergyDomain::CpuPart
     }
 }
 

@@ -48,6 +48,19 @@ impl EnergyDomain {
         }
     }
 
+    /// The domain of a RAPL zone named `name`: `package-N` is a CPU package, `dram` its
+    /// memory; `core`, `uncore` and `psys` are parts of, or overlap, those and are
+    /// listed but not added.
+    pub fn of_rapl_zone(name: &str) -> EnergyDomain {
+        if name.starts_with("package") {
+            EnergyDomain::CpuPackage
+        } else if name == "dram" {
+            EnergyDomain::Dram
+        } else {
+            EnergyDomain::CpuPart
+        }
+    }
+
     /// Whether the domain adds to the total (a part of a package does not).
     pub fn is_counted(self) -> bool {
         self != EnergyDomain::CpuPart
@@ -214,6 +227,18 @@ impl ExporterOutcome {
     /// Whether anything this exporter was given may be missing at its destination.
     pub fn lost_data(&self) -> bool {
         self.dropped > 0 || self.failed > 0
+    }
+
+    /// What it lost, in words: `3 events dropped, 1 calls failed (last error: ...)`.
+    pub fn loss_description(&self) -> String {
+        format!(
+            "{} events dropped, {} calls failed{}",
+            self.dropped,
+            self.failed,
+            self.last_error
+                .as_ref()
+                .map_or_else(String::new, |error| format!(" (last error: {error})"))
+        )
     }
 }
 
