@@ -13,6 +13,7 @@ use wattline_actors::Snapshot;
 use wattline_actors::diagnostics::DiagnosticError;
 use wattline_actors::gpu::visible_devices::GpuSelection;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
+use wattline_actors::pipeline::DIAGNOSTICS_BUSY_LIMIT;
 use wattline_actors::pipeline::{
     GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
     prepare_gpu_source,
@@ -237,26 +238,6 @@ pub enum DiagnosticsReadError {
     /// The snapshot could not be written as JSON.
     #[error("diagnostics snapshot as JSON: {0}")]
     Json(#[from] serde_json::Error),
-}
-
-/// How long [`Pipeline::diagnostics_json`] keeps asking a busy context.
-pub const DIAGNOSTICS_BUSY_LIMIT: Duration = Duration::from_millis(500);
-
-/// Calls `read` until it is not [`DiagnosticError::Busy`] or `limit` has passed: the
-/// context is held only for the length of one record or snapshot.
-fn retry_while_busy<T>(
-    limit: Duration,
-    mut read: impl FnMut() -> Result<T, DiagnosticError>,
-) -> Result<T, DiagnosticError> {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        match read() {
-            Err(DiagnosticError::Busy) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            other => return other,
-        }
-    }
 }
 
 /// The device selectors a pipeline reads: the selection's, else the configuration's.
@@ -566,13 +547,13 @@ impl Pipeline {
 
     /// The pipeline's diagnostics as JSON; `Ok(None)` when the configuration turns
     /// diagnostics off. A context busy with another call is asked again for up to
-    /// [`DIAGNOSTICS_BUSY_LIMIT`] before [`DiagnosticError::Busy`] is returned: busy is
-    /// never reported as off.
+    /// half a second before [`DiagnosticError::Busy`] is returned: busy is never
+    /// reported as off.
     pub fn diagnostics_json(&self) -> Result<Option<String>, DiagnosticsReadError> {
         let Some(context) = self.inner.diagnostics() else {
             return Ok(None);
         };
-        let snapshot = retry_while_busy(DIAGNOSTICS_BUSY_LIMIT, || context.snapshot())?;
+        let snapshot = context.snapshot_waiting(DIAGNOSTICS_BUSY_LIMIT)?;
         Ok(Some(snapshot.to_json()?))
     }
 
@@ -701,36 +682,5 @@ impl crate::host::ScopeControl for RemoteScopes {
 
     fn end_scope(&self, uuid: uuid::Uuid, flags: &[&'static str]) -> bool {
         self.0.end_agent_scope_with(uuid, flags)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_busy_context_is_asked_again_and_busy_is_never_off() {
-        let mut calls = 0;
-        let answer = retry_while_busy(Duration::from_secs(5), || {
-            calls += 1;
-            if calls < 3 {
-                Err(DiagnosticError::Busy)
-            } else {
-                Ok("snapshot")
-            }
-        });
-        assert_eq!(answer.unwrap(), "snapshot");
-        assert_eq!(calls, 3);
-        // Past the limit, busy is returned as busy.
-        let answer: Result<(), _> = retry_while_busy(Duration::ZERO, || Err(DiagnosticError::Busy));
-        assert!(matches!(answer, Err(DiagnosticError::Busy)));
-        // Other errors are not retried.
-        let mut calls = 0;
-        let answer: Result<(), _> = retry_while_busy(Duration::from_secs(5), || {
-            calls += 1;
-            Err(DiagnosticError::Closed)
-        });
-        assert!(matches!(answer, Err(DiagnosticError::Closed)));
-        assert_eq!(calls, 1);
     }
 }

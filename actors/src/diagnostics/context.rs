@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 
 use chrono::Utc;
 
@@ -214,6 +215,16 @@ impl Diagnostics {
             .map_or_else(DeliveryStats::default, |context| context.delivery_stats())
     }
 
+    /// [`Diagnostics::snapshot`], asked again while the context is busy with another
+    /// call, for up to `limit`: a caller that must not mistake busy for anything else
+    /// (a report, the CLI) uses this.
+    pub fn snapshot_waiting(
+        &self,
+        limit: Duration,
+    ) -> Result<DiagnosticsSnapshot, DiagnosticError> {
+        retry_while_busy(limit, || self.snapshot())
+    }
+
     /// A consistent copy of the whole context; `busy` if another call is in progress.
     pub fn snapshot(&self) -> Result<DiagnosticsSnapshot, DiagnosticError> {
         let Some(context) = &self.inner else {
@@ -394,5 +405,53 @@ impl PluginDiagnostics {
             return Err(DiagnosticError::ReadNotGranted);
         }
         self.context.snapshot()
+    }
+}
+
+/// Calls `read` until it is not [`DiagnosticError::Busy`] or `limit` has passed: the
+/// context is held only for the length of one record or snapshot.
+pub fn retry_while_busy<T>(
+    limit: Duration,
+    mut read: impl FnMut() -> Result<T, DiagnosticError>,
+) -> Result<T, DiagnosticError> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match read() {
+            Err(DiagnosticError::Busy) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod busy_tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_context_is_asked_again_and_busy_is_never_off() {
+        let mut calls = 0;
+        let answer = retry_while_busy(Duration::from_secs(5), || {
+            calls += 1;
+            if calls < 3 {
+                Err(DiagnosticError::Busy)
+            } else {
+                Ok("snapshot")
+            }
+        });
+        assert_eq!(answer.unwrap(), "snapshot");
+        assert_eq!(calls, 3);
+        // Past the limit, busy is returned as busy.
+        let answer: Result<(), _> = retry_while_busy(Duration::ZERO, || Err(DiagnosticError::Busy));
+        assert!(matches!(answer, Err(DiagnosticError::Busy)));
+        // Other errors are not retried.
+        let mut calls = 0;
+        let answer: Result<(), _> = retry_while_busy(Duration::from_secs(5), || {
+            calls += 1;
+            Err(DiagnosticError::Closed)
+        });
+        assert!(matches!(answer, Err(DiagnosticError::Closed)));
+        assert_eq!(calls, 1);
     }
 }

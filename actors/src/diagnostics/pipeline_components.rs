@@ -647,6 +647,20 @@ impl PipelineDiagnostics {
         }
     }
 
+    /// Records one answer a sampler did not give in time (counted, with `detail`).
+    pub fn record_deadline_missed(&self, category: SamplerCategory, detail: &str) {
+        let code = PipelineCode::Sampler {
+            category,
+            failure: SamplerFailure::DeadlineMissed,
+        };
+        let _ = self.record_counted(
+            code,
+            code.allowed_classes().first().copied(),
+            std::num::NonZeroU64::MIN,
+            detail,
+        );
+    }
+
     /// Records a missed pipeline tick.
     pub fn record_tick_missed(&self, detail: &str) -> Result<RecordOutcome, DiagnosticError> {
         self.record(PipelineCode::TickMissed, detail)

@@ -294,6 +294,10 @@ pub struct EnergyReport {
     /// What each exporter did with the run's events (empty without exporters).
     #[serde(default)]
     pub exporters: Vec<ExporterOutcome>,
+    /// Why the last power sample before the report could not be taken (the report
+    /// then ends at the previous reading); `None` when it was taken.
+    #[serde(default)]
+    pub last_sample_missing: Option<String>,
     /// Clocks or actors of the pipeline that stopped on their own during the window
     /// (figures after that instant may be missing); empty when all kept running.
     #[serde(default)]
@@ -483,6 +487,11 @@ impl EnergyReport {
                     .last_error
                     .as_ref()
                     .map_or_else(String::new, |error| format!(" (last: {error})"))
+            ));
+        }
+        if let Some(reason) = &self.last_sample_missing {
+            out.push_str(&format!(
+                "Last power sample not taken: {reason} (the figures end at the reading before)\n"
             ));
         }
         for problem in &self.health {

@@ -2,6 +2,7 @@
 //! deadline, assembles the snapshot (a late sampler's category is `null`), and for
 //! polls emits one mark per live Agent scope (or one under the root scope).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -11,14 +12,14 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
-use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
+use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
 use crate::merger::marks::resource_measurements;
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::pipeline::registry::SamplerRegistry;
 use crate::readings::SamplingSeries;
 use crate::samplers::SampleRequest;
-use crate::samplers::actor::SamplerMessage;
+use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
@@ -76,6 +77,9 @@ pub struct MergerState {
     arguments: MergerArguments,
     environment: Arc<EnvironmentReader>,
     closed: bool,
+    /// One outstanding tick request per sampler: a sampler still reading an earlier
+    /// tick gets no new one (its category is `null` for this tick).
+    outstanding: HashMap<SamplerCategory, Arc<AtomicBool>>,
 }
 
 impl MergerState {
@@ -112,19 +116,25 @@ impl MergerState {
             SamplingSeries::OnDemand => ON_DEMAND_LIMIT,
         };
         let mut calls = tokio::task::JoinSet::new();
-        for (position, category) in self.arguments.categories.iter().enumerate() {
-            let Some(actor) = self.arguments.registry.get(*category) else {
+        let categories = self.arguments.categories.clone();
+        for (position, category) in categories.into_iter().enumerate() {
+            let Some(actor) = self.arguments.registry.get(category) else {
                 continue;
             };
-            let request = request.clone();
-            let category = *category;
+            let slot = self.outstanding.entry(category).or_default();
+            let Some(outstanding) = Outstanding::claim(slot) else {
+                self.deadline_missed(category, "still reading an earlier tick".to_owned());
+                continue;
+            };
+            let tick = TickRequest {
+                request: request.clone(),
+                deadline: taken_at + deadline,
+                outstanding: Some(outstanding),
+            };
             calls.spawn(async move {
                 let remaining = deadline.saturating_sub(taken_at.elapsed());
                 let result = actor
-                    .call(
-                        |reply| SamplerMessage::Sample(request, reply),
-                        Some(remaining),
-                    )
+                    .call(|reply| SamplerMessage::Sample(tick, reply), Some(remaining))
                     .await;
                 (position, category, result)
             });
@@ -136,7 +146,10 @@ impl MergerState {
             };
             match result {
                 Ok(CallResult::Success(output)) => outputs.push((position, category, output)),
-                Ok(CallResult::Timeout) => self.deadline_missed(category, deadline),
+                Ok(CallResult::Timeout) => self.deadline_missed(
+                    category,
+                    format!("no answer within {} ms", deadline.as_millis()),
+                ),
                 // The sampler failed or is being restarted: its category is null.
                 Ok(CallResult::SenderError) | Err(_) => {}
             }
@@ -154,23 +167,14 @@ impl MergerState {
         )
     }
 
-    fn deadline_missed(&self, category: SamplerCategory, deadline: Duration) {
+    fn deadline_missed(&self, category: SamplerCategory, detail: String) {
         tracing::debug!(
             category = category.as_str(),
-            ?deadline,
+            %detail,
             "sampler missed the tick deadline"
         );
         if let Some(diagnostics) = &self.arguments.diagnostics {
-            let code = PipelineCode::Sampler {
-                category,
-                failure: SamplerFailure::DeadlineMissed,
-            };
-            let _ = diagnostics.record_counted(
-                code,
-                code.allowed_classes().first().copied(),
-                std::num::NonZeroU64::MIN,
-                &format!("no answer within {} ms", deadline.as_millis()),
-            );
+            diagnostics.record_deadline_missed(category, &detail);
         }
     }
 
@@ -215,6 +219,7 @@ impl Actor for MergerActor {
             environment: Arc::new(environment),
             closed: false,
             arguments,
+            outstanding: HashMap::new(),
         };
         Ok(state)
     }

@@ -16,7 +16,7 @@ use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::EnergyMessage;
 use crate::merger::actor::MergerMessage;
 use crate::readings::SamplingSeries;
-use crate::samplers::actor::SamplerMessage;
+use crate::samplers::actor::{Outstanding, PowerRequest, SamplerMessage};
 use crate::samplers::gpu::GpuSourceStatus;
 
 /// Ticks that were not run because the previous poll was still running or the clock
@@ -81,34 +81,57 @@ pub fn spawn_poll_clock(
 
 /// Takes one energy sample now: a GPU power sample (forwarded by the GPU sampler to the
 /// energy actor; fresh, measured after this call, when `fresh` is given) and the RAPL
-/// counters. Returns the GPU source's status.
+/// counters. With `slot`, at most one such request is outstanding at a time (the
+/// energy clock's); without, the request is always sent (the flush's last sample).
+/// Returns the GPU source's status (`None` without a GPU sampler), or why the GPU
+/// sample was not taken.
 pub async fn sample_energy_now(
     registry: &SamplerRegistry,
     energy: &ActorRef<EnergyMessage>,
     rapl: &RaplReader,
     timeout: Duration,
     fresh: bool,
-) -> Option<GpuSourceStatus> {
-    let mut status = None;
-    if let Some(gpu) = registry.get(SamplerCategory::Gpu) {
-        let limit = fresh.then_some(timeout);
-        // The call waits a little longer than the source may, so its answer is seen.
-        let call_limit = timeout.saturating_mul(2) + Duration::from_secs(1);
-        if let Ok(ractor::rpc::CallResult::Success(answer)) = gpu
-            .call(
-                |reply| SamplerMessage::SamplePower(limit, reply),
-                Some(call_limit),
-            )
-            .await
-        {
-            status = answer;
+    slot: Option<&Arc<AtomicBool>>,
+) -> Result<Option<GpuSourceStatus>, String> {
+    let outcome = match registry.get(SamplerCategory::Gpu) {
+        None => Ok(None),
+        Some(gpu) => {
+            let outstanding = slot.map(Outstanding::claim);
+            if matches!(outstanding, Some(None)) {
+                Err("an earlier power request is still being read".to_owned())
+            } else {
+                // The call waits a little longer than the source may, so its answer
+                // is seen; the sampler skips the request once nobody waits.
+                let call_limit = timeout.saturating_mul(2) + Duration::from_secs(1);
+                let request = PowerRequest {
+                    fresh: fresh.then_some(timeout),
+                    deadline: std::time::Instant::now() + call_limit,
+                    outstanding: outstanding.flatten(),
+                };
+                match gpu
+                    .call(
+                        |reply| SamplerMessage::SamplePower(request, reply),
+                        Some(call_limit),
+                    )
+                    .await
+                {
+                    Ok(ractor::rpc::CallResult::Success(answer)) => Ok(answer),
+                    Ok(ractor::rpc::CallResult::Timeout) => Err(format!(
+                        "the GPU sampler did not answer within {} ms",
+                        call_limit.as_millis()
+                    )),
+                    Ok(ractor::rpc::CallResult::SenderError) | Err(_) => {
+                        Err("the GPU sampler is restarting or stopped".to_owned())
+                    }
+                }
+            }
         }
-    }
-    if let Some(status) = &status {
+    };
+    if let Ok(Some(status)) = &outcome {
         let _ = energy.cast(EnergyMessage::GpuStatus(status.clone()));
     }
     rapl.read_into(energy).await;
-    status
+    outcome
 }
 
 /// Runs the energy clock until `cancel`: a sample at once, then one every `period`.
@@ -122,12 +145,17 @@ pub fn spawn_energy_clock(
     tokio::spawn(async move {
         let mut interval = tokio::time::interval_at(Instant::now(), period);
         interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let slot = Arc::new(AtomicBool::new(false));
         loop {
             tokio::select! {
                 _ = cancel.cancelled() => return,
                 _ = interval.tick() => {}
             }
-            sample_energy_now(&registry, &energy, &rapl, period, false).await;
+            if let Err(reason) =
+                sample_energy_now(&registry, &energy, &rapl, period, false, Some(&slot)).await
+            {
+                tracing::debug!(%reason, "energy clock: no GPU power sample this period");
+            }
         }
     })
 }

@@ -144,6 +144,9 @@ pub async fn prepare_gpu_source(
     })
 }
 
+/// How long a diagnostics read keeps asking a context busy with another call.
+pub const DIAGNOSTICS_BUSY_LIMIT: Duration = Duration::from_millis(500);
+
 /// The name of the scope every event of a pipeline sits in.
 pub const ROOT_SCOPE_NAME: &str = "wattline";
 
@@ -246,6 +249,8 @@ pub struct RunningPipeline {
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
     health: HealthBoard,
+    /// The one scope-boundary power reading outstanding at a time.
+    boundary_slot: Arc<AtomicBool>,
 }
 
 fn is_alive(status: ractor::ActorStatus) -> bool {
@@ -489,6 +494,7 @@ impl RunningPipeline {
             sink: spec.sink,
             rapl,
             health,
+            boundary_slot: Arc::default(),
         })
     }
 
@@ -674,13 +680,15 @@ impl RunningPipeline {
         let Some(energy) = self.energy.clone() else {
             return;
         };
-        let (registry, rapl, timeout) = (
+        let (registry, rapl, timeout, slot) = (
             self.registry.clone(),
             Arc::clone(&self.rapl),
             self.energy_interval,
+            Arc::clone(&self.boundary_slot),
         );
+        // Many scopes starting at once share the one reading still outstanding.
         tokio::spawn(async move {
-            sample_energy_now(&registry, &energy, &rapl, timeout, false).await;
+            let _ = sample_energy_now(&registry, &energy, &rapl, timeout, false, Some(&slot)).await;
         });
     }
 
@@ -697,14 +705,26 @@ impl RunningPipeline {
         wall: DateTime<Utc>,
     ) -> Result<EnergyReport, PipelineError> {
         let energy = self.energy.as_ref().ok_or(PipelineError::EnergyDisabled)?;
-        sample_energy_now(
+        // Always sent (no slot), bounded by its own limit; when it cannot be taken the
+        // report ends at the previous reading and says why.
+        let last_sample = sample_energy_now(
             &self.registry,
             energy,
             &self.rapl,
             crate::gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
             true,
+            None,
         )
         .await;
+        let last_sample_missing = last_sample.err();
+        if let (Some(reason), Some(diagnostics)) =
+            (&last_sample_missing, &self.pipeline_diagnostics)
+        {
+            diagnostics.record_deadline_missed(
+                SamplerCategory::Gpu,
+                &format!("the report's last power sample: {reason}"),
+            );
+        }
         let mut report = match energy
             .call(|reply| EnergyMessage::Report(at, wall, reply), None)
             .await
@@ -712,10 +732,11 @@ impl RunningPipeline {
             Ok(CallResult::Success(report)) => report,
             _ => return Err(PipelineError::Stopped),
         };
+        report.last_sample_missing = last_sample_missing;
         report.diagnostics = self
             .diagnostics
             .as_ref()
-            .and_then(|d| d.snapshot().ok())
+            .and_then(|d| d.snapshot_waiting(DIAGNOSTICS_BUSY_LIMIT).ok())
             .and_then(|snapshot| serde_json::to_value(snapshot).ok());
         Ok(report)
     }

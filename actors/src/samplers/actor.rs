@@ -1,21 +1,75 @@
 //! A sampler actor: owns one category's sampler and answers sample requests, running
 //! the OS reads on a blocking worker so the async runtime never waits on `/proc`.
+//!
+//! Work stays bounded when a source is slower than the period: every request carries
+//! its deadline and one that expired while queued is skipped, not served late; and a
+//! caller keeps at most one request of a kind outstanding per sampler
+//! ([`Outstanding`]), so no backlog builds up behind a slow read.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::samplers::{CategoryReading, CategorySampler, SampleRequest, SamplerOutput};
 
+/// A sampler's one outstanding request of a kind: claimed before sending, released
+/// when the sampler has answered or skipped it, or when the message is dropped with
+/// the actor.
+#[derive(Debug)]
+pub struct Outstanding(Arc<AtomicBool>);
+
+impl Outstanding {
+    /// Claims `slot`; `None` while an earlier request holds it.
+    pub fn claim(slot: &Arc<AtomicBool>) -> Option<Self> {
+        (!slot.swap(true, Ordering::AcqRel)).then(|| Outstanding(Arc::clone(slot)))
+    }
+}
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// A request for one tick's sample.
+pub struct TickRequest {
+    /// The tick.
+    pub request: SampleRequest,
+    /// After this instant nobody waits for the answer: the request is skipped.
+    pub deadline: Instant,
+    /// The caller's slot for this sampler, held until the request is done.
+    pub outstanding: Option<Outstanding>,
+}
+
+/// A request for the energy stage's power sample (GPU only).
+pub struct PowerRequest {
+    /// Measure afresh (waiting at most this long) instead of taking the source's
+    /// latest answer.
+    pub fresh: Option<Duration>,
+    /// After this instant nobody waits for the answer: the request is skipped.
+    pub deadline: Instant,
+    /// The caller's slot for this sampler, held until the request is done; `None`
+    /// for a request that must be served (the flush's last sample).
+    pub outstanding: Option<Outstanding>,
+}
+
 /// Messages a sampler actor answers.
 pub enum SamplerMessage {
     /// Sample one tick and reply with the category's output.
-    Sample(SampleRequest, RpcReplyPort<SamplerOutput<CategoryReading>>),
-    /// Take a power sample for the energy stage (GPU only), fresh (measured after the
-    /// request, waiting at most the given time) when asked; replies with the GPU
+    Sample(TickRequest, RpcReplyPort<SamplerOutput<CategoryReading>>),
+    /// Take a power sample for the energy stage (GPU only); replies with the GPU
     /// source's status when done.
     SamplePower(
-        Option<std::time::Duration>,
+        PowerRequest,
         RpcReplyPort<Option<crate::samplers::gpu::GpuSourceStatus>>,
     ),
+}
+
+/// Whether a request can still be of use: before its deadline, with someone waiting.
+fn still_wanted<T>(deadline: Instant, reply: &RpcReplyPort<T>) -> bool {
+    Instant::now() < deadline && !reply.is_closed()
 }
 
 /// The actor. Its state is the sampler (taken out while a blocking read runs).
@@ -65,7 +119,13 @@ impl Actor for SamplerActor {
         };
         let category = sampler.category().as_str();
         match message {
-            SamplerMessage::Sample(request, reply) => {
+            SamplerMessage::Sample(tick, reply) => {
+                if !still_wanted(tick.deadline, &reply) {
+                    tracing::debug!(category, "expired tick request skipped");
+                    state.sampler = Some(sampler);
+                    return Ok(());
+                }
+                let request = tick.request;
                 let joined = tokio::task::spawn_blocking(move || {
                     let output = sampler.sample_category(&request);
                     (sampler, output)
@@ -80,7 +140,13 @@ impl Actor for SamplerActor {
                     Err(error) => return Err(panicked(category, error)),
                 }
             }
-            SamplerMessage::SamplePower(fresh, reply) => {
+            SamplerMessage::SamplePower(power, reply) => {
+                if !still_wanted(power.deadline, &reply) {
+                    tracing::debug!(category, "expired power request skipped");
+                    state.sampler = Some(sampler);
+                    return Ok(());
+                }
+                let fresh = power.fresh;
                 let joined = tokio::task::spawn_blocking(move || {
                     let status = sampler.sample_power(fresh);
                     (sampler, status)
