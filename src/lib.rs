@@ -24,6 +24,7 @@ pub use pipeline::{
 };
 pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;
+pub use wattline_actors::command_cgroup;
 pub use wattline_actors::diagnostics;
 pub use wattline_actors::doctor;
 pub use wattline_actors::events;

@@ -1,6 +1,7 @@
 //! The public pipeline API: build, spawn, collect, scope, flush, shut down.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use wattline_actors::EventSink;
 use wattline_actors::SamplerCategory;
 use wattline_actors::ScopeTarget;
 use wattline_actors::Snapshot;
+use wattline_actors::command_cgroup::CommandCgroup;
 use wattline_actors::diagnostics::DiagnosticError;
 use wattline_actors::gpu::visible_devices::GpuSelection;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
@@ -63,6 +65,8 @@ pub struct PipelineBuilder {
     tick_deadline: Option<Duration>,
     stdout_metrics: Option<Duration>,
     gpu_selection: Option<GpuSelection>,
+    command_group: Option<PathBuf>,
+    command_group_notes: Vec<String>,
 }
 
 impl Default for PipelineBuilder {
@@ -84,6 +88,8 @@ impl PipelineBuilder {
             tick_deadline: None,
             stdout_metrics: None,
             gpu_selection: None,
+            command_group: None,
+            command_group_notes: Vec::new(),
         }
     }
 
@@ -122,6 +128,21 @@ impl PipelineBuilder {
     /// [`gpu_selection_for_command`](wattline_actors::gpu::visible_devices::gpu_selection_for_command)).
     pub fn gpu_selection(mut self, selection: GpuSelection) -> Self {
         self.gpu_selection = Some(selection);
+        self
+    }
+
+    /// The measured command's own cgroup (from
+    /// [`command_cgroup::create`](wattline_actors::command_cgroup::create)): its members
+    /// join a process-tree scope, so a child that daemonises is still counted. An
+    /// `Err` is why there is none, recorded as `pipeline.command_cgroup_unavailable`.
+    pub fn command_cgroup(mut self, cgroup: Result<&CommandCgroup, String>) -> Self {
+        match cgroup {
+            Ok(cgroup) => {
+                self.command_group = cgroup.membership_group().map(Path::to_path_buf);
+                self.command_group_notes.clone_from(&cgroup.notes);
+            }
+            Err(reason) => self.command_group_notes = vec![reason],
+        }
         self
     }
 
@@ -225,6 +246,8 @@ impl PipelineBuilder {
             prepared_gpu,
             measuring_from: None,
             gpu_selection: self.gpu_selection,
+            command_group: self.command_group,
+            command_group_notes: self.command_group_notes,
         })
     }
 }
@@ -269,6 +292,8 @@ pub struct PreparedPipeline {
     prepared_gpu: Option<PreparedGpu>,
     measuring_from: Option<(std::time::Instant, chrono::DateTime<chrono::Utc>)>,
     gpu_selection: Option<GpuSelection>,
+    command_group: Option<PathBuf>,
+    command_group_notes: Vec<String>,
 }
 
 impl PreparedPipeline {
@@ -339,6 +364,8 @@ impl PreparedPipeline {
                 .opentelemetry
                 .as_ref()
                 .is_some_and(|otel| otel.metric_names.sends_semconv()),
+            command_group: self.command_group,
+            command_group_notes: self.command_group_notes,
         })
         .await?;
         let workers = start_workers(&config, &running).await;

@@ -63,7 +63,14 @@ impl Collector {
 
     /// Takes one snapshot in `series`.
     pub fn collect(&mut self, series: SamplingSeries) -> Snapshot {
-        let request = prepare_tick(&self.root, self.target, &self.environment, series, None);
+        let request = prepare_tick(
+            &self.root,
+            self.target,
+            None,
+            &self.environment,
+            series,
+            None,
+        );
         let outputs = self
             .samplers
             .iter_mut()

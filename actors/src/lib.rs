@@ -5,6 +5,7 @@
 
 pub(crate) mod categories;
 pub mod collector;
+pub mod command_cgroup;
 pub mod diagnostics;
 pub mod doctor;
 pub mod energy;

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::platform::ReadErrorClass;
+use crate::platform::os::cgroup_command::read_group_members;
 use crate::platform::os::process_list::{list_all_process_ids, read_children};
 use crate::platform::os::process_stat::{ProcessStat, read_process_stat};
 use crate::snapshot::MeasurementScope;
@@ -142,6 +143,35 @@ pub fn resolve_scope(root: &Path, target: ScopeTarget) -> ResolvedScope {
     }
 }
 
+/// Adds the members of `group` (the command's own cgroup) that the tree walk did not
+/// find: a child that daemonised was re-parented away from the tree but is still the
+/// command's. Only a process tree that resolved is extended; a group that cannot be
+/// read adds nothing (the tree stands as walked).
+pub fn add_group_members(root: &Path, scope: &mut ResolvedScope, group: &Path) {
+    if scope.is_unavailable() || !matches!(scope.target, ScopeTarget::ProcessTree(_)) {
+        return;
+    }
+    let members = match read_group_members(group) {
+        Ok(members) => members,
+        Err(error) => {
+            tracing::debug!(%error, "the command's cgroup could not be listed");
+            return;
+        }
+    };
+    let known: std::collections::HashSet<u32> = scope.processes.iter().map(|p| p.pid).collect();
+    let mut buf = Vec::with_capacity(512);
+    for pid in members.into_iter().filter(|pid| !known.contains(pid)) {
+        scope.visible_processes += 1;
+        match read_process_stat(root, pid, &mut buf) {
+            Ok(stat) => scope.processes.push(stat),
+            Err(error) if error.class() == ReadErrorClass::TargetGone => {
+                scope.exited_after_listing += 1
+            }
+            Err(_) => scope.unreadable_processes += 1,
+        }
+    }
+}
+
 fn read_root(root: &Path, identity: ProcessIdentity) -> Result<ProcessStat, ScopeStatus> {
     match read_process_stat(root, identity.pid, &mut Vec::with_capacity(512)) {
         Ok(stat) if stat.start_ticks == identity.start_ticks => Ok(stat),
@@ -267,13 +297,16 @@ fn resolve_tree_by_parent_scan(
     let mut processes = Vec::with_capacity(descendants.len() + 1);
     processes.push(root_stat);
     processes.extend(descendants);
+    // A process whose `stat` could not be read may be in the tree, with its whole
+    // subtree: the totals cannot claim to be complete, so it is counted here (the
+    // tree's totals are then unavailable), never silently dropped.
     ResolvedScope {
         target,
         status: ScopeStatus::Ready,
-        visible_processes: processes.len() as u64,
+        visible_processes: processes.len() as u64 + everything.unreadable_processes,
         processes,
         exited_after_listing: 0,
-        unreadable_processes: 0,
+        unreadable_processes: everything.unreadable_processes,
     }
 }
 

@@ -28,6 +28,8 @@ async fn spawn_polling_pipeline() -> RunningPipeline {
         measuring_from: None,
         gpu_selection: None,
         semconv_metrics: false,
+        command_group: None,
+        command_group_notes: Vec::new(),
     })
     .await
     .unwrap()

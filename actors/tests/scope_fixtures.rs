@@ -111,3 +111,27 @@ fn global_scope_counts_listed_processes_and_skips_the_gone() {
     assert_eq!(scope.processes.len(), 2);
     assert_eq!(scope.exited_after_listing + scope.unreadable_processes, 2);
 }
+
+/// Without `children` files the tree is found from every process's parent; one whose
+/// `stat` cannot be read may be in the tree with its subtree, so the totals are not
+/// claimed complete (it used to be dropped with `unreadable_processes` left at 0).
+#[test]
+fn an_unreadable_process_in_the_parent_scan_is_counted_not_dropped() {
+    let fixture = tempfile::tempdir().unwrap();
+    let root = fixture.path();
+    for (pid, parent, start) in [(10, 1, 1000), (11, 10, 1001)] {
+        let dir = root.join(format!("proc/{pid}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("stat"), stat_line(pid, "worker", parent, 1, start)).unwrap();
+    }
+    // 12 is listed in /proc but its stat is garbage: it may be 11's child.
+    std::fs::create_dir_all(root.join("proc/12")).unwrap();
+    std::fs::write(root.join("proc/12/stat"), "not a stat line\n").unwrap();
+    let scope = resolve_scope(root, tree());
+    assert_eq!(scope.status, ScopeStatus::Ready);
+    let mut pids: Vec<u32> = scope.processes.iter().map(|p| p.pid).collect();
+    pids.sort_unstable();
+    assert_eq!(pids, vec![10, 11]);
+    assert_eq!(scope.unreadable_processes, 1);
+    assert!(!scope.fully_sampled(), "totals must not claim completeness");
+}

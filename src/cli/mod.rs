@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch.
 
 mod collect;
+mod command_cgroup;
 mod config_commands;
 mod csv_file;
 mod doctor;

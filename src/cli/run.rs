@@ -62,6 +62,10 @@ pub struct RunArgs {
     /// configuration's `gpu.devices`).
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
+    /// Leave the command in wattline's own cgroup instead of a fresh one (whose
+    /// fields then describe the command alone; made where wattline may create groups).
+    #[arg(long)]
+    pub no_cgroup: bool,
     /// No live status line.
     #[arg(long)]
     pub quiet: bool,
@@ -210,6 +214,15 @@ async fn run_async(
     if let Some(selection) = gpu_selection {
         builder = builder.gpu_selection(selection);
     }
+    // A fresh group for the command, when this host lets wattline make one.
+    let cgroup = (!args.no_cgroup).then(super::command_cgroup::RunCgroup::create);
+    if let Some(cgroup) = &cgroup {
+        builder = builder.command_cgroup(match cgroup {
+            Ok(run) => run.cgroup().ok_or_else(String::new),
+            Err(reason) => Err(reason.clone()),
+        });
+    }
+    let cgroup = cgroup.and_then(Result::ok);
     if args.metrics_stdout {
         builder = builder.stdout_metrics(poll);
     }
@@ -232,9 +245,14 @@ async fn run_async(
     // Watch the signals before the child exists, so none arrives unhandled.
     let signals = Signals::new()?;
     let started = Instant::now();
-    let mut child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(arguments)
-        .envs(host.iter().flat_map(|host| host.environment()))
+        .envs(host.iter().flat_map(|host| host.environment()));
+    if let Some(group) = cgroup.as_ref().and_then(|run| run.cgroup()) {
+        super::command_cgroup::join_before_exec(&mut command, group);
+    }
+    let mut child = command
         .spawn()
         .map_err(|error| format!("cannot run {program:?}: {error}"))?;
     let pid = child
@@ -289,6 +307,12 @@ async fn run_async(
         .shutdown()
         .await
         .map_err(|error| error.to_string())?;
+    if let Some(message) = cgroup.and_then(super::command_cgroup::RunCgroup::finish) {
+        super::output::print_stderr(&format!(
+            "wattline: {message}
+"
+        ))?;
+    }
     let run_description = wattline::report_csv::RunDescription {
         scope: Some(target.measurement_scope().name()),
         command: Some(&args.command),

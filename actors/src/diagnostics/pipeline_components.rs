@@ -205,6 +205,10 @@ pub enum PipelineCode {
     /// `pipeline.task_failed` (`execution_failed`): a clock task or actor of the
     /// pipeline stopped on its own (see `Pipeline::health`).
     TaskFailed,
+    /// `pipeline.command_cgroup_unavailable` (`unavailable`, `permission_denied`): the
+    /// measured command could not get a cgroup of its own, or got one without every
+    /// controller; the cgroup fields it would fill stay null.
+    CommandCgroupUnavailable,
 }
 
 /// Canonical names of the sampler codes, `[category][failure]`.
@@ -283,6 +287,7 @@ impl PipelineCode {
             PipelineCode::TickMissed => "pipeline.tick_missed",
             PipelineCode::WorkerFailed => "pipeline.worker_failed",
             PipelineCode::TaskFailed => "pipeline.task_failed",
+            PipelineCode::CommandCgroupUnavailable => "pipeline.command_cgroup_unavailable",
         }
     }
 
@@ -315,6 +320,9 @@ impl PipelineCode {
             PipelineCode::TickMissed => "A pipeline tick fired after its deadline",
             PipelineCode::WorkerFailed => "A worker plugin did not start, register or stay up",
             PipelineCode::TaskFailed => "A clock or actor of the pipeline stopped on its own",
+            PipelineCode::CommandCgroupUnavailable => {
+                "The measured command has no cgroup of its own, or one without every controller"
+            }
         }
     }
 
@@ -349,6 +357,7 @@ impl PipelineCode {
             PipelineCode::TickMissed => &[C::Timeout],
             PipelineCode::WorkerFailed => &[C::ExecutionFailed, C::Timeout, C::Unavailable],
             PipelineCode::TaskFailed => &[C::ExecutionFailed],
+            PipelineCode::CommandCgroupUnavailable => &[C::Unavailable, C::PermissionDenied],
         }
     }
 
@@ -368,9 +377,9 @@ impl PipelineCode {
                 | GpuCode::SmiStartFailed
                 | GpuCode::SmiStoppedAfterFailures => Severity::Error,
             },
-            PipelineCode::Exporter(ExporterCode::OtlpDropped) | PipelineCode::TickMissed => {
-                Severity::Warning
-            }
+            PipelineCode::Exporter(ExporterCode::OtlpDropped)
+            | PipelineCode::TickMissed
+            | PipelineCode::CommandCgroupUnavailable => Severity::Warning,
             PipelineCode::Exporter(_) | PipelineCode::WorkerFailed | PipelineCode::TaskFailed => {
                 Severity::Error
             }
@@ -383,9 +392,10 @@ impl PipelineCode {
             PipelineCode::Sampler { .. } => PipelineComponent::Sampler,
             PipelineCode::Gpu(_) => PipelineComponent::Gpu,
             PipelineCode::Exporter(_) => PipelineComponent::Exporter,
-            PipelineCode::TickMissed | PipelineCode::WorkerFailed | PipelineCode::TaskFailed => {
-                PipelineComponent::Pipeline
-            }
+            PipelineCode::TickMissed
+            | PipelineCode::WorkerFailed
+            | PipelineCode::TaskFailed
+            | PipelineCode::CommandCgroupUnavailable => PipelineComponent::Pipeline,
         }
     }
 
@@ -400,6 +410,7 @@ impl PipelineCode {
             PipelineCode::TickMissed => 0,
             PipelineCode::WorkerFailed => 1,
             PipelineCode::TaskFailed => 2,
+            PipelineCode::CommandCgroupUnavailable => 3,
         };
         // At most 24 codes per component, so the index always fits.
         u32::try_from(index).unwrap_or(u32::MAX).saturating_add(1)
@@ -443,10 +454,11 @@ const EXPORTER_CODES: [DiagnosticCode<'static>; 3] = [
     host(PipelineCode::Exporter(ExporterCode::OtlpDropped)),
 ];
 
-const PIPELINE_CODES: [DiagnosticCode<'static>; 3] = [
+const PIPELINE_CODES: [DiagnosticCode<'static>; 4] = [
     host(PipelineCode::TickMissed),
     host(PipelineCode::WorkerFailed),
     host(PipelineCode::TaskFailed),
+    host(PipelineCode::CommandCgroupUnavailable),
 ];
 
 /// One of the pipeline's four components.
@@ -659,6 +671,13 @@ impl PipelineDiagnostics {
             std::num::NonZeroU64::MIN,
             detail,
         );
+    }
+
+    /// Records why the measured command has no cgroup of its own (or a partial one).
+    pub fn command_cgroup_unavailable(&self, detail: &str) {
+        if let Err(error) = self.record(PipelineCode::CommandCgroupUnavailable, detail) {
+            tracing::warn!(%error, detail, "pipeline.command_cgroup_unavailable not recorded");
+        }
     }
 
     /// Records a missed pipeline tick.

@@ -45,6 +45,8 @@ pub struct MergerArguments {
     pub root: std::path::PathBuf,
     /// What to measure.
     pub target: ScopeTarget,
+    /// The measured command's own cgroup, whose members join a process tree.
+    pub command_group: Option<std::path::PathBuf>,
     /// The resource configuration (units, enabled categories).
     pub config: ResourceMetricsConfig,
     /// Categories to ask on each tick, in snapshot order.
@@ -88,8 +90,16 @@ impl MergerState {
         let target = self.arguments.target;
         let environment = Arc::clone(&self.environment);
         let diagnostics = self.arguments.diagnostics.clone();
+        let command_group = self.arguments.command_group.clone();
         let request = match tokio::task::spawn_blocking(move || {
-            prepare_tick(&root, target, &environment, series, diagnostics.as_ref())
+            prepare_tick(
+                &root,
+                target,
+                command_group.as_deref(),
+                &environment,
+                series,
+                diagnostics.as_ref(),
+            )
         })
         .await
         {

@@ -13,20 +13,26 @@ use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::readings::SamplingSeries;
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::{CategoryReading, ReadProblems, SampleRequest, SamplerOutput};
-use crate::scope::{ResolvedScope, ScopeTarget, resolve_scope};
+use crate::scope::{ResolvedScope, ScopeTarget, add_group_members, resolve_scope};
 use crate::snapshot::Snapshot;
 
 /// What every sampler of one tick gets: the scope, resolved once, and the
 /// environment (cgroup, pressure) read once for it.
+/// With `command_group` (the measured command's own cgroup), its members join a
+/// process tree: children that daemonised are counted.
 pub fn prepare_tick(
     root: &std::path::Path,
     target: ScopeTarget,
+    command_group: Option<&std::path::Path>,
     environment: &EnvironmentReader,
     series: SamplingSeries,
     diagnostics: Option<&PipelineDiagnostics>,
 ) -> SampleRequest {
     let taken_at = Instant::now();
-    let scope = resolve_scope(root, target);
+    let mut scope = resolve_scope(root, target);
+    if let Some(group) = command_group {
+        add_group_members(root, &mut scope, group);
+    }
     let (read, errors) = environment.read(&scope);
     if let Some(diagnostics) = diagnostics {
         record_environment_errors(diagnostics, &errors);

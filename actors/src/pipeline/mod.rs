@@ -80,6 +80,12 @@ pub struct PipelineSpec {
     pub gpu_selection: Option<GpuSelection>,
     /// Whether the energy stage also emits the `hw.*` semantic-convention names.
     pub semconv_metrics: bool,
+    /// The measured command's own cgroup (see [`crate::command_cgroup`]): its
+    /// members join a process tree.
+    pub command_group: Option<PathBuf>,
+    /// Why the command has no cgroup of its own, or what its group lacks: recorded as
+    /// `pipeline.command_cgroup_unavailable` when the pipeline starts.
+    pub command_group_notes: Vec<String>,
 }
 
 /// A GPU source started before the pipeline, with the readings taken while waiting for
@@ -418,6 +424,7 @@ impl RunningPipeline {
             MergerArguments {
                 root: spec.root.clone(),
                 target: spec.target,
+                command_group: spec.command_group.clone(),
                 config: config.clone(),
                 categories,
                 registry: registry.clone(),
@@ -431,6 +438,11 @@ impl RunningPipeline {
         )
         .await
         .map_err(spawn_error)?;
+        if let Some(diagnostics) = &pipeline_diagnostics {
+            for note in &spec.command_group_notes {
+                diagnostics.command_cgroup_unavailable(note);
+            }
+        }
         let health = HealthBoard::new(pipeline_diagnostics.clone());
         let mut clock_tasks = Vec::new();
         if resource_enabled && config.polling.enabled {

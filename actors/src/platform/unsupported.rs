@@ -43,6 +43,36 @@ pub mod cgroup {
     }
 }
 
+/// A fresh cgroup for a measured command.
+pub mod cgroup_command {
+    use std::path::{Path, PathBuf};
+
+    pub use crate::platform::linux::cgroup_command::{CommandCgroup, CommandCgroupError};
+
+    use super::{ReadError, unsupported};
+    use crate::platform::linux::cgroup::CgroupLayout;
+
+    /// Not supported on this OS.
+    pub fn create_command_cgroup(
+        root: &Path,
+        _layout: &CgroupLayout,
+        _own_pid: u32,
+        _name: &str,
+    ) -> Result<CommandCgroup, CommandCgroupError> {
+        Err(CommandCgroupError::OwnGroup(unsupported(root)))
+    }
+
+    /// Not supported on this OS.
+    pub fn read_group_members(group: &Path) -> Result<Vec<u32>, ReadError> {
+        Err(unsupported(group))
+    }
+
+    /// Nothing was made on this OS: nothing to remove.
+    pub fn remove_command_cgroup(_cgroup: &CommandCgroup) -> Vec<(PathBuf, std::io::Error)> {
+        Vec::new()
+    }
+}
+
 /// Pressure stall information.
 pub mod pressure {
     use std::path::Path;

@@ -16,6 +16,7 @@
 //! - no reader panics on any input.
 
 pub mod cgroup;
+pub mod cgroup_command;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod fd_count;
