@@ -107,7 +107,7 @@ pub fn load_config(
 pub fn report_from_atof(
     path: &std::path::Path,
 ) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
-    report_from_marks(path, wattline_exporters::read_atof_marks(path)?)
+    report_from_file(path, wattline_exporters::read_atof_file(path)?)
 }
 
 /// The report (as [`report_from_atof`]) and the run's time series (power, CPU use,
@@ -116,9 +116,9 @@ pub fn report_from_atof(
 pub fn report_and_series_from_atof(
     path: &std::path::Path,
 ) -> Result<(EnergyReport, report_series::RunSeries), wattline_exporters::AtofReadError> {
-    let marks = wattline_exporters::read_atof_marks(path)?;
+    let file = wattline_exporters::read_atof_file(path)?;
     let mut builder = report_series::SeriesBuilder::new();
-    for mark in &marks {
+    for mark in &file.marks {
         match &mark.energy {
             Some(record) => builder.push_energy(record),
             None if mark.name == events::RESOURCE_MARK_NAME => {
@@ -127,7 +127,17 @@ pub fn report_and_series_from_atof(
             None => {}
         }
     }
-    Ok((report_from_marks(path, marks)?, builder.finish()))
+    Ok((report_from_file(path, file)?, builder.finish()))
+}
+
+/// The report of a file read back, naming a last line that was cut short.
+fn report_from_file(
+    path: &std::path::Path,
+    file: wattline_exporters::AtofFile,
+) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
+    let mut report = report_from_marks(path, file.marks)?;
+    report.replay_notes.extend(file.cut_short_last_line);
+    Ok(report)
 }
 
 fn report_from_marks(

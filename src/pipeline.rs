@@ -650,6 +650,7 @@ fn exporter_outcomes(
             name: stats.name,
             exported: stats.exported,
             dropped: stats.dropped,
+            lost: stats.lost,
             failed: stats.failed,
             last_error: stats.last_error,
         })

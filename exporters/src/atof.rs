@@ -206,6 +206,8 @@ pub struct AtofExporter {
     pending: VecDeque<Vec<u8>>,
     lines_written: u64,
     lines_lost: u64,
+    /// Lines written to the file now open: lost with it if it is removed.
+    lines_in_file: u64,
     root_scope: Option<Uuid>,
     /// The propagation root of each live Agent scope: its own under no other Agent
     /// scope, its outermost Agent ancestor's when nested. Every other scope is its own.
@@ -235,13 +237,16 @@ impl AtofExporter {
             path: path.clone(),
             source,
         })?;
-        let good_len = file
-            .metadata()
-            .map_err(|source| BuildError::OpenFile {
-                path: path.clone(),
-                source,
-            })?
-            .len();
+        let open_error = |source| BuildError::OpenFile {
+            path: path.clone(),
+            source,
+        };
+        // A file appended to may end in a line a killed writer left half written:
+        // cut it off, so the lines written now stay lines of their own.
+        let (good_len, cut_tail) = cut_unfinished_line(&path).map_err(open_error)?;
+        if cut_tail {
+            tracing::warn!(path = %path.display(), "an unfinished last line was cut off before appending");
+        }
         Ok(AtofExporter {
             path,
             file: Some(file),
@@ -249,7 +254,8 @@ impl AtofExporter {
             cut_pending: false,
             pending: VecDeque::new(),
             lines_written: 0,
-            lines_lost: 0,
+            lines_lost: u64::from(cut_tail),
+            lines_in_file: 0,
             root_scope: None,
             propagation_roots: HashMap::new(),
             shut_down: false,
@@ -359,6 +365,19 @@ impl AtofExporter {
                 .map_err(|source| self.io_error("open", source))?;
             self.file = Some(file);
         }
+        if self.file.as_ref().is_some_and(was_removed) {
+            // Removed (the file, or its folder) while open: what it held is gone, and
+            // writing on would lose every line silently. A new file takes the rest.
+            let gone = std::mem::take(&mut self.lines_in_file);
+            self.lines_lost += gone;
+            self.file = None;
+            return Err(self.io_error(
+                "write",
+                std::io::Error::other(format!(
+                    "the file was removed while open; the {gone} line(s) it held are lost"
+                )),
+            ));
+        }
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
@@ -367,6 +386,7 @@ impl AtofExporter {
                 Ok(()) => {
                     self.good_len += line.len() as u64;
                     self.lines_written += 1;
+                    self.lines_in_file += 1;
                     self.pending.pop_front();
                 }
                 Err(source) => {
@@ -381,11 +401,19 @@ impl AtofExporter {
     }
 
     fn reopen(&mut self) -> std::io::Result<File> {
+        // The folder was made at start; one removed since is made again.
+        if let Some(directory) = self.path.parent() {
+            std::fs::create_dir_all(directory)?;
+        }
         let file = open_file(&self.path, false)?;
         let length = file.metadata()?.len();
         if self.cut_pending && length > self.good_len {
             file.set_len(self.good_len)?;
         } else {
+            if length < self.good_len {
+                // A new file: none of the lines counted so far are in it.
+                self.lines_in_file = 0;
+            }
             self.good_len = length;
         }
         self.cut_pending = false;
@@ -443,6 +471,16 @@ impl Exporter for AtofExporter {
         self.sync()
     }
 
+    fn lost(&self) -> u64 {
+        // After shutdown nothing pending will ever be written.
+        let unwritten = if self.shut_down {
+            self.pending.len() as u64
+        } else {
+            0
+        };
+        self.lines_lost + unwritten
+    }
+
     fn shutdown(&mut self) -> Result<(), ExportError> {
         if self.shut_down {
             return Ok(());
@@ -452,6 +490,52 @@ impl Exporter for AtofExporter {
         self.file = None;
         result
     }
+}
+
+/// Cuts `path` back to its last newline when it does not end with one; returns the
+/// length kept and whether anything was cut.
+fn cut_unfinished_line(path: &Path) -> std::io::Result<(u64, bool)> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let length = file.metadata()?.len();
+    if length == 0 {
+        return Ok((0, false));
+    }
+    // Read backwards in blocks until a newline (or the start) is found.
+    let mut end = length;
+    let mut block = vec![0u8; 8192];
+    loop {
+        let start = end.saturating_sub(block.len() as u64);
+        let size = usize::try_from(end - start).unwrap_or(block.len());
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block[..size])?;
+        if end == length && block[size - 1] == b'\n' {
+            return Ok((length, false));
+        }
+        if let Some(position) = block[..size].iter().rposition(|byte| *byte == b'\n') {
+            let keep = start + position as u64 + 1;
+            file.set_len(keep)?;
+            return Ok((keep, true));
+        }
+        if start == 0 {
+            file.set_len(0)?;
+            return Ok((0, true));
+        }
+        end = start;
+    }
+}
+
+/// Whether the open file has no name left (removed, or its folder removed).
+#[cfg(unix)]
+fn was_removed(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|metadata| metadata.nlink() == 0)
+}
+
+/// Elsewhere an open file cannot be removed.
+#[cfg(not(unix))]
+fn was_removed(_file: &File) -> bool {
+    false
 }
 
 fn open_file(path: &Path, truncate: bool) -> std::io::Result<File> {

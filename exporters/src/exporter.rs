@@ -46,6 +46,12 @@ pub trait Exporter: Send + 'static {
 
     /// Flushes and releases what the exporter holds.
     fn shutdown(&mut self) -> Result<(), ExportError>;
+
+    /// Events it accepted and will never deliver (lines dropped from a full backlog,
+    /// lines still unwritten at shutdown). Default: none.
+    fn lost(&self) -> u64 {
+        0
+    }
 }
 
 /// Why one export, flush or shutdown failed.

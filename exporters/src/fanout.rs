@@ -121,6 +121,8 @@ pub struct ExporterStats {
     pub failed: u64,
     /// Events dropped for it: mailbox full, or the exporter had stopped.
     pub dropped: u64,
+    /// Events it accepted and will never deliver (see [`Exporter::lost`]).
+    pub lost: u64,
     /// Events waiting in its mailbox now.
     pub queued: usize,
     /// The last error a call returned, if any.
@@ -206,6 +208,7 @@ struct LaneShared {
     failures_reported: AtomicU64,
     dropped: AtomicU64,
     drops_reported: AtomicU64,
+    lost: AtomicU64,
     last_error: std::sync::Mutex<Option<String>>,
 }
 
@@ -269,6 +272,7 @@ impl LaneShared {
             exported: self.exported.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
             queued: self.queued.load(Ordering::Relaxed),
             last_error: self.last_error.lock().ok().and_then(|last| last.clone()),
         }
@@ -307,6 +311,7 @@ impl LaneState {
             tracing::error!(exporter = %self.shared.name, %error, "exporter panicked; it receives nothing more");
             ActorProcessingErr::from(format!("exporter {} panicked: {error}", self.shared.name))
         })?;
+        self.shared.lost.store(exporter.lost(), Ordering::Relaxed);
         self.exporter = Some(exporter);
         if let Err(error) = &result {
             self.shared.note_failure(error);
@@ -502,6 +507,7 @@ impl FanOutBuilder {
                 failed: AtomicU64::new(0),
                 failures_reported: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
+                lost: AtomicU64::new(0),
                 drops_reported: AtomicU64::new(0),
                 last_error: std::sync::Mutex::new(None),
             });

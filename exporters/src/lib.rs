@@ -24,7 +24,7 @@ pub mod semconv_names;
 pub mod stdout;
 
 pub use atof::AtofExporter;
-pub use atof_reader::{AtofReadError, RecordedMark, read_atof_marks};
+pub use atof_reader::{AtofFile, AtofReadError, RecordedMark, read_atof_file, read_atof_marks};
 pub use exporter::{BuildError, ExportError, Exporter, ExporterKind};
 pub use fanout::{
     ExportFailureSink, ExporterStats, FanOut, FanOutBuilder, FanOutError, FanOutReport,

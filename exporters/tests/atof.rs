@@ -339,3 +339,30 @@ fn export_and_flush_after_shutdown_are_errors() {
     ));
     assert!(read_back(exporter.path()).is_empty());
 }
+
+/// A writer killed mid-line leaves an unfinished last line; appending after it would
+/// glue the next line onto it. It is cut off first and counted as lost.
+#[test]
+fn appending_after_a_killed_writer_cuts_its_unfinished_line_first() {
+    let directory = tempfile::tempdir().unwrap();
+    let events = agent_run();
+    let mut exporter =
+        AtofExporter::build_at(&config(directory.path(), AtofWriteMode::Append), at(0, 0)).unwrap();
+    export_all(&mut exporter, &events[..2]);
+    exporter.shutdown().unwrap();
+    let path = exporter.path().to_path_buf();
+    let whole = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{whole}{{\"kind\":\"mark\",\"atof_ver")).unwrap();
+
+    let mut exporter =
+        AtofExporter::build_at(&config(directory.path(), AtofWriteMode::Append), at(0, 0)).unwrap();
+    assert_eq!(exporter.lines_lost(), 1);
+    export_all(&mut exporter, &events[2..]);
+    exporter.shutdown().unwrap();
+    assert_eq!(
+        read_back(&path).len(),
+        4,
+        "two whole runs, the cut line gone"
+    );
+    assert!(std::fs::read_to_string(&path).unwrap().starts_with(&whole));
+}

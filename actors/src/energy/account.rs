@@ -786,6 +786,7 @@ impl EnergyAccount {
             diagnostics: None,
             exporter_drops: Vec::new(),
             exporters: Vec::new(),
+            replay_notes: Vec::new(),
             last_sample_missing: None,
             health: Vec::new(),
         }

@@ -219,6 +219,10 @@ pub struct ExporterOutcome {
     pub dropped: u64,
     /// Calls that returned an error (an export, a flush, the shutdown).
     pub failed: u64,
+    /// Events it accepted and never delivered (ATOF: lines dropped from its backlog
+    /// or still unwritten at shutdown).
+    #[serde(default)]
+    pub lost: u64,
     /// The last error, if any.
     pub last_error: Option<String>,
 }
@@ -226,14 +230,15 @@ pub struct ExporterOutcome {
 impl ExporterOutcome {
     /// Whether anything this exporter was given may be missing at its destination.
     pub fn lost_data(&self) -> bool {
-        self.dropped > 0 || self.failed > 0
+        self.dropped > 0 || self.failed > 0 || self.lost > 0
     }
 
     /// What it lost, in words: `3 events dropped, 1 calls failed (last error: ...)`.
     pub fn loss_description(&self) -> String {
         format!(
-            "{} events dropped, {} calls failed{}",
+            "{} events dropped, {} lost, {} calls failed{}",
             self.dropped,
+            self.lost,
             self.failed,
             self.last_error
                 .as_ref()
@@ -294,6 +299,10 @@ pub struct EnergyReport {
     /// What each exporter did with the run's events (empty without exporters).
     #[serde(default)]
     pub exporters: Vec<ExporterOutcome>,
+    /// What replaying an event file left out (a last line cut short by a crash), in
+    /// words; empty for a live report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replay_notes: Vec<String>,
     /// Why the last power sample before the report could not be taken (the report
     /// then ends at the previous reading); `None` when it was taken.
     #[serde(default)]
@@ -478,16 +487,14 @@ impl EnergyReport {
         }
         for exporter in self.exporters.iter().filter(|e| e.lost_data()) {
             out.push_str(&format!(
-                "exporter {}: {} exported, {} dropped, {} failed calls{}\n",
+                "exporter {}: {} exported, {}\n",
                 exporter.name,
                 exporter.exported,
-                exporter.dropped,
-                exporter.failed,
-                exporter
-                    .last_error
-                    .as_ref()
-                    .map_or_else(String::new, |error| format!(" (last: {error})"))
+                exporter.loss_description()
             ));
+        }
+        for note in &self.replay_notes {
+            out.push_str(&format!("Note: {note}\n"));
         }
         if let Some(reason) = &self.last_sample_missing {
             out.push_str(&format!(

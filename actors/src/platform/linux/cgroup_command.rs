@@ -101,6 +101,7 @@ pub fn create_command_cgroup(
         notes: Vec::new(),
     };
     for parent in parents {
+        remove_stale_siblings(&parent, name);
         let group = parent.join(name);
         if let Err(error) = fs::create_dir(&group) {
             remove_groups(&made.groups);
@@ -115,6 +116,33 @@ pub fn create_command_cgroup(
         made.notes.push(note);
     }
     Ok(made)
+}
+
+/// Removes the empty groups an earlier run left behind when it was killed before it
+/// could clean up: siblings named like `name` up to its last `-` (`wattline-run-`),
+/// ending in the pid of a process that no longer exists. A group still holding
+/// processes is kept (the kernel refuses to remove it).
+fn remove_stale_siblings(parent: &Path, name: &str) {
+    let Some((prefix, _)) = name.rsplit_once('-') else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|sibling| sibling.strip_prefix(prefix))
+            .and_then(|rest| rest.strip_prefix('-'))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = remove_tree(&entry.path());
+        }
+    }
 }
 
 /// Enables `cpu`, `memory` and `pids` for the children of `group`'s parent; returns
@@ -289,6 +317,21 @@ mod tests {
         fs::create_dir(own.join("taken")).unwrap();
         let error = create_command_cgroup(root.path(), &layout, 4242, "taken").unwrap_err();
         assert!(error.to_string().contains("taken"), "{error}");
+    }
+
+    #[test]
+    fn a_group_left_by_a_killed_run_is_removed_and_a_live_one_kept() {
+        let root = v2_fixture();
+        let own = root.path().join("sys/fs/cgroup/user.slice/job.scope");
+        // No process has pid 4294967295; this test's own process is alive.
+        let stale = own.join("wattline-run-4294967295");
+        let live = own.join(format!("wattline-run-{}", std::process::id()));
+        fs::create_dir(&stale).unwrap();
+        fs::create_dir(&live).unwrap();
+        let layout = read_cgroup_layout(root.path()).unwrap().unwrap();
+        create_command_cgroup(root.path(), &layout, 4242, "wattline-run-1").unwrap();
+        assert!(!stale.exists());
+        assert!(live.exists());
     }
 
     #[test]
