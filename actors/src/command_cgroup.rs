@@ -1,7 +1,7 @@
 //! A measured command in a cgroup of its own (`wattline run`): made before the command
 //! starts, joined by the command before it runs, its members counted in the process
 //! tree, removed when the command is done. The file work is
-//! [`crate::platform::linux::cgroup_command`]'s; elsewhere than Linux every call says
+//! the Linux platform reader's (`platform/linux/cgroup_command.rs`); elsewhere than Linux every call says
 //! "not supported".
 
 use std::path::{Path, PathBuf};
