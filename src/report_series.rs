@@ -351,10 +351,12 @@ impl SeriesBuilder {
         ))
     }
 
+    /// `None` where the time falls outside chrono's range (a file's clock can sit at
+    /// its edge): such a reading has no place on the time axis.
     fn wall_time(&self, at: Nanos) -> Option<DateTime<Utc>> {
         let (origin, wall) = self.clock?;
         let offset = i64::try_from(at).ok()? - i64::try_from(origin).ok()?;
-        Some(wall + chrono::Duration::nanoseconds(offset))
+        wall.checked_add_signed(chrono::Duration::nanoseconds(offset))
     }
 
     fn push_power(&mut self, record: &PowerRecord) {
@@ -487,8 +489,12 @@ pub fn sparkline(
         sums[slot].0 += value;
         sums[slot].1 += 1;
     }
+    // A report's window can end past chrono's range (a file's clock at its edge).
     let slot_end = |slot: usize| {
-        from + chrono::Duration::nanoseconds((span * (slot + 1) as f64 / width as f64) as i64)
+        let offset =
+            chrono::Duration::nanoseconds((span * (slot + 1) as f64 / width as f64) as i64);
+        from.checked_add_signed(offset)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     };
     let values: Vec<Option<f64>> = (0..width)
         .map(|slot| match sums[slot] {

@@ -513,3 +513,53 @@ fn a_part_of_the_pipeline_that_stopped_is_said_loudly_in_the_table() {
     let back: EnergyReport = serde_json::from_str(&report.to_json().unwrap()).unwrap();
     assert_eq!(back.health, report.health);
 }
+
+#[test]
+fn a_power_record_with_process_shares_reads_back_from_json() {
+    // Found by fuzz_atof: inside the tagged record serde saw the pid keys as strings
+    // and refused them, so `wattline report FILE` failed on any run with shares.
+    let line = r#"{"record":"power","source":"nvml","at":0,"devices":[{"id":"GPU-a","name":null,"watts":null,"counter_millijoules":null,"shares":{"basis":null,"processes":{"0":0.5}}}],"power_field":null}"#;
+    let record: EnergyRecord = serde_json::from_str(line).unwrap();
+    let EnergyRecord::Power(power) = &record else {
+        panic!("not a power record: {record:?}");
+    };
+    let shares = power.devices.as_ref().unwrap()[0].shares.as_ref().unwrap();
+    assert_eq!(shares.processes, BTreeMap::from([(0, 0.5)]));
+    // Written back, the keys are the same strings.
+    assert_eq!(serde_json::to_string(&record).unwrap(), line);
+    let value = serde_json::to_value(&record).unwrap();
+    assert_eq!(
+        serde_json::from_value::<EnergyRecord>(value).unwrap(),
+        record
+    );
+    let bad = line.replace(r#""0":0.5"#, r#""pid":0.5"#);
+    let error = serde_json::from_str::<EnergyRecord>(&bad).unwrap_err();
+    assert!(error.to_string().contains("process id \"pid\""), "{error}");
+}
+
+#[test]
+fn a_replayed_clock_at_the_end_of_time_is_the_edge_not_a_panic() {
+    // Found by fuzz_atof: a file's `started` record at chrono's last instant made the
+    // report's wall time overflow (`DateTime + TimeDelta` panicked).
+    let records = vec![
+        EnergyRecord::Started {
+            at: 0,
+            wall: DateTime::<Utc>::MAX_UTC,
+            settings: Box::default(),
+        },
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: 1,
+            devices: None,
+            power_field: None,
+        }),
+    ];
+    let report = report_from_records(records).unwrap();
+    assert_eq!(report.ended_at, DateTime::<Utc>::MAX_UTC);
+    let account = EnergyAccount::new(
+        EnergySettings::default(),
+        u64::MAX,
+        DateTime::<Utc>::MIN_UTC,
+    );
+    assert_eq!(account.wall_time(0), DateTime::<Utc>::MIN_UTC);
+}

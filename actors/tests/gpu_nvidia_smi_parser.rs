@@ -3,11 +3,12 @@
 mod gpu_support;
 
 use gpu_support::fixture_text;
-use wattline_actors::gpu::GpuVendor;
 use wattline_actors::gpu::nvidia_smi::{
     CORE_QUERY_FIELDS, FULL_QUERY_FIELDS, FULL_QUERY_FIELDS_EVENT_REASONS, QueryFieldSet,
     SmiAnswer, SmiParseError, interpret_answer, parse_rows, unknown_field_in,
 };
+use wattline_actors::gpu::nvidia_smi_collector::parse_compute_apps;
+use wattline_actors::gpu::{GpuDeviceReading, GpuVendor};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -277,6 +278,18 @@ fn garbage_is_an_error_not_a_panic() {
         &CORE_QUERY_FIELDS,
     );
     assert!(matches!(overflow, Err(SmiParseError::InvalidValue { .. })));
+    // 2^44 MiB is 2^64 bytes, written as a decimal: rejected like the integer form,
+    // not saturated to u64::MAX.
+    for memory in ["17592186044416", "17592186044416.0"] {
+        let overflow = parse_rows(
+            &format!("0, GPU-a, n, 1, {memory}, 1, 1, 1"),
+            &CORE_QUERY_FIELDS,
+        );
+        assert!(
+            matches!(overflow, Err(SmiParseError::InvalidValue { .. })),
+            "{memory}: {overflow:?}"
+        );
+    }
 }
 
 #[test]
@@ -285,4 +298,20 @@ fn windows_line_endings_and_blank_lines() {
     let devices = devices(interpret_answer(&text, &CORE_QUERY_FIELDS));
     assert_eq!(devices.len(), 2);
     assert_eq!(devices[1].power_draw_watts, Some(41.02));
+}
+
+#[test]
+fn compute_apps_memory_past_64_bits_is_unknown_not_a_panic() {
+    // Found by fuzz_gpu_parsers: 2^44 MiB is 2^64 bytes, and `mib * 1024 * 1024`
+    // overflowed (a panic in debug builds, a wrapped figure in release).
+    let device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-a");
+    let processes = parse_compute_apps("GPU-a, 0, 17592186044416\n", &[device]).expect("parsed");
+    assert_eq!(processes[0].process_id, 0);
+    assert_eq!(processes[0].memory_used_bytes, None);
+    let device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-a");
+    let processes = parse_compute_apps("GPU-a, 7, 17592186044415\n", &[device]).expect("parsed");
+    assert_eq!(
+        processes[0].memory_used_bytes,
+        Some(17_592_186_044_415 * MIB)
+    );
 }

@@ -294,6 +294,16 @@ fn cpuset_counts() {
 }
 
 #[test]
+fn cpuset_of_every_u64_is_an_overflow_not_a_panic() {
+    // Found by fuzz_cgroup_parsers: `high - low + 1` overflowed (a panic in debug builds).
+    assert_eq!(
+        parse_cpuset_count("0-18446744073709551615"),
+        Err(ParseError::Overflow("cpus"))
+    );
+    assert_eq!(parse_cpuset_count("1-18446744073709551615"), Ok(u64::MAX));
+}
+
+#[test]
 fn v2_small_formats() {
     assert_eq!(cgroup_v2::parse_memory_max("max\n"), Ok(None));
     assert_eq!(

@@ -157,12 +157,16 @@ fn net_dev_header_only_and_errors() {
         parse_net_dev(&no_colon),
         Err(ParseError::MalformedLine { line: 3, .. })
     ));
+    // A bad counter names its line: every interface's counters share one field name.
     let bad_num = format!("{header}\n  eth0: {}1x\n", "1 ".repeat(15));
     assert_eq!(
         parse_net_dev(&bad_num),
-        Err(ParseError::InvalidValue {
-            field: "interface counter",
-            value: "1x".into()
+        Err(ParseError::OnLine {
+            line: 3,
+            detail: Box::new(ParseError::InvalidValue {
+                field: "interface counter",
+                value: "1x".into()
+            })
         })
     );
 }

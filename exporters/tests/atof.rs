@@ -1,5 +1,6 @@
 //! The ATOF file exporter: golden lines, schema validation of every line read back,
-//! append and overwrite, file mode, build errors naming the path, metric batches.
+//! append and overwrite, file mode, build errors naming the path, metric batches, and
+//! floats that read back exactly.
 
 mod support;
 
@@ -7,11 +8,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use support::{at, gpu_batch, resource_mark, scope, uuid};
-use wattline_actors::events::{Mark, MetricMeasurements, PipelineEvent, ScopeCategory, ScopeKind};
+use wattline_actors::events::{
+    Mark, MetricMeasurements, MetricValue, PipelineEvent, ScopeCategory, ScopeKind,
+};
 use wattline_config::{AtofConfig, AtofWriteMode};
 use wattline_exporters::atof::{ATOF_VERSION, FILE_MODE, METRICS_MARK_NAME};
 use wattline_exporters::{
-    AtofExporter, BuildError, ExportError, Exporter, parse_metric_measurements,
+    AtofExporter, BuildError, ExportError, Exporter, parse_metric_measurements, read_atof_marks,
 };
 
 fn config(directory: &Path, mode: AtofWriteMode) -> AtofConfig {
@@ -365,4 +368,25 @@ fn appending_after_a_killed_writer_cuts_its_unfinished_line_first() {
         "two whole runs, the cut line gone"
     );
     assert!(std::fs::read_to_string(&path).unwrap().starts_with(&whole));
+}
+
+#[test]
+fn a_float_reads_back_bit_for_bit() {
+    // Found by fuzz_atof: serde_json's default float parser read 2.5593072037958785e128
+    // back as 2.559307203795878e128 (one unit in the last place).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let mut data = support::resource_measurements(1, 0.0);
+    data.measurements[1].value = MetricValue::F64(2.559_307_203_795_878_5e128);
+    let mark = Mark {
+        uuid: uuid(3),
+        parent_uuid: None,
+        timestamp: at(0, 0),
+        name: "nemo.relay.resource_metrics".into(),
+        data,
+    };
+    let line = wattline_exporters::atof::render_mark(&mark, None).unwrap();
+    std::fs::write(&path, format!("{line}\n")).unwrap();
+    let marks = read_atof_marks(&path).unwrap();
+    assert_eq!(marks[0].measurements, mark.data.measurements);
 }

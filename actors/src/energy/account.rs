@@ -348,10 +348,20 @@ impl EnergyAccount {
     }
 
     /// Wall-clock time of monotonic `at`.
+    ///
+    /// A replayed file's clock can sit anywhere chrono reaches (up to year 262142): a
+    /// time past that range is the range's edge, never a panic.
     pub fn wall_time(&self, at: Nanos) -> DateTime<Utc> {
         let (origin, wall) = self.clock;
-        let offset = i64::try_from(at).unwrap_or(i64::MAX) - i64::try_from(origin).unwrap_or(0);
-        wall + chrono::Duration::nanoseconds(offset)
+        let offset = i128::from(at) - i128::from(origin);
+        let offset = i64::try_from(offset).unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX });
+        let edge = if offset < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        };
+        wall.checked_add_signed(chrono::Duration::nanoseconds(offset))
+            .unwrap_or(edge)
     }
 
     /// The latest report instant, when one was taken.

@@ -63,7 +63,43 @@ pub struct ProcessShares {
     pub basis: Option<ShareBasis>,
     /// Process ID to its fraction of the device's energy; fractions sum to at most 1,
     /// the rest is unattributed.
+    #[serde(with = "process_id_keys")]
     pub processes: BTreeMap<u32, f64>,
+}
+
+/// Process IDs as the string keys JSON objects have, read back as strings: inside the
+/// internally tagged [`EnergyRecord`] serde buffers every key as a string, which a
+/// `u32` key refuses, so a file's shares could not be read back.
+mod process_id_keys {
+    use std::collections::BTreeMap;
+
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        processes: &BTreeMap<u32, f64>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(
+            processes
+                .iter()
+                .map(|(pid, share)| (pid.to_string(), share)),
+        )
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<u32, f64>, D::Error> {
+        BTreeMap::<String, f64>::deserialize(deserializer)?
+            .into_iter()
+            .map(|(pid, share)| match pid.parse::<u32>() {
+                Ok(number) => Ok((number, share)),
+                Err(_) => Err(D::Error::custom(format!(
+                    "process id {pid:?} is not a number"
+                ))),
+            })
+            .collect()
+    }
 }
 
 /// One device's power reading.

@@ -392,7 +392,8 @@ fn mebibytes(value: &str) -> Result<u64, ()> {
         return Err(());
     }
     let bytes = (parsed * BYTES_PER_MIB as f64).round();
-    if bytes > u64::MAX as f64 {
+    // `u64::MAX as f64` is 2^64, one past the largest u64: it overflows too.
+    if bytes >= u64::MAX as f64 {
         return Err(());
     }
     Ok(bytes as u64)

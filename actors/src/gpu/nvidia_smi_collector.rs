@@ -110,6 +110,9 @@ pub const COMPUTE_APPS_ARGUMENTS: [&str; 2] = [
     "--format=csv,noheader,nounits",
 ];
 
+/// Bytes in the MiB the tool reports memory in.
+const BYTES_PER_MIB: u64 = 1024 * 1024;
+
 /// One answer of the tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SmiReading {
@@ -145,7 +148,11 @@ pub fn parse_compute_apps(
             device_identifier: device.device_identifier.clone(),
             device_index: device.device_index,
             process_id,
-            memory_used_bytes: memory.parse::<u64>().ok().map(|mib| mib * 1024 * 1024),
+            // A figure past 64 bits in bytes is no figure: unknown, like `[N/A]`.
+            memory_used_bytes: memory
+                .parse::<u64>()
+                .ok()
+                .and_then(|mib| mib.checked_mul(BYTES_PER_MIB)),
             compute_utilization_percent: None,
         });
     }

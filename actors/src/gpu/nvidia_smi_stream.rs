@@ -366,4 +366,47 @@ mod tests {
         assert_eq!(third.devices.len(), 1);
         assert_eq!(third.devices[0].device_identifier, "GPU-b");
     }
+
+    proptest::proptest! {
+        // proptest's own count honours PROPTEST_CASES; a CI run makes at least 2000.
+        #![proptest_config(proptest::test_runner::Config {
+            cases: proptest::test_runner::Config::default().cases.max(2000),
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Lines in any order, devices dropping out and coming back, any selection:
+        /// every reading holds distinct selected devices, stamped at or before the line
+        /// that completed it, and no line is counted twice.
+        #[test]
+        fn any_line_order_groups_into_readings_of_distinct_devices(
+            lines in proptest::collection::vec((0..6u8, 0..3u64), 0..64),
+            selected in proptest::collection::vec(0..6u8, 0..3),
+        ) {
+            let selectors: Vec<String> = selected.iter().map(|d| format!("GPU-{d}")).collect();
+            let mut group = LoopGroup::default();
+            let mut at = Instant::now();
+            let mut read = 0;
+            for (device_number, step_ms) in &lines {
+                at += Duration::from_millis(*step_ms);
+                let Some(sample) = group.add(device(&format!("GPU-{device_number}")), at, &selectors) else {
+                    continue;
+                };
+                proptest::prop_assert!(!sample.devices.is_empty());
+                proptest::prop_assert!(sample.taken_at <= at);
+                let mut ids: Vec<&str> = sample.devices.iter().map(|d| d.device_identifier.as_str()).collect();
+                ids.sort_unstable();
+                ids.dedup();
+                proptest::prop_assert_eq!(ids.len(), sample.devices.len());
+                for id in ids {
+                    proptest::prop_assert!(selector_matches(&selectors, id, None));
+                }
+                read += sample.devices.len();
+            }
+            let selected_lines = lines
+                .iter()
+                .filter(|(d, _)| selector_matches(&selectors, &format!("GPU-{d}"), None))
+                .count();
+            proptest::prop_assert!(read <= selected_lines);
+        }
+    }
 }

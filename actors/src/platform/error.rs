@@ -32,6 +32,15 @@ pub enum ParseError {
         /// The offending line, cut to 64 bytes.
         text: String,
     },
+    /// A field of one line of a file whose field names repeat on every line (one line
+    /// per interface, say) is bad; the line number says which.
+    #[error("line {line}: {detail}")]
+    OnLine {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong on that line.
+        detail: Box<ParseError>,
+    },
     /// A path handed to a system call contains a NUL byte.
     #[error("path contains a NUL byte")]
     NulInPath,
@@ -51,6 +60,14 @@ impl ParseError {
         ParseError::MalformedLine {
             line: index.saturating_add(1),
             text: snippet(text),
+        }
+    }
+
+    /// Wraps `detail` in [`ParseError::OnLine`] for 0-based line `index`.
+    pub fn on_line(index: usize, detail: ParseError) -> Self {
+        ParseError::OnLine {
+            line: index.saturating_add(1),
+            detail: Box::new(detail),
         }
     }
 }

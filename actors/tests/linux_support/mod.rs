@@ -5,6 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use wattline_actors::platform::linux::ParseError;
+
 pub const KIB: u64 = 1024;
 pub const MIB: u64 = 1024 * 1024;
 pub const GIB: u64 = 1024 * 1024 * 1024;
@@ -188,3 +190,44 @@ pub const MOUNTINFO_V2: &str = "\
 24 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
 35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
 ";
+
+// ---------------------------------------------------------------------------------
+// Error checks
+// ---------------------------------------------------------------------------------
+
+/// Asserts that a parser's error on `text` names the field it is about, or a line that
+/// exists in `text`.
+pub fn assert_names_place(text: &str, error: Option<ParseError>) {
+    let Some(error) = error else {
+        return;
+    };
+    let shown = error.to_string();
+    match &error {
+        ParseError::MissingField(field)
+        | ParseError::Overflow(field)
+        | ParseError::InvalidValue { field, .. } => {
+            assert!(shown.contains(&format!("`{field}`")), "{shown}");
+        }
+        ParseError::MalformedLine { line, .. } | ParseError::OnLine { line, .. } => {
+            assert!(
+                shown.starts_with(&format!("malformed line {line}:"))
+                    || shown.starts_with(&format!("line {line}:")),
+                "{shown}"
+            );
+            assert!(
+                (1..=text.lines().count()).contains(line),
+                "{shown} in {text:?}"
+            );
+        }
+        ParseError::NulInPath => panic!("a text parser reported a path error"),
+    }
+}
+
+/// Asserts that `error` names the field `key`.
+pub fn assert_names_field(error: ParseError, key: &str) {
+    let shown = error.to_string();
+    assert!(
+        shown.contains(&format!("`{key}`")),
+        "{shown:?} does not name `{key}`"
+    );
+}

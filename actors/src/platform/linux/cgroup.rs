@@ -731,8 +731,10 @@ pub fn parse_cpuset_count(text: &str) -> Result<u64, ParseError> {
         if high < low {
             return Err(ParseError::invalid("cpus", part));
         }
-        count = count
-            .checked_add(high - low + 1)
+        // `0-18446744073709551615` holds 2^64 CPUs: more than a u64 counts.
+        count = (high - low)
+            .checked_add(1)
+            .and_then(|cpus| count.checked_add(cpus))
             .ok_or(ParseError::Overflow("cpus"))?;
     }
     Ok(count)

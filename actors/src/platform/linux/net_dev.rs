@@ -31,7 +31,8 @@ pub struct NetDevStats {
 ///
 /// The name ends at the first `:` (old kernels print no space between the name and a
 /// wide first counter). Fails on text with fewer than two header lines, a line without
-/// `:`, an empty name, or anything other than 16 numeric counters.
+/// `:`, an empty name, or anything other than 16 numeric counters; a bad counter's
+/// error names its line.
 pub fn parse_net_dev(text: &str) -> Result<Vec<NetDevStats>, ParseError> {
     let mut lines = text.lines();
     if lines.next().is_none() || lines.next().is_none() {
@@ -56,7 +57,8 @@ pub fn parse_net_dev(text: &str) -> Result<Vec<NetDevStats>, ParseError> {
             let Some(slot) = counters.get_mut(seen) else {
                 return Err(ParseError::malformed(index, line));
             };
-            *slot = parse_u64("interface counter", token)?;
+            *slot = parse_u64("interface counter", token)
+                .map_err(|detail| ParseError::on_line(index, detail))?;
             seen += 1;
         }
         if seen != COUNTERS {

@@ -102,9 +102,9 @@ pub fn parse_process_stat(text: &[u8]) -> Result<ProcessStat, String> {
     // rss is signed in the kernel's format; a negative value never describes memory.
     let resident_pages = parse_number(take(0, "rss")?, "rss").unwrap_or(0);
     Ok(ProcessStat {
-        pid: u32::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?,
+        pid: u32::try_from(pid).map_err(|_| format!("`pid` {pid} is out of range"))?,
         parent_pid: u32::try_from(parent_pid)
-            .map_err(|_| format!("ppid {parent_pid} out of range"))?,
+            .map_err(|_| format!("`ppid` {parent_pid} is out of range"))?,
         state,
         user_ticks,
         system_ticks,

@@ -54,7 +54,15 @@ pub fn parse_system_cpu_times(text: &[u8]) -> Result<SystemCpuTimes, String> {
         }
     }
     let [user, nice, system, idle, iowait, irq, softirq, steal] = values;
-    let busy_ticks = user + nice + system + irq + softirq + steal;
+    // Each column fits in 64 bits but their sum need not: such a line is corrupt.
+    let sum = |columns: &[u64]| {
+        columns
+            .iter()
+            .try_fold(0u64, |sum, column| sum.checked_add(*column))
+            .ok_or_else(|| "`cpu` columns overflow 64 bits when added".to_string())
+    };
+    let busy_ticks = sum(&[user, nice, system, irq, softirq, steal])?;
+    let total_ticks = sum(&[busy_ticks, idle, iowait])?;
     let logical_processors = text
         .split(|&byte| byte == b'\n')
         .filter(|line| {
@@ -64,7 +72,7 @@ pub fn parse_system_cpu_times(text: &[u8]) -> Result<SystemCpuTimes, String> {
         .count() as u64;
     Ok(SystemCpuTimes {
         busy_ticks,
-        total_ticks: busy_ticks + idle + iowait,
+        total_ticks,
         logical_processors,
     })
 }
@@ -87,6 +95,16 @@ mod tests {
         assert!(parse_system_cpu_times(b"cpu0 1 2 3 4\n").is_err());
         assert!(parse_system_cpu_times(b"cpu  1 2\n").is_err());
         assert!(parse_system_cpu_times(b"cpu  1 x 3 4\n").is_err());
+    }
+
+    #[test]
+    fn columns_whose_sum_overflows_are_an_error_not_a_panic() {
+        // Found by fuzz_proc_parsers (shrunk input): busy + idle overflowed, a panic in
+        // debug builds and a wrapped total in release.
+        let error = parse_system_cpu_times(b"cpu  0 0 3730513127188808080 14716230946520743536\n")
+            .unwrap_err();
+        assert!(error.contains("`cpu`"), "{error}");
+        assert!(parse_system_cpu_times(b"cpu  18446744073709551615 1 0 0\n").is_err());
     }
 
     #[test]
