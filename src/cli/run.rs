@@ -244,7 +244,6 @@ async fn run_async(
         };
     // Watch the signals before the child exists, so none arrives unhandled.
     let signals = Signals::new()?;
-    let started = Instant::now();
     let mut command = tokio::process::Command::new(program);
     command
         .args(arguments)
@@ -255,6 +254,9 @@ async fn run_async(
     let mut child = command
         .spawn()
         .map_err(|error| format!("cannot run {program:?}: {error}"))?;
+    // The window opens when the command runs: `spawn` returns once it has exec'd,
+    // after joining its cgroup (which can take milliseconds on v1), not before.
+    let started = Instant::now();
     let pid = child
         .id()
         .ok_or("the command exited before it could be measured")?;
