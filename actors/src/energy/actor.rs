@@ -11,7 +11,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use uuid::Uuid;
 use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
-use super::semconv::SemconvGpuMetrics;
+use super::semconv::SemconvMetrics;
 use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
 use crate::energy::record::{EnergyRecord, Epoch, power_record};
@@ -69,7 +69,7 @@ pub struct EnergyState {
     /// The newest full answer whose gauges went out, per backend.
     newest_gauges: std::collections::BTreeMap<String, Option<crate::energy::record::Nanos>>,
     /// The `hw.*` series' last values, when those names are wanted.
-    semconv: Option<SemconvGpuMetrics>,
+    semconv: Option<SemconvMetrics>,
 }
 
 impl EnergyState {
@@ -171,7 +171,7 @@ impl Actor for EnergyActor {
             cpu_status: None,
             pending: Vec::new(),
             newest_gauges: Default::default(),
-            semconv: arguments.semconv_metrics.then(SemconvGpuMetrics::default),
+            semconv: arguments.semconv_metrics.then(SemconvMetrics::default),
         })
     }
 
@@ -186,6 +186,15 @@ impl Actor for EnergyActor {
             EnergyMessage::Power(power) => state.power(power),
             EnergyMessage::Rapl(instant, zones) => {
                 let at = at(state, instant);
+                if let Some(semconv) = &mut state.semconv {
+                    let measurements = semconv.rapl_measurements(at, &zones);
+                    if !measurements.is_empty() {
+                        state.sink.send(PipelineEvent::Metrics {
+                            timestamp: Utc::now(),
+                            measurements,
+                        });
+                    }
+                }
                 state.record(EnergyRecord::Rapl { at, zones });
             }
             EnergyMessage::MeasuringFrom(instant, wall) => {

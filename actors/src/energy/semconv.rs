@@ -10,7 +10,8 @@
 //! it is a sensor, so it gets its own `hw.id` (`<gpu id>/temperature`) with the GPU as
 //! `hw.parent`. Values are in the conventions' units: fractions as `1`, bytes as `By`,
 //! joules, watts, degrees Celsius as `Cel`. No whole-host figure exists here, so
-//! `hw.host.*` is never sent: GPU and RAPL power are parts, not the host.
+//! `hw.host.*` is never sent: GPU and RAPL power are parts, not the host. RAPL CPU
+//! packages and DRAM are sent as `hw.energy`/`hw.power` with `hw.type = cpu`/`memory`.
 //!
 //! The conventions make memory usage and limit up-down counters and errors a counter,
 //! while the driver gives levels and totals since it loaded; the increments are
@@ -20,9 +21,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::account::ClosedInterval;
 use super::genai::measurement;
-use super::integrator::JOULES_PER_KILOWATT_HOUR;
+use super::integrator::{JOULES_PER_KILOWATT_HOUR, counter_delta_joules};
+use super::record::Nanos;
+use super::report::EnergyDomain;
 use crate::events::{AttributeValue, MetricKind, MetricMeasurement};
 use crate::gpu::{GpuDeviceReading, GpuSample};
+use crate::platform::os::rapl::RaplZoneReading;
 
 /// `hw.gpu.utilization`.
 pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
@@ -39,14 +43,80 @@ pub const HW_TEMPERATURE: &str = "hw.temperature";
 /// `hw.errors`.
 pub const HW_ERRORS: &str = "hw.errors";
 
-/// What the `hw.*` series of one device were last: the base of the next increments.
+/// What the `hw.*` series were last: the base of the next increments.
 #[derive(Debug, Default)]
-pub struct SemconvGpuMetrics {
+pub struct SemconvMetrics {
     /// Last level or total per (metric, device, error type).
     last: HashMap<(&'static str, String, &'static str), f64>,
+    /// Last counter reading per RAPL zone: when (ns) and how much (µJ).
+    rapl: HashMap<String, (Nanos, u64)>,
 }
 
-impl SemconvGpuMetrics {
+impl SemconvMetrics {
+    /// `hw.energy` (J, the counter's increment) and `hw.power` (W, over the interval)
+    /// of the RAPL zones read at `at`: CPU packages as `hw.type = cpu`, DRAM as
+    /// `memory`; the parts of a package (`core`, `uncore`, `psys`) overlap those and
+    /// are not sent. The first reading of a zone only sets its base.
+    pub fn rapl_measurements(
+        &mut self,
+        at: Nanos,
+        zones: &[RaplZoneReading],
+    ) -> Vec<MetricMeasurement> {
+        let mut out = Vec::new();
+        for zone in zones {
+            let hardware_type = match EnergyDomain::of_rapl_zone(&zone.name) {
+                EnergyDomain::CpuPackage => "cpu",
+                EnergyDomain::Dram => "memory",
+                EnergyDomain::Gpu | EnergyDomain::CpuPart => continue,
+            };
+            let previous = self
+                .rapl
+                .insert(zone.zone.clone(), (at, zone.energy_microjoules));
+            let Some((before_at, before)) = previous.filter(|(before_at, _)| *before_at < at)
+            else {
+                continue;
+            };
+            let joules = counter_delta_joules(
+                before,
+                zone.energy_microjoules,
+                1_000_000.0,
+                zone.max_energy_range_microjoules,
+            );
+            let seconds = (at - before_at) as f64 / 1e9;
+            let attributes = BTreeMap::from([
+                (
+                    "hw.id".to_string(),
+                    AttributeValue::String(zone.zone.clone()),
+                ),
+                (
+                    "hw.name".to_string(),
+                    AttributeValue::String(zone.name.clone()),
+                ),
+                (
+                    "hw.type".to_string(),
+                    AttributeValue::String(hardware_type.into()),
+                ),
+            ]);
+            out.push(measurement(
+                HW_ENERGY,
+                MetricKind::Counter,
+                joules,
+                "J",
+                "Energy of a RAPL zone: its counter's increase",
+                attributes.clone(),
+            ));
+            out.push(measurement(
+                HW_POWER,
+                MetricKind::Gauge,
+                joules / seconds,
+                "W",
+                "Mean power of a RAPL zone since its previous reading",
+                attributes,
+            ));
+        }
+        out
+    }
+
     /// The `hw.*` measurements of one sample; `closed` holds the intervals it ended.
     pub fn sample_measurements(
         &mut self,
@@ -300,8 +370,54 @@ mod tests {
     }
 
     #[test]
+    fn rapl_packages_and_dram_become_hw_energy_and_power_and_parts_are_left_out() {
+        let zone = |zone: &str, name: &str, microjoules: u64| RaplZoneReading {
+            zone: zone.into(),
+            name: name.into(),
+            energy_microjoules: microjoules,
+            max_energy_range_microjoules: Some(262_143_328_850),
+        };
+        let mut metrics = SemconvMetrics::default();
+        let first = [
+            zone("intel-rapl:0", "package-0", 262_143_000_000),
+            zone("intel-rapl:0:0", "core", 5_000_000),
+            zone("intel-rapl:0:2", "dram", 1_000_000),
+        ];
+        assert!(metrics.rapl_measurements(1_000_000_000, &first).is_empty());
+        // Two seconds later: the package counter wrapped, 30 J in all; DRAM 4 J.
+        let second = [
+            zone("intel-rapl:0", "package-0", 29_671_150),
+            zone("intel-rapl:0:0", "core", 9_000_000),
+            zone("intel-rapl:0:2", "dram", 5_000_000),
+        ];
+        let sent = metrics.rapl_measurements(3_000_000_000, &second);
+        assert_eq!(
+            sent.len(),
+            4,
+            "package and DRAM, energy and power: {sent:?}"
+        );
+        let find = |name: &str, kind: &str| {
+            sent.iter()
+                .find(|m| {
+                    m.name == name
+                        && m.attributes.as_ref().unwrap()["hw.type"]
+                            == AttributeValue::String(kind.into())
+                })
+                .map(|m| match m.value {
+                    MetricValue::F64(value) => value,
+                    _ => panic!("not f64"),
+                })
+                .unwrap()
+        };
+        assert!((find(HW_ENERGY, "cpu") - 30.0).abs() < 1e-6);
+        assert!((find(HW_POWER, "cpu") - 15.0).abs() < 1e-6);
+        assert!((find(HW_ENERGY, "memory") - 4.0).abs() < 1e-9);
+        assert!((find(HW_POWER, "memory") - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn units_are_the_conventions_and_levels_become_increments() {
-        let mut metrics = SemconvGpuMetrics::default();
+        let mut metrics = SemconvMetrics::default();
         let closed = [ClosedInterval {
             device: "GPU-aaaa".into(),
             kilowatt_hours: 0.001,
