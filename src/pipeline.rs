@@ -523,7 +523,7 @@ impl Pipeline {
         if let Some(exporters) = &self.exporters {
             exporters.flush(crate::exporting::EXPORTER_DEADLINE).await;
             report.exporter_drops = exporter_drops(exporters);
-            report.exporters = exporter_outcomes(exporters);
+            report.exporters = exporter_outcomes(exporters, ExportersAre::Running);
         }
         Ok(report)
     }
@@ -555,7 +555,7 @@ impl Pipeline {
                 .await;
             if let Some(report) = &mut report {
                 report.exporter_drops = exporter_drops(exporters);
-                report.exporters = exporter_outcomes(exporters);
+                report.exporters = exporter_outcomes(exporters, ExportersAre::ShutDown);
             }
         }
         // Activation teardown: no handle records after this.
@@ -640,8 +640,19 @@ fn exporter_drops(exporters: &wattline_exporters::FanOut) -> Vec<(String, u64)> 
         .collect()
 }
 
+/// Whether the exporters' outcomes are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExportersAre {
+    /// Still running: what waits in a mailbox will still be exported.
+    Running,
+    /// Shut down: what still waits in a mailbox (a lane that did not finish by the
+    /// shutdown deadline) never will be.
+    ShutDown,
+}
+
 fn exporter_outcomes(
     exporters: &wattline_exporters::FanOut,
+    state: ExportersAre,
 ) -> Vec<wattline_actors::energy::report::ExporterOutcome> {
     exporters
         .stats()
@@ -650,7 +661,11 @@ fn exporter_outcomes(
             name: stats.name,
             exported: stats.exported,
             dropped: stats.dropped,
-            lost: stats.lost,
+            lost: stats.lost
+                + match state {
+                    ExportersAre::Running => 0,
+                    ExportersAre::ShutDown => stats.queued as u64,
+                },
             failed: stats.failed,
             last_error: stats.last_error,
         })
