@@ -1,0 +1,269 @@
+//! What the real pipeline costs per poll as live Agent scopes grow: 1, 100 and 1000
+//! scopes at 1 s polling, ATOF and OTLP on; then the largest count again with ATOF
+//! only, OTLP only and no exporter, to show where the per-scope cost goes. Each row
+//! runs in a fresh child process (so its RSS is its own) against one shared collector;
+//! the table compares the rows side by side from one run, as ratios to the first.
+//! Asserts nothing: the machine is shared.
+//!
+//! Run: `cargo bench --bench scale` (the real collector: set `WATTLINE_ROTEL_AGENT` to
+//! a `rotel-agent` binary; without it OTLP goes to a labelled discarding TCP sink).
+//! `WATTLINE_SCALE_SCOPES` (default `1,100,1000`), `WATTLINE_SCALE_POLLS` (20),
+//! `WATTLINE_SCALE_WARMUP` (3 polls), `WATTLINE_SCALE_INTERVAL_MS` (1000),
+//! `WATTLINE_SCALE_EXPORT_MS` (OTLP export interval, default the poll interval),
+//! `WATTLINE_SCALE_BREAKDOWN=0` (skip the exporter breakdown rows).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wattline::events::RESOURCE_MARK_NAME;
+
+use common::{Collector, env_number, mib};
+
+/// Set in a child: the number of live Agent scopes its row measures.
+const ROW_VARIABLE: &str = "WATTLINE_SCALE_ROW";
+/// Set in a child: which exporters its row runs (`atof+otlp`, `atof`, `otlp`, `none`).
+const EXPORTERS_VARIABLE: &str = "WATTLINE_SCALE_ROW_EXPORTERS";
+/// Set in a child: the collector's URL.
+const URL_VARIABLE: &str = "WATTLINE_SCALE_OTLP_URL";
+/// Prefixes the child's one result line.
+const RESULT_PREFIX: &str = "scale-row ";
+/// Both exporters: the rows the scope counts are compared on.
+const BOTH: &str = "atof+otlp";
+
+struct Settings {
+    interval_millis: u64,
+    export_millis: u64,
+    polls: u64,
+    warmup: u64,
+}
+
+impl Settings {
+    fn from_environment() -> Settings {
+        let interval_millis = env_number("WATTLINE_SCALE_INTERVAL_MS", 1000);
+        Settings {
+            interval_millis,
+            export_millis: env_number("WATTLINE_SCALE_EXPORT_MS", interval_millis),
+            polls: env_number("WATTLINE_SCALE_POLLS", 20),
+            warmup: env_number("WATTLINE_SCALE_WARMUP", 3),
+        }
+    }
+}
+
+fn main() {
+    let settings = Settings::from_environment();
+    match std::env::var(ROW_VARIABLE) {
+        Ok(scopes) => {
+            let scopes = scopes.parse().expect("a scope count");
+            let exporters = std::env::var(EXPORTERS_VARIABLE).unwrap_or_else(|_| BOTH.into());
+            let url = std::env::var(URL_VARIABLE).expect("the collector URL");
+            let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+            let row = runtime.block_on(measure_row(&settings, scopes, &exporters, &url));
+            println!("{RESULT_PREFIX}{row}");
+        }
+        Err(_) => compare_rows(&settings),
+    }
+}
+
+/// The parent: one collector, one child per row, one table.
+fn compare_rows(settings: &Settings) {
+    let counts: Vec<u64> = std::env::var("WATTLINE_SCALE_SCOPES")
+        .unwrap_or_else(|_| "1,100,1000".into())
+        .split(',')
+        .map(|count| count.trim().parse().expect("scope counts like 1,100,1000"))
+        .collect();
+    let mut plan: Vec<(u64, &str)> = counts.iter().map(|&count| (count, BOTH)).collect();
+    if let (Some(&largest), true) = (
+        counts.iter().max(),
+        env_number("WATTLINE_SCALE_BREAKDOWN", 1) == 1,
+    ) {
+        plan.extend(["atof", "otlp", "none"].map(|exporters| (largest, exporters)));
+    }
+    let collector = Collector::start();
+    println!(
+        "scale: {} polls per row after {} warm-up polls, polling every {} ms, OTLP export every {} ms",
+        settings.polls, settings.warmup, settings.interval_millis, settings.export_millis
+    );
+    println!("       ATOF into a temp dir; {}", collector.label());
+    println!(
+        "       {} CPUs, load average {} at start; each row in its own process",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let executable = std::env::current_exe().expect("this benchmark's path");
+    let mut rows = Vec::new();
+    for (scopes, exporters) in plan {
+        let output = Command::new(&executable)
+            .env(ROW_VARIABLE, scopes.to_string())
+            .env(EXPORTERS_VARIABLE, exporters)
+            .env(URL_VARIABLE, collector.url())
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("the row's child process");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(RESULT_PREFIX))
+            .unwrap_or_else(|| panic!("row {scopes} failed ({}):\n{stdout}", output.status));
+        rows.push(serde_json::from_str::<Value>(line).expect("the row's JSON"));
+    }
+    print_table(&rows);
+}
+
+/// A child: the pipeline with `scopes` live Agent scopes, measured between two
+/// flushes placed half an interval off the poll grid, so the window holds whole polls.
+async fn measure_row(settings: &Settings, scopes: u64, exporters: &str, url: &str) -> Value {
+    let directory = tempfile::tempdir().expect("a temp dir");
+    let atof = exporters.contains("atof").then(|| directory.path());
+    let otlp = exporters
+        .contains("otlp")
+        .then_some((url, settings.export_millis));
+    let config = common::pipeline_config(settings.interval_millis, atof, otlp);
+    let interval = Duration::from_millis(settings.interval_millis);
+    let pipeline = wattline::Pipeline::builder()
+        .config(config)
+        .spawn()
+        .await
+        .expect("the pipeline");
+    // The first poll ran during spawn; the rest follow on a fixed-rate grid.
+    let first_poll = tokio::time::Instant::now();
+    let mut agents = Vec::new();
+    for index in 0..scopes {
+        agents.push(
+            pipeline
+                .agent_scope(&format!("agent-{index}"))
+                .await
+                .expect("an Agent scope"),
+        );
+    }
+    let window_start = first_poll + interval * settings.warmup as u32 + interval / 2;
+    tokio::time::sleep_until(window_start).await;
+    let file = atof.map(common::atof_file);
+    let size = |file: &Option<std::path::PathBuf>| file.as_deref().map_or(0, common::file_size);
+
+    let before = pipeline.flush().await.expect("flush");
+    let (cpu_start, size_start) = (common::cpu_seconds(), size(&file));
+    let (rss_warm, missed_start) = (common::rss_bytes(), pipeline.missed_ticks());
+    tokio::time::sleep_until(window_start + interval * settings.polls as u32).await;
+    let after = pipeline.flush().await.expect("flush");
+    let (cpu_end, size_end) = (common::cpu_seconds(), size(&file));
+    let (rss_end, missed_end) = (common::rss_bytes(), pipeline.missed_ticks());
+
+    let missed = missed_end - missed_start;
+    let (marks, polls_in_file) = match &file {
+        Some(file) => {
+            let (marks, polls) = resource_marks_between(file, size_start, size_end);
+            (json!(marks), json!(polls))
+        }
+        None => (Value::Null, Value::Null),
+    };
+    let change = |name| {
+        let (first, last) = (
+            common::exporter_counts(&before, name),
+            common::exporter_counts(&after, name),
+        );
+        json!([last.0 - first.0, last.1 - first.1, last.2 - first.2])
+    };
+    drop(agents);
+    pipeline.shutdown().await.expect("shutdown");
+    json!({
+        "scopes": scopes,
+        "exporters": exporters,
+        "polls": settings.polls.saturating_sub(missed),
+        "polls_in_file": polls_in_file,
+        "cpu_seconds": cpu_end - cpu_start,
+        "atof_bytes": size_end - size_start,
+        "marks": marks,
+        "rss_warm": rss_warm,
+        "rss_end": rss_end,
+        "missed_ticks": missed,
+        "atof": change("atof"),
+        "otlp": change("opentelemetry"),
+    })
+}
+
+/// Resource marks in the file's bytes `[start, end)`, and the polls they came from
+/// (copies of one poll share its timestamp).
+fn resource_marks_between(file: &Path, start: u64, end: u64) -> (u64, u64) {
+    let mut reader = std::fs::File::open(file).expect("the ATOF file");
+    reader.seek(SeekFrom::Start(start)).expect("seek");
+    let mut text = String::new();
+    reader
+        .take(end - start)
+        .read_to_string(&mut text)
+        .expect("read the window");
+    let name = format!("\"name\":\"{RESOURCE_MARK_NAME}\"");
+    let mut timestamps = BTreeSet::new();
+    let mut marks = 0;
+    for line in text.lines().filter(|line| line.contains(&name)) {
+        let line: Value = serde_json::from_str(line).expect("an ATOF line");
+        timestamps.insert(line["timestamp"].as_str().unwrap_or_default().to_owned());
+        marks += 1;
+    }
+    (marks, timestamps.len() as u64)
+}
+
+fn print_table(rows: &[Value]) {
+    let number = |row: &Value, key: &str| row[key].as_f64().unwrap_or(f64::NAN);
+    let per_poll = |row: &Value, key: &str| number(row, key) / number(row, "polls").max(1.0);
+    let Some(base) = rows.first() else { return };
+    let base_cpu = per_poll(base, "cpu_seconds");
+    let base_bytes = per_poll(base, "atof_bytes");
+    let counters = |row: &Value, name: &str| {
+        let at = |index: usize| row[name][index].as_u64().unwrap_or(0);
+        format!("{}/{}/{}", at(0), at(1), at(2))
+    };
+    println!();
+    println!(
+        "| live scopes | exporters | CPU ms/poll | ratio | ATOF KiB/poll | ratio | marks/poll | polls | RSS warm MiB | RSS end MiB | ATOF events ok/dropped/failed | OTLP events ok/dropped/failed | missed ticks |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for row in rows {
+        let cpu = per_poll(row, "cpu_seconds");
+        let bytes = per_poll(row, "atof_bytes");
+        let marks = match (row["marks"].as_f64(), row["polls_in_file"].as_f64()) {
+            (Some(marks), Some(polls)) => format!("{:.1}", marks / polls.max(1.0)),
+            _ => "-".into(),
+        };
+        println!(
+            "| {} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {marks} | {} | {:.1} | {:.1} | {} | {} | {} |",
+            row["scopes"],
+            row["exporters"].as_str().unwrap_or_default(),
+            cpu * 1e3,
+            cpu / base_cpu,
+            bytes / 1024.0,
+            bytes / base_bytes,
+            row["polls"],
+            mib(row["rss_warm"].as_u64().unwrap_or(0)),
+            mib(row["rss_end"].as_u64().unwrap_or(0)),
+            counters(row, "atof"),
+            counters(row, "otlp"),
+            row["missed_ticks"],
+        );
+    }
+    // What one more live scope adds to a poll, between the first and the largest row
+    // with the same exporters.
+    let same = rows
+        .iter()
+        .filter(|row| row["exporters"] == base["exporters"])
+        .max_by_key(|row| row["scopes"].as_u64());
+    if let Some(last) = same.filter(|last| number(last, "scopes") > number(base, "scopes")) {
+        let extra_scopes = number(last, "scopes") - number(base, "scopes");
+        println!();
+        println!(
+            "each extra live scope adds per poll: {:.1} µs CPU and {:.0} bytes of ATOF",
+            (per_poll(last, "cpu_seconds") - base_cpu) / extra_scopes * 1e6,
+            (per_poll(last, "atof_bytes") - base_bytes) / extra_scopes,
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! The real pipeline left running: 100 ms polling, ATOF and OTLP on, Agent scopes
+//! opening and closing all along. Every minute it prints the elapsed time, the CPU
+//! seconds used, RSS and ATOF bytes; at the end, RSS growth (first minute against last)
+//! and CPU per poll. Asserts nothing: it is read by a person.
+//!
+//! Run: `cargo bench --bench soak -- 1h` (the default; also `25m`, `90s`, `3600`).
+//! `WATTLINE_ROTEL_AGENT` as for the scale benchmark. `WATTLINE_SOAK_SCOPES` (live
+//! scopes, default 10), `WATTLINE_SOAK_CHURN_MS` (one scope ends and a new one starts
+//! this often, default 200), `WATTLINE_SOAK_INTERVAL_MS` (100),
+//! `WATTLINE_SOAK_EXPORT_MS` (OTLP export interval, default 1000),
+//! `WATTLINE_SOAK_REPORT_S` (60), `WATTLINE_SOAK_DIR` (where the ATOF file goes,
+//! default a temp dir removed at the end). A mark is about 27 KB of ATOF, so the
+//! defaults write about 10 GB an hour: the file is cut to zero after each report (the
+//! writer appends, so it carries on at the new end) unless `WATTLINE_SOAK_KEEP_ATOF=1`.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::{Collector, env_number, mib};
+
+/// One line of the running log.
+struct Reading {
+    elapsed: Duration,
+    cpu_seconds: f64,
+    rss: u64,
+    atof_bytes: u64,
+    polls: u64,
+}
+
+fn parse_duration(text: &str) -> Duration {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, "s"), |at| text.split_at(at));
+    let number: u64 = number
+        .parse()
+        .unwrap_or_else(|_| panic!("{text:?}: a duration like 3600, 90s, 25m or 1h"));
+    let seconds = match unit {
+        "s" => number,
+        "m" => number * 60,
+        "h" => number * 3600,
+        other => panic!("{text:?}: unknown unit {other:?} (s, m or h)"),
+    };
+    Duration::from_secs(seconds)
+}
+
+#[tokio::main]
+async fn main() {
+    // `cargo bench` adds `--bench`; the first other argument is the duration.
+    let duration = std::env::args()
+        .skip(1)
+        .find(|argument| !argument.starts_with("--"))
+        .map_or(Duration::from_secs(3600), |text| parse_duration(&text));
+    let live = env_number("WATTLINE_SOAK_SCOPES", 10) as usize;
+    let churn = Duration::from_millis(env_number("WATTLINE_SOAK_CHURN_MS", 200));
+    let interval_millis = env_number("WATTLINE_SOAK_INTERVAL_MS", 100);
+    let export_millis = env_number("WATTLINE_SOAK_EXPORT_MS", 1000);
+    let report_every = Duration::from_secs(env_number("WATTLINE_SOAK_REPORT_S", 60));
+    let keep_atof = env_number("WATTLINE_SOAK_KEEP_ATOF", 0) == 1;
+
+    let collector = Collector::start();
+    let temporary = tempfile::tempdir().expect("a temp dir");
+    let directory = std::env::var_os("WATTLINE_SOAK_DIR")
+        .map_or_else(|| temporary.path().to_path_buf(), PathBuf::from);
+    std::fs::create_dir_all(&directory).expect("the ATOF directory");
+    println!(
+        "soak: {} s, polling every {interval_millis} ms, {live} live Agent scopes (one replaced every {} ms), OTLP export every {export_millis} ms",
+        duration.as_secs(),
+        churn.as_millis()
+    );
+    println!(
+        "      ATOF in {}; {}",
+        directory.display(),
+        collector.label()
+    );
+    if !keep_atof {
+        println!("      the ATOF file is cut to zero after each report; its bytes are summed");
+    }
+
+    let url = collector.url();
+    let config = common::pipeline_config(
+        interval_millis,
+        Some(&directory),
+        Some((&url, export_millis)),
+    );
+    let started = Instant::now();
+    let cpu_at_start = common::cpu_seconds();
+    let pipeline = wattline::Pipeline::builder()
+        .config(config)
+        .spawn()
+        .await
+        .expect("the pipeline");
+    let file = common::atof_file(&directory);
+    let mut scopes = VecDeque::new();
+    let mut opened = 0u64;
+    let mut churn_clock = tokio::time::interval(churn);
+    let mut report_clock =
+        tokio::time::interval_at(tokio::time::Instant::now() + report_every, report_every);
+    let interval = Duration::from_millis(interval_millis);
+    // Polls on the fixed-rate grid so far, less the ticks the pipeline missed.
+    let polls = |elapsed: Duration, missed: u64| {
+        (elapsed.as_millis() / interval.as_millis()) as u64 + 1 - missed
+    };
+    let mut readings: Vec<Reading> = Vec::new();
+    // ATOF bytes in the file's earlier lives (before each cut).
+    let mut atof_cut = 0;
+    println!(
+        "{:>8} {:>9} {:>8} {:>11} {:>8} {:>12} {:>8}",
+        "elapsed", "CPU s", "RSS MiB", "ATOF MiB", "polls", "scopes", "missed"
+    );
+    loop {
+        tokio::select! {
+            _ = churn_clock.tick() => {
+                if scopes.len() >= live {
+                    scopes.pop_front();
+                }
+                scopes.push_back(
+                    pipeline
+                        .agent_scope(&format!("agent-{opened}"))
+                        .await
+                        .expect("an Agent scope"),
+                );
+                opened += 1;
+            }
+            _ = report_clock.tick() => {
+                let elapsed = started.elapsed();
+                let size = common::file_size(&file);
+                if !keep_atof {
+                    cut(&file);
+                }
+                let reading = Reading {
+                    elapsed,
+                    cpu_seconds: common::cpu_seconds() - cpu_at_start,
+                    rss: common::rss_bytes(),
+                    atof_bytes: atof_cut + size,
+                    polls: polls(elapsed, pipeline.missed_ticks()),
+                };
+                if !keep_atof {
+                    atof_cut += size;
+                }
+                println!(
+                    "{:>7}s {:>9.2} {:>8.1} {:>11.1} {:>8} {:>12} {:>8}",
+                    reading.elapsed.as_secs(),
+                    reading.cpu_seconds,
+                    mib(reading.rss),
+                    mib(reading.atof_bytes),
+                    reading.polls,
+                    opened,
+                    pipeline.missed_ticks(),
+                );
+                readings.push(reading);
+                if elapsed >= duration {
+                    break;
+                }
+            }
+        }
+    }
+    drop(scopes);
+    let report = pipeline
+        .shutdown()
+        .await
+        .expect("shutdown")
+        .expect("a report");
+    summarise(&readings, &report, opened);
+}
+
+/// Cuts the file to zero bytes (lines written between the size read and the cut are
+/// not counted: at most a few of the minute's thousands).
+fn cut(file: &std::path::Path) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(file)
+        .and_then(|opened| opened.set_len(0))
+        .expect("cut the ATOF file");
+}
+
+/// RSS trend over the readings after the first, by least squares, in MiB per hour.
+fn rss_trend(readings: &[Reading]) -> Option<f64> {
+    let points: Vec<(f64, f64)> = readings
+        .iter()
+        .skip(1)
+        .map(|r| (r.elapsed.as_secs_f64() / 3600.0, mib(r.rss)))
+        .collect();
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (mean_x, mean_y) = points
+        .iter()
+        .fold((0.0, 0.0), |(x, y), p| (x + p.0 / n, y + p.1 / n));
+    let (covariance, variance) = points.iter().fold((0.0, 0.0), |(c, v), p| {
+        (
+            c + (p.0 - mean_x) * (p.1 - mean_y),
+            v + (p.0 - mean_x).powi(2),
+        )
+    });
+    Some(covariance / variance)
+}
+
+fn summarise(readings: &[Reading], report: &wattline::EnergyReport, opened: u64) {
+    let (Some(first), Some(last)) = (readings.first(), readings.last()) else {
+        println!("soak: too short for a reading");
+        return;
+    };
+    println!();
+    println!(
+        "duration {} s, {} polls, {opened} Agent scopes opened and closed",
+        last.elapsed.as_secs(),
+        last.polls
+    );
+    println!(
+        "RSS: {:.1} MiB after the first report, {:.1} MiB at the last: {:+.1} MiB ({:+.1}%)",
+        mib(first.rss),
+        mib(last.rss),
+        mib(last.rss) - mib(first.rss),
+        (last.rss as f64 / first.rss as f64 - 1.0) * 100.0
+    );
+    if let Some(trend) = rss_trend(readings) {
+        println!("RSS trend after the first report: {trend:+.2} MiB per hour (least squares)");
+    }
+    println!(
+        "CPU: {:.2} s in all, {:.2} ms per poll ({:.2} ms per poll after the first report)",
+        last.cpu_seconds,
+        last.cpu_seconds / last.polls as f64 * 1e3,
+        (last.cpu_seconds - first.cpu_seconds) / (last.polls - first.polls).max(1) as f64 * 1e3,
+    );
+    println!(
+        "ATOF: {:.1} MiB, {:.0} bytes per poll",
+        mib(last.atof_bytes),
+        last.atof_bytes as f64 / last.polls as f64
+    );
+    for name in ["atof", "opentelemetry"] {
+        let (exported, dropped, failed) = common::exporter_counts(report, name);
+        println!("{name}: {exported} events exported, {dropped} dropped, {failed} failed calls");
+    }
+    println!(
+        "energy report: {} Agent scopes listed",
+        report.agent_scopes.len()
+    );
+}
