@@ -130,13 +130,14 @@ async fn measure_row(settings: &Settings, scopes: u64, exporters: &str, url: &st
         .then_some((url, settings.export_millis));
     let config = common::pipeline_config(settings.interval_millis, atof, otlp);
     let interval = Duration::from_millis(settings.interval_millis);
-    let pipeline = wattline::Pipeline::builder()
+    let prepared = wattline::Pipeline::builder()
         .config(config)
-        .spawn()
+        .prepare()
         .await
-        .expect("the pipeline");
-    // The first poll ran during spawn; the rest follow on a fixed-rate grid.
+        .expect("the pipeline's configuration and exporters");
+    // The first poll runs as the pipeline starts; the rest follow on a fixed-rate grid.
     let first_poll = tokio::time::Instant::now();
+    let pipeline = prepared.spawn().await.expect("the pipeline");
     let mut agents = Vec::new();
     for index in 0..scopes {
         agents.push(
@@ -154,18 +155,27 @@ async fn measure_row(settings: &Settings, scopes: u64, exporters: &str, url: &st
     let before = pipeline.flush().await.expect("flush");
     let (cpu_start, size_start) = (common::cpu_seconds(), size(&file));
     let (rss_warm, missed_start) = (common::rss_bytes(), pipeline.missed_ticks());
+    let measured_from = tokio::time::Instant::now();
     tokio::time::sleep_until(window_start + interval * settings.polls as u32).await;
     let after = pipeline.flush().await.expect("flush");
     let (cpu_end, size_end) = (common::cpu_seconds(), size(&file));
     let (rss_end, missed_end) = (common::rss_bytes(), pipeline.missed_ticks());
+    let measured_to = tokio::time::Instant::now();
 
+    // Polls in the window: those with marks in the file's new part when ATOF is on,
+    // else the ticks on the grid between the two readings.
     let missed = missed_end - missed_start;
-    let (marks, polls_in_file) = match &file {
+    let ticks =
+        |at: tokio::time::Instant| ((at - first_poll).as_nanos() / interval.as_nanos()) as u64;
+    let (marks, polls) = match &file {
         Some(file) => {
             let (marks, polls) = resource_marks_between(file, size_start, size_end);
-            (json!(marks), json!(polls))
+            (json!(marks), polls)
         }
-        None => (Value::Null, Value::Null),
+        None => (
+            Value::Null,
+            (ticks(measured_to) - ticks(measured_from)).saturating_sub(missed),
+        ),
     };
     let change = |name| {
         let (first, last) = (
@@ -179,8 +189,7 @@ async fn measure_row(settings: &Settings, scopes: u64, exporters: &str, url: &st
     json!({
         "scopes": scopes,
         "exporters": exporters,
-        "polls": settings.polls.saturating_sub(missed),
-        "polls_in_file": polls_in_file,
+        "polls": polls,
         "cpu_seconds": cpu_end - cpu_start,
         "atof_bytes": size_end - size_start,
         "marks": marks,
@@ -231,10 +240,9 @@ fn print_table(rows: &[Value]) {
     for row in rows {
         let cpu = per_poll(row, "cpu_seconds");
         let bytes = per_poll(row, "atof_bytes");
-        let marks = match (row["marks"].as_f64(), row["polls_in_file"].as_f64()) {
-            (Some(marks), Some(polls)) => format!("{:.1}", marks / polls.max(1.0)),
-            _ => "-".into(),
-        };
+        let marks = row["marks"]
+            .as_f64()
+            .map_or("-".into(), |_| format!("{:.1}", per_poll(row, "marks")));
         println!(
             "| {} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {marks} | {} | {:.1} | {:.1} | {} | {} | {} |",
             row["scopes"],
