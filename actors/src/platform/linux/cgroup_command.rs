@@ -101,7 +101,7 @@ pub fn create_command_cgroup(
         notes: Vec::new(),
     };
     for parent in parents {
-        remove_stale_siblings(&parent, name);
+        remove_stale_siblings(root, &parent, name);
         let group = parent.join(name);
         if let Err(error) = fs::create_dir(&group) {
             remove_groups(&made.groups);
@@ -122,7 +122,7 @@ pub fn create_command_cgroup(
 /// could clean up: siblings named like `name` up to its last `-` (`wattline-run-`),
 /// ending in the pid of a process that no longer exists. A group still holding
 /// processes is kept (the kernel refuses to remove it).
-fn remove_stale_siblings(parent: &Path, name: &str) {
+fn remove_stale_siblings(root: &Path, parent: &Path, name: &str) {
     let Some((prefix, _)) = name.rsplit_once('-') else {
         return;
     };
@@ -139,7 +139,7 @@ fn remove_stale_siblings(parent: &Path, name: &str) {
         else {
             continue;
         };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        if !root.join(format!("proc/{pid}")).exists() {
             let _ = remove_tree(&entry.path());
         }
     }
@@ -323,9 +323,9 @@ mod tests {
     fn a_group_left_by_a_killed_run_is_removed_and_a_live_one_kept() {
         let root = v2_fixture();
         let own = root.path().join("sys/fs/cgroup/user.slice/job.scope");
-        // No process has pid 4294967295; this test's own process is alive.
+        // In the fixture's /proc, 4242 is alive and 4294967295 is not.
         let stale = own.join("wattline-run-4294967295");
-        let live = own.join(format!("wattline-run-{}", std::process::id()));
+        let live = own.join("wattline-run-4242");
         fs::create_dir(&stale).unwrap();
         fs::create_dir(&live).unwrap();
         let layout = read_cgroup_layout(root.path()).unwrap().unwrap();
