@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
-use super::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, counter_delta_joules};
+use super::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, shared_counter_delta_joules};
 use super::record::{EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis};
 use super::report::{
     DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
@@ -181,7 +181,7 @@ impl Meter {
     }
 
     /// Adds a reading; returns the interval it closed.
-    fn add(&mut self, point: Point) -> Option<Segment> {
+    fn add(&mut self, mut point: Point) -> Option<Segment> {
         if let Some(watts) = point.watts {
             self.max_watts = Some(self.max_watts.map_or(watts, |max| max.max(watts)));
         }
@@ -193,12 +193,19 @@ impl Meter {
                 _ => None,
             };
             let counter_joules = match (start.counter, point.counter) {
-                (Some(before), Some(after)) => Some(counter_delta_joules(
-                    before.value,
-                    after.value,
-                    after.units_per_joule,
-                    after.wrap_at.or(before.wrap_at),
-                )),
+                (Some(before), Some(after)) => Some(
+                    shared_counter_delta_joules(
+                        before.value,
+                        after.value,
+                        after.units_per_joule,
+                        after.wrap_at.or(before.wrap_at),
+                    )
+                    .unwrap_or_else(|| {
+                        // Read out of order: the higher value stays the baseline.
+                        point.counter = Some(before);
+                        0.0
+                    }),
+                ),
                 _ => None,
             };
             Segment {
