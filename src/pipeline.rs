@@ -528,6 +528,15 @@ impl Pipeline {
         Ok(report)
     }
 
+    /// Closes the energy window at `at` (e.g. when a measured command exited): the
+    /// final report of [`Self::shutdown`], and every scope still live then, end at that
+    /// instant instead of at the shutdown call. The first call wins.
+    pub fn measuring_until(&self, at: std::time::Instant) {
+        let wall =
+            chrono::Utc::now() - chrono::Duration::from_std(at.elapsed()).unwrap_or_default();
+        self.inner.measuring_until(at, wall);
+    }
+
     /// Flushes, ends every scope, and stops the pipeline; returns the final report when
     /// the energy component is on.
     pub async fn shutdown(&self) -> Result<Option<EnergyReport>, Error> {

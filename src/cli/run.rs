@@ -292,6 +292,9 @@ async fn run_async(
         show_status.then_some(status),
     )
     .await?;
+    // The window closes when the command did, not when the shutdown below gets there
+    // (a poll in flight, workers stopping): the report is as of the exit.
+    pipeline.measuring_until(Instant::now());
     if show_status {
         eprint!("\r\x1b[2K");
     }

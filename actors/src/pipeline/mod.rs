@@ -257,6 +257,9 @@ pub struct RunningPipeline {
     health: HealthBoard,
     /// The one scope-boundary power reading outstanding at a time.
     boundary_slot: Arc<AtomicBool>,
+    /// Where the final report's window closes when it is not the shutdown call (a
+    /// measured command's exit).
+    measuring_until: std::sync::OnceLock<(Instant, DateTime<Utc>)>,
 }
 
 fn is_alive(status: ractor::ActorStatus) -> bool {
@@ -503,6 +506,7 @@ impl RunningPipeline {
             root_scope,
             root_started,
             root_ended: AtomicBool::new(false),
+            measuring_until: std::sync::OnceLock::new(),
             sink: spec.sink,
             rapl,
             health,
@@ -753,10 +757,25 @@ impl RunningPipeline {
         Ok(report)
     }
 
-    /// The final report: live Agent scopes end at this instant, which is also the
-    /// report's, so the report and the event file agree.
+    /// Closes the energy window at `at` (wall-clock `wall`), e.g. when a measured
+    /// command exited: the final report, and the end of every scope still live, are
+    /// as of that instant, not of the shutdown that follows it. The first call wins.
+    pub fn measuring_until(&self, at: Instant, wall: DateTime<Utc>) {
+        if self.measuring_until.set((at, wall)).is_ok() {
+            // A reading right after the edge, so the interval cut there is short.
+            self.boundary_reading();
+        }
+    }
+
+    /// The final report: live Agent scopes end at this instant (the one given to
+    /// [`Self::measuring_until`], else now), which is also the report's, so the report
+    /// and the event file agree.
     pub async fn final_report(&self) -> Result<EnergyReport, PipelineError> {
-        let (at, wall) = (Instant::now(), Utc::now());
+        let (at, wall) = self
+            .measuring_until
+            .get()
+            .copied()
+            .unwrap_or_else(|| (Instant::now(), Utc::now()));
         self.end_live_scopes(at, wall);
         self.energy_report_at(at, wall).await
     }
