@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod power_trace;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -159,18 +161,93 @@ fn python_from(variable: &str) -> Option<String> {
 /// `defines` into a fresh folder, for `LD_LIBRARY_PATH`.
 pub fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
+    build_fake_nvml(dir.path(), defines);
+    dir
+}
+
+/// Builds the fake `libnvidia-ml.so.1` with `defines` into `folder`.
+pub fn build_fake_nvml(folder: &std::path::Path, defines: &[&str]) {
     let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("actors/tests/fixtures/gpu/fake_nvml.c");
     let status = std::process::Command::new("cc")
         .args(["-shared", "-fPIC", "-O0"])
         .args(defines)
         .arg("-o")
-        .arg(dir.path().join("libnvidia-ml.so.1"))
+        .arg(folder.join("libnvidia-ml.so.1"))
         .arg(source)
+        .arg("-lm")
         .status()
         .expect("the system C compiler (cc) runs");
     assert!(status.success(), "fake NVML did not compile");
-    dir
+}
+
+/// A folder of stand-in programs whose every process is killed when the guard is
+/// dropped, even when an assertion failed first: each stand-in appends its pid to the
+/// file `pids` in its folder.
+pub struct StandIn {
+    pub dir: tempfile::TempDir,
+}
+
+impl StandIn {
+    pub fn new() -> Self {
+        StandIn {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// Installs `script` as the executable `name` in the folder.
+    pub fn install(&self, name: &str, script: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let program = self.dir.path().join(name);
+        std::fs::write(&program, script).unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        program
+    }
+
+    /// Copies the fixture `actors/tests/fixtures/gpu/fake-smi/<fixture>` in as
+    /// `nvidia-smi`.
+    pub fn install_smi_fixture(&self, fixture: &str) -> std::path::PathBuf {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("actors/tests/fixtures/gpu/fake-smi")
+                .join(fixture),
+        )
+        .unwrap();
+        self.install("nvidia-smi", &text)
+    }
+
+    /// The pids its stand-ins wrote.
+    pub fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.dir.path().join("pids"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl Default for StandIn {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        for pid in self.pids() {
+            if pid > 1 {
+                // SAFETY: kill(2) with a pid this folder's stand-in wrote; a pid that
+                // has exited (or been reused by a process of another user) just fails.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
 }
 
 /// A stand-in `nvidia-smi` answering in the real CSV format: one H200 at 250 W, and
