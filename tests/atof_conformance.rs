@@ -127,9 +127,12 @@ async fn both_files(python: &str, units: Option<&str>) -> (Vec<Value>, Vec<Value
     (jsonl(theirs.path()), jsonl(ours.path()))
 }
 
-/// Every resource measurement's name with its value type, unit, kind and attribute keys.
-fn measurement_types(events: &[Value]) -> BTreeMap<String, String> {
-    events
+/// Every resource measurement's name with the signatures (value type, unit, kind and
+/// attribute keys) it has in any mark: every mark counts, so a type that flips between
+/// marks (an integer unit turned fractional by a conversion) shows as two.
+fn measurement_types(events: &[Value]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut types: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let measurements = events
         .iter()
         .filter(|e| e["kind"] == "mark" && e["name"] == "nemo.relay.resource_metrics")
         .flat_map(|e| {
@@ -137,18 +140,21 @@ fn measurement_types(events: &[Value]) -> BTreeMap<String, String> {
                 .as_array()
                 .cloned()
                 .unwrap_or_default()
-        })
-        .map(|m| {
-            let keys: Vec<String> = m["attributes"]
-                .as_object()
-                .map(|a| a.keys().cloned().collect())
-                .unwrap_or_default();
-            (
-                m["name"].as_str().unwrap().to_owned(),
-                format!("{} {} {} {:?}", m["value_type"], m["unit"], m["kind"], keys),
-            )
-        })
-        .collect()
+        });
+    for m in measurements {
+        let keys: Vec<String> = m["attributes"]
+            .as_object()
+            .map(|a| a.keys().cloned().collect())
+            .unwrap_or_default();
+        types
+            .entry(m["name"].as_str().unwrap().to_owned())
+            .or_default()
+            .insert(format!(
+                "{} {} {} {:?}",
+                m["value_type"], m["unit"], m["kind"], keys
+            ));
+    }
+    types
 }
 
 /// The events both sides write: resource marks and Agent scopes (wattline's root scope
@@ -215,8 +221,8 @@ fn relations(events: &[&Value]) -> Vec<String> {
 
 fn compare(theirs: &[Value], ours: &[Value]) {
     let (their_types, our_types) = (measurement_types(theirs), measurement_types(ours));
-    for (name, signature) in &their_types {
-        assert_eq!(our_types.get(name), Some(signature), "{name}");
+    for (name, signatures) in &their_types {
+        assert_eq!(our_types.get(name), Some(signatures), "{name}");
     }
     let extra: Vec<&String> = our_types
         .keys()

@@ -2,9 +2,12 @@
 //! test. The reference (`genai-otel-instrument` 1.42.0, reading NVML through pynvml)
 //! and `wattline run` read the same fake NVML (two devices) and export OTLP/HTTP to a
 //! bare receiver that decodes the requests with the official opentelemetry-proto
-//! types. Every GPU/energy metric is compared by name, data type, unit, temporality,
-//! monotonicity and attribute keys. What differs on purpose is listed below with its
-//! reason; anything else fails.
+//! types. Every GPU/energy metric is compared by name, and on every request and
+//! point by data type, unit, temporality, monotonicity, integer or double, and
+//! attribute keys; every `gen_ai.gpu.*` gauge (a constant of the fake: power,
+//! temperature, memory, utilisation, clocks, fan, throttle) also by its values per
+//! device. What differs on purpose is listed below with its reason; anything else
+//! fails.
 
 mod support;
 
@@ -57,16 +60,17 @@ const FROM_CODECARBON: &[&str] = &[
     "gen_ai.co2.emissions_rate",
 ];
 
-/// What one receiver saw of one metric, over every request.
+/// What one receiver saw of one metric, over every request and every point.
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
-    data_type: String,
-    unit: String,
-    temporality: Option<String>,
-    monotonic: Option<bool>,
+    /// Data type, unit, temporality and monotonicity of each request's metric: one
+    /// signature when every request agreed.
+    signatures: BTreeSet<String>,
+    /// `as_int` / `as_double` over every point.
+    value_kinds: BTreeSet<String>,
     attribute_keys: BTreeSet<String>,
-    /// A gauge's newest value per `gpu_id` attribute value.
-    values_by_gpu_id: BTreeMap<String, f64>,
+    /// A gauge's distinct values per `gpu_id` attribute value, over every point.
+    values_by_gpu_id: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The receiver script, started on a free port, writing its summaries to `out`.
@@ -106,30 +110,54 @@ impl Receiver {
                 .iter()
                 .map(|key| key.as_str().unwrap().to_owned())
                 .collect();
-            let values: BTreeMap<String, f64> = summary["values_by_gpu_id"]
+            let values: BTreeMap<String, BTreeSet<String>> = summary["values_by_gpu_id"]
                 .as_object()
                 .map(|values| {
                     values
                         .iter()
-                        .map(|(id, value)| (id.clone(), value.as_f64().unwrap()))
+                        .map(|(id, points)| {
+                            let distinct = points
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                // Nine significant figures: a unit conversion's last
+                                // bit is not a difference.
+                                .map(|value| format!("{:.9e}", value.as_f64().unwrap()))
+                                .collect();
+                            (id.clone(), distinct)
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
-            let entry = Seen {
-                data_type: summary["type"].as_str().unwrap().to_owned(),
-                unit: summary["unit"].as_str().unwrap().to_owned(),
-                temporality: summary["temporality"].as_str().map(str::to_owned),
-                monotonic: summary["monotonic"].as_bool(),
-                attribute_keys: keys.clone(),
-                values_by_gpu_id: values.clone(),
-            };
-            let name = summary["name"].as_str().unwrap().to_owned();
-            seen.entry(name)
-                .and_modify(|known| {
-                    known.attribute_keys.extend(keys);
-                    known.values_by_gpu_id.extend(values);
+            let signature = format!(
+                "{} unit={:?} temporality={} monotonic={}",
+                summary["type"].as_str().unwrap(),
+                summary["unit"].as_str().unwrap(),
+                summary["temporality"],
+                summary["monotonic"]
+            );
+            let kinds: BTreeSet<String> = summary["value_kinds"]
+                .as_array()
+                .map(|kinds| {
+                    kinds
+                        .iter()
+                        .map(|kind| kind.as_str().unwrap().to_owned())
+                        .collect()
                 })
-                .or_insert(entry);
+                .unwrap_or_default();
+            let name = summary["name"].as_str().unwrap().to_owned();
+            let known = seen.entry(name).or_insert_with(|| Seen {
+                signatures: BTreeSet::new(),
+                value_kinds: BTreeSet::new(),
+                attribute_keys: BTreeSet::new(),
+                values_by_gpu_id: BTreeMap::new(),
+            });
+            known.signatures.insert(signature);
+            known.value_kinds.extend(kinds);
+            known.attribute_keys.extend(keys);
+            for (id, values) in values {
+                known.values_by_gpu_id.entry(id).or_default().extend(values);
+            }
         }
         seen
     }
@@ -232,6 +260,7 @@ fn every_gen_ai_metric_has_the_references_type_unit_temporality_and_attributes()
     let ours = wattline(&python, nvml.path());
 
     let mut problems = Vec::new();
+    let mut compared_values = Vec::new();
     let reference_names: BTreeSet<&String> = from_codecarbon
         .keys()
         .chain(manual.keys())
@@ -263,10 +292,14 @@ fn every_gen_ai_metric_has_the_references_type_unit_temporality_and_attributes()
                 .attribute_keys
                 .retain(|key| !CODECARBON_KEYS.contains(&key.as_str()));
         }
-        // Values are compared where they are facts of the fake: which devices (`gpu_id`
-        // is the index) and the throttle flags; measured values move with time.
+        // Every gen_ai.gpu.* gauge is a constant the fake NVML serves (power, temperature,
+        // memory, utilisation, clocks, fan, throttle flags): its values, every point,
+        // per device, are compared. The others (energy, CO2, codecarbon's power) grow
+        // with time and with when each side started: their devices are compared.
         let mut mine = mine.clone();
-        if !name.starts_with("gen_ai.gpu.throttle.") {
+        let constant = name.starts_with("gen_ai.gpu.")
+            && expected.signatures.iter().all(|s| s.starts_with("gauge"));
+        if !constant {
             let ids = |seen: &Seen| seen.values_by_gpu_id.keys().cloned().collect::<Vec<_>>();
             if ids(&mine) != ids(&expected) {
                 problems.push(format!(
@@ -276,6 +309,14 @@ fn every_gen_ai_metric_has_the_references_type_unit_temporality_and_attributes()
                 ));
             }
             mine.values_by_gpu_id.clone_from(&expected.values_by_gpu_id);
+        } else {
+            compared_values.push(name.to_string());
+        }
+        if mine.signatures.len() != 1 {
+            problems.push(format!(
+                "{name}: wattline's requests disagree: {:?}",
+                mine.signatures
+            ));
         }
         if mine != expected {
             problems.push(format!("{name}: reference {expected:?}, wattline {mine:?}"));
@@ -289,6 +330,18 @@ fn every_gen_ai_metric_has_the_references_type_unit_temporality_and_attributes()
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+    eprintln!("values compared point by point: {compared_values:?}");
+    for constant in [
+        "gen_ai.gpu.utilization",
+        "gen_ai.gpu.memory.used",
+        "gen_ai.gpu.temperature",
+        "gen_ai.gpu.power",
+    ] {
+        assert!(
+            compared_values.iter().any(|name| name == constant),
+            "{constant} was not compared by value: {compared_values:?}"
+        );
+    }
     // What wattline knows beyond the reference goes under its own names.
     for name in [
         "wattline.energy.consumed",

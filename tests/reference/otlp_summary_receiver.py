@@ -5,8 +5,8 @@ Usage: otlp_summary_receiver.py OUT.jsonl
 Binds 127.0.0.1 on a free port, prints the port on the first line of stdout, and for
 every ExportMetricsServiceRequest posted to /v1/metrics appends one JSON line per
 metric: its name, data type, unit, temporality, monotonicity, point count, the
-union of its points' attribute keys, and for gauges each point's value by its
-`gpu_id` attribute. Decoded with the official opentelemetry-proto
+union of its points' attribute keys, the value kinds of its points (`as_int`,
+`as_double`), and for gauges every point's value by its `gpu_id` attribute. Decoded with the official opentelemetry-proto
 types. Runs until killed.
 """
 
@@ -45,13 +45,20 @@ def summaries(request):
                     )
                 if kind == "sum":
                     summary["monotonic"] = data.is_monotonic
+                if kind in ("gauge", "sum"):
+                    # Whether each point is an integer or a double, every point.
+                    summary["value_kinds"] = sorted(
+                        {point.WhichOneof("value") for point in points}
+                    )
                 if kind == "gauge":
-                    summary["values_by_gpu_id"] = {
-                        kv.value.string_value: number(point)
-                        for point in points
-                        for kv in point.attributes
-                        if kv.key == "gpu_id"
-                    }
+                    values = {}
+                    for point in points:
+                        for kv in point.attributes:
+                            if kv.key == "gpu_id":
+                                values.setdefault(kv.value.string_value, []).append(
+                                    number(point)
+                                )
+                    summary["values_by_gpu_id"] = values
                 yield summary
 
 

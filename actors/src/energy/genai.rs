@@ -23,7 +23,26 @@ const MEBIBYTE: f64 = 1024.0 * 1024.0;
 
 pub use crate::metric_names::{INTERVAL_DURATION as INTERVAL_METRIC, METHOD_ATTRIBUTE};
 
-/// One `f64` measurement with its unit, description and attributes.
+/// The gauges the reference exports as integers (NVML answers them in whole units):
+/// their points are `as_int` on the wire, as the reference's are.
+const INTEGER_GAUGES: &[&str] = &[
+    names::GPU_UTILIZATION,
+    names::GPU_MEMORY_UTILIZATION,
+    names::GPU_TEMPERATURE,
+    names::GPU_CLOCK_SM,
+    names::GPU_CLOCK_MEMORY,
+    names::GPU_FAN_SPEED,
+    names::GPU_PERFORMANCE_STATE,
+    names::GPU_THROTTLE_THERMAL,
+    names::GPU_THROTTLE_POWER,
+    names::GPU_THROTTLE_HW_SLOWDOWN,
+    names::GPU_ECC_ERRORS_CORRECTED,
+    names::GPU_ECC_ERRORS_UNCORRECTED,
+    names::GPU_AGGREGATE_MAX_TEMPERATURE,
+];
+
+/// One measurement with its unit, description and attributes: an integer for the
+/// [`INTEGER_GAUGES`] (rounded), `f64` otherwise.
 pub(crate) fn measurement(
     name: &str,
     kind: MetricKind,
@@ -32,11 +51,16 @@ pub(crate) fn measurement(
     description: &str,
     attributes: BTreeMap<String, AttributeValue>,
 ) -> MetricMeasurement {
+    let value = if INTEGER_GAUGES.contains(&name) {
+        MetricValue::I64(value.round() as i64)
+    } else {
+        MetricValue::F64(value)
+    };
     MetricMeasurement {
         name: name.into(),
         kind,
-        value_type: MetricValue::F64(value).value_type(),
-        value: MetricValue::F64(value),
+        value_type: value.value_type(),
+        value,
         unit: Some(unit.into()),
         description: Some(description.into()),
         attributes: Some(attributes),
@@ -483,6 +507,7 @@ mod tests {
             .find(|m| m.name == name)
             .map(|m| match m.value {
                 MetricValue::F64(value) => value,
+                MetricValue::I64(value) if INTEGER_GAUGES.contains(&name) => value as f64,
                 ref other => panic!("{name}: {other:?}"),
             })
     }
