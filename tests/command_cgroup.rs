@@ -90,22 +90,20 @@ fn the_command_gets_its_own_group_its_fields_and_its_daemonised_child() {
         3.0,
         "{counts:?}"
     );
-    // Removed at exit: no group of this run is left under wattline's own.
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let memory = own
-        .lines()
-        .find_map(|line| line.split_once(":memory:").map(|(_, path)| path.to_owned()));
-    if let Some(path) = memory {
-        let dir = Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'));
+    // Removed at exit: no group of this run is left under wattline's own, in any
+    // hierarchy (v1 controllers, the unified one), whichever this machine mounts.
+    let folders = support::own_cgroup_folders();
+    assert!(
+        !folders.is_empty(),
+        "no cgroup hierarchy found for this test"
+    );
+    for dir in folders {
         let leftovers: Vec<_> = std::fs::read_dir(&dir)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter(|e| e.file_name().to_string_lossy().starts_with("wattline-run-"))
-                    .map(|e| e.path())
-                    .collect()
-            })
-            .unwrap_or_default();
+            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("wattline-run-"))
+            .map(|e| e.path())
+            .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }

@@ -153,10 +153,15 @@ fn layout_reader_absent_mountinfo_is_none() {
 #[test]
 fn real_layout_resolves_own_groups() {
     let root = Path::new("/");
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
     let Some(layout) = read_cgroup_layout(root).expect("read mountinfo") else {
+        // No layout only where nothing of cgroup is mounted.
+        assert!(
+            !mountinfo.contains(" - cgroup"),
+            "a cgroup mount that read_cgroup_layout missed:\n{mountinfo}"
+        );
         return;
     };
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
     let has_v2 = mountinfo.lines().any(|l| l.contains(" - cgroup2 "));
     assert_eq!(layout.unified().is_some(), has_v2);
     let mut buf = Vec::new();

@@ -12,6 +12,13 @@ use std::time::{Duration, Instant};
 pub const WAIT: Duration = Duration::from_secs(60);
 
 pub fn agent_path() -> Option<String> {
+    let under_ci =
+        std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "0" | "false"));
+    if under_ci && std::env::var_os("WATTLINE_SKIP_ROTEL").is_some() {
+        panic!(
+            "WATTLINE_SKIP_ROTEL is set under CI: CI runs every test; unset WATTLINE_SKIP_ROTEL"
+        );
+    }
     if let Some(path) = std::env::var_os("WATTLINE_ROTEL_AGENT") {
         return Some(path.to_string_lossy().into_owned());
     }
@@ -19,7 +26,7 @@ pub fn agent_path() -> Option<String> {
                 `python3 -m venv .ci/venv && .ci/venv/bin/pip install rotel` and set \
                 WATTLINE_ROTEL_AGENT=.ci/venv/lib/python3.*/site-packages/rotel/rotel-agent \
                 (bash .ci/run does both), or set WATTLINE_SKIP_ROTEL=1 to skip it outside CI.";
-    if std::env::var_os("CI").is_some() {
+    if under_ci {
         panic!("{help}");
     }
     if std::env::var("WATTLINE_SKIP_ROTEL").as_deref() == Ok("1") {
