@@ -14,6 +14,9 @@ use wattline::config::{AtofConfig, EffectiveConfig, ResourceMetricsConfig};
 
 use support::ConstantPowerGpu;
 
+/// Every test here runs alone: one of them times its polls.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 fn atof_files(directory: &std::path::Path) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(directory)
         .unwrap()
@@ -21,8 +24,10 @@ fn atof_files(directory: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+#[allow(clippy::await_holding_lock)] // a std lock: the tests run on threads of their own
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let directory = tempfile::tempdir().unwrap();
     let mut resource = ResourceMetricsConfig::default();
     resource.polling.enabled = true;
@@ -99,6 +104,7 @@ async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
 
 #[test]
 fn wattline_report_prints_the_recomputed_report() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let home = tempfile::tempdir().unwrap();
     let directory = tempfile::tempdir().unwrap();
     let status = support::wattline(home.path())
@@ -154,6 +160,7 @@ fn wattline_report_prints_the_recomputed_report() {
 
 #[test]
 fn wattline_run_sends_its_measurements_to_a_real_collector() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let Some(path) = rotel_agent::agent_path() else {
         return;
     };
@@ -221,8 +228,10 @@ fn wattline_run_sends_its_measurements_to_a_real_collector() {
     assert!(seen.contains("nemo.relay.resource.sample_count"), "{seen}");
 }
 
+#[allow(clippy::await_holding_lock)] // a std lock: the tests run on threads of their own
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_that_never_answers_does_not_move_the_schedule_or_lose_the_file() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     use wattline::config::{OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
     use wattline::events::CollectingEventSink;
     // Accepts connections and never answers.

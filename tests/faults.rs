@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::wattline;
 
+/// Every test here runs alone: timed polls, the process's own resident memory and a
+/// fork storm must not share the machine with one another.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn atof_files(directory: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(directory)
         .map(|entries| {
@@ -81,6 +85,7 @@ impl Drop for SmallFilesystem {
 
 #[test]
 fn a_full_filesystem_is_recorded_counted_and_sampling_goes_on() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let filesystem = SmallFilesystem::mount("24k");
     let home = tempfile::tempdir().unwrap();
     let output = wattline(home.path())
@@ -128,6 +133,7 @@ fn a_full_filesystem_is_recorded_counted_and_sampling_goes_on() {
 
 #[test]
 fn the_atof_folder_removed_mid_run_is_noticed_and_its_lines_counted_as_lost() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let parent = tempfile::tempdir().unwrap();
     let folder = parent.path().join("atof");
     let home = tempfile::tempdir().unwrap();
@@ -218,6 +224,7 @@ fn assert_whole_but_last(file: &Path) -> (usize, bool) {
 /// can be cut; `wattline report` names a cut last line and reads everything before it.
 #[test]
 fn after_sigkill_only_the_last_line_can_be_cut_and_the_report_names_it() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let home = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let mut child = start_and_wait(
@@ -227,6 +234,12 @@ fn after_sigkill_only_the_last_line_can_be_cut_and_the_report_names_it() {
         "sleep 3",
         Duration::from_millis(1200),
     );
+    // What the kill orphans (the command, its sleep, the run cgroup) is reaped at the
+    // end, whatever happens in between.
+    let _reaper = support::Reaper {
+        wattline_pid: child.id(),
+        orphans: support::descendants(child.id()),
+    };
     // SAFETY: killing the wattline process this test started.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
     let _ = child.wait();
@@ -273,6 +286,7 @@ fn after_sigkill_only_the_last_line_can_be_cut_and_the_report_names_it() {
 
 #[test]
 fn sigterm_mid_run_stops_cleanly_with_the_report_and_a_whole_file() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let home = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let child = start_and_wait(
@@ -362,6 +376,7 @@ fn occurrences(report: &Value, code: &str) -> u64 {
 /// it), or the category missed its deadline (recorded).
 #[test]
 fn a_tree_churning_hundreds_of_children_a_second_for_30_s() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     let home = tempfile::tempdir().unwrap();
     let folder = tempfile::tempdir().unwrap();
     let started = Instant::now();
@@ -522,8 +537,10 @@ fn resident_kib() -> u64 {
 #[path = "../exporters/tests/support/rotel_agent.rs"]
 mod rotel_agent;
 
+#[allow(clippy::await_holding_lock)] // a std lock: the tests run on threads of their own
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collector_flapping_for_a_minute_moves_no_poll_and_memory_stays_bounded() {
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
     use std::sync::Arc;
     use wattline::config::{
         EffectiveConfig, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport,

@@ -143,7 +143,21 @@ pub fn worker_sdk_python() -> Option<String> {
     python_from("WATTLINE_WORKER_SDK_PYTHON")
 }
 
+/// Whether this is CI (`CI` set to anything but empty, `0` or `false`): there every
+/// test runs, and a `WATTLINE_SKIP_*` variable is an error that names itself.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !matches!(value.as_str(), "" | "0" | "false"))
+}
+
+/// Panics when `variable` (a `WATTLINE_SKIP_*`) is set under CI.
+pub fn refuse_skip_under_ci(variable: &str) {
+    if under_ci() && std::env::var_os(variable).is_some() {
+        panic!("{variable} is set under CI: CI runs every test; unset {variable}");
+    }
+}
+
 fn python_from(variable: &str) -> Option<String> {
+    refuse_skip_under_ci("WATTLINE_SKIP_REFERENCE");
     match std::env::var(variable) {
         Ok(python) if !python.is_empty() => Some(python),
         _ if std::env::var("WATTLINE_SKIP_REFERENCE").as_deref() == Ok("1") => {
@@ -297,4 +311,106 @@ pub fn details(diagnostics: &serde_json::Value) -> Vec<&str> {
         .iter()
         .filter_map(|event| event["detail"].as_str())
         .collect()
+}
+
+/// Takes `lock` for a test that must not share the machine with its neighbours in the
+/// same binary (timed polls, the whole process's memory, a fork storm); a test that
+/// failed while holding it does not block the others.
+pub fn one_at_a_time(lock: &'static std::sync::Mutex<()>) -> std::sync::MutexGuard<'static, ()> {
+    lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Every cgroup folder this process is in, one per mounted hierarchy (v1 controllers
+/// and the unified one), from `/proc/self/cgroup` and `/proc/self/mountinfo`.
+pub fn own_cgroup_folders() -> Vec<std::path::PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let mut folders = Vec::new();
+    for line in own.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (
+            parts.next(),
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+        );
+        for mount in mountinfo.lines() {
+            let Some((left, right)) = mount.split_once(" - ") else {
+                continue;
+            };
+            let fields: Vec<&str> = left.split(' ').collect();
+            let right: Vec<&str> = right.split(' ').collect();
+            let (filesystem, options) = (right[0], right.get(2).copied().unwrap_or(""));
+            let matches = if controllers.is_empty() {
+                filesystem == "cgroup2"
+            } else {
+                filesystem == "cgroup"
+                    && controllers
+                        .split(',')
+                        .all(|c| options.split(',').any(|option| option == c))
+            };
+            if matches && fields.len() > 4 {
+                folders.push(std::path::Path::new(fields[4]).join(path.trim_start_matches('/')));
+            }
+        }
+    }
+    folders
+}
+
+/// The processes descended from `pid`, by parent pid, read from `/proc` now.
+pub fn descendants(pid: u32) -> Vec<i32> {
+    let mut parents: Vec<(i32, i32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The parent is the second field after the command's closing parenthesis.
+        if let Some(parent) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|parent| parent.parse::<i32>().ok())
+        {
+            parents.push((child, parent));
+        }
+    }
+    let mut found = vec![pid as i32];
+    let mut index = 0;
+    while index < found.len() {
+        let parent = found[index];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        index += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Kills, when dropped, processes a killed `wattline run` left behind and removes its
+/// run cgroups (`wattline-run-<pid>` beside this test's own groups), even when an
+/// assertion failed first.
+pub struct Reaper {
+    pub wattline_pid: u32,
+    pub orphans: Vec<i32>,
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pid in &self.orphans {
+            // SAFETY: kill(2) of a process this test's wattline started.
+            unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let name = format!("wattline-run-{}", self.wattline_pid);
+        for folder in own_cgroup_folders() {
+            let _ = std::fs::remove_dir(folder.join(&name));
+        }
+    }
 }

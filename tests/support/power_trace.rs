@@ -95,7 +95,7 @@ impl PowerTrace {
     /// 60 and 700 W, stepping at an instant, with ±4% noise every 50 ms.
     pub fn irregular() -> Self {
         let period = 41.3;
-        let mut random = Lcg(0x5eed_0f_7a11);
+        let mut random = Lcg(0x005e_ed0f_7a11);
         let mut rows = Vec::new();
         let mut t = 0.0;
         let mut level = [300.0, 450.0];
