@@ -563,3 +563,77 @@ fn a_replayed_clock_at_the_end_of_time_is_the_edge_not_a_panic() {
     );
     assert_eq!(account.wall_time(0), DateTime::<Utc>::MIN_UTC);
 }
+
+#[test]
+fn an_interval_cut_by_the_window_keeps_the_energy_of_its_part_with_power_linear() {
+    // 100 W rising to 300 W over 10 s (2000 J by the trapezoid, 2400 J by the
+    // counter); the window opens at 5 s, where the power is 200 W: the part inside
+    // holds (200 + 300) / 2 × 5 = 1250 J, 0.625 of the trapezoid, not half by time.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, Some(1_000_000))]);
+    feed.from(5.0);
+    feed.power("nvml", 10.0, &[("GPU-a", 300.0, Some(3_400_000))]);
+    let report = feed.report(10.0);
+    let device = &report.devices[0];
+    assert!(close(device.energy_kwh, kwh(2400.0 * 0.625), 1e-12));
+    assert!(close(
+        device.counter_kwh.unwrap(),
+        kwh(2400.0 * 0.625),
+        1e-12
+    ));
+    assert!(close(device.trapezoid_kwh.unwrap(), kwh(1250.0), 1e-12));
+    assert!((device.covered_seconds - 5.0).abs() < 1e-9);
+    // Cut at both ends: 2.5 s to 7.5 s, power 150 W to 250 W: 1000 J of the 2000.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, None)]);
+    feed.from(2.5);
+    feed.power("nvml", 10.0, &[("GPU-a", 300.0, None)]);
+    let report = feed.report(7.5);
+    assert!(close(report.devices[0].energy_kwh, kwh(1000.0), 1e-12));
+    // From an idle 0 W end: 0 W to 200 W over 10 s, from 5 s on: (100 + 200) / 2 × 5
+    // = 750 J of the 1000.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 0.0, None)]);
+    feed.from(5.0);
+    feed.power("nvml", 10.0, &[("GPU-a", 200.0, None)]);
+    let report = feed.report(10.0);
+    assert!(close(report.devices[0].energy_kwh, kwh(750.0), 1e-12));
+}
+
+#[test]
+fn a_counter_that_moved_while_power_read_zero_is_cut_by_time() {
+    // Both ends read 0 W but the counter advanced 100 J: the part inside the window
+    // is its share of the time (no power to weigh it by), never a division by zero.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 0.0, Some(1_000_000))]);
+    feed.from(2.0);
+    feed.power("nvml", 10.0, &[("GPU-a", 0.0, Some(1_100_000))]);
+    let report = feed.report(10.0);
+    assert!(close(report.devices[0].energy_kwh, kwh(80.0), 1e-12));
+}
+
+#[test]
+fn a_report_as_of_an_earlier_instant_leaves_out_readings_up_to_two_minutes_newer() {
+    // Readings every second to 100 s at 50 W; a report as of 10 s holds 10 s of it,
+    // though 90 s of newer intervals have arrived since.
+    let mut feed = Feed::new(settings(false));
+    for second in 0..=100 {
+        feed.power("nvml", f64::from(second), &[("GPU-a", 50.0, None)]);
+    }
+    let early = feed.account.report(at(10.0), feed.wall(10.0));
+    assert!(close(early.devices[0].energy_kwh, kwh(500.0), 1e-12));
+    assert!((early.devices[0].covered_seconds - 10.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_counter_read_out_of_order_by_two_readers_adds_up_to_the_counters_advance() {
+    // The full read's counter (stamped 1.0 s, read later) is ahead of the dense
+    // thread's (stamped 1.1 s, read earlier): no reset, no energy lost or doubled.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, Some(987_654_321))]);
+    feed.power("nvml", 1.0, &[("GPU-a", 100.0, Some(987_754_321 + 5_000))]);
+    feed.power("nvml", 1.1, &[("GPU-a", 100.0, Some(987_754_321 + 2_000))]);
+    feed.power("nvml", 2.0, &[("GPU-a", 100.0, Some(987_854_321))]);
+    let report = feed.report(2.0);
+    assert!(close(report.devices[0].energy_kwh, kwh(200.0), 1e-12));
+}
