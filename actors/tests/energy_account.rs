@@ -637,3 +637,63 @@ fn a_counter_read_out_of_order_by_two_readers_adds_up_to_the_counters_advance() 
     let report = feed.report(2.0);
     assert!(close(report.devices[0].energy_kwh, kwh(200.0), 1e-12));
 }
+
+#[test]
+fn the_sampling_rate_and_the_dense_or_sparse_label_follow_the_intervals_in_the_window() {
+    // Readings 0.25 s apart: 4 Hz, dense. A report as of an earlier instant takes the
+    // later intervals back out of the count too.
+    let mut feed = Feed::new(settings(false));
+    for step in 0..=40 {
+        feed.power("nvml", f64::from(step) * 0.25, &[("GPU-a", 100.0, None)]);
+    }
+    let report = feed.account.report(at(5.0), feed.wall(5.0));
+    let device = &report.devices[0];
+    assert_eq!(device.energy_source, EnergySource::DenseTrapezoid);
+    assert!(
+        (device.sampling_rate_hz.unwrap() - 4.0).abs() < 1e-9,
+        "{device:?}"
+    );
+    // Readings 2 s apart: 0.5 Hz, sparse.
+    let mut feed = Feed::new(settings(false));
+    for step in 0..=5 {
+        feed.power("nvml", f64::from(step) * 2.0, &[("GPU-a", 100.0, None)]);
+    }
+    let report = feed.report(10.0);
+    let device = &report.devices[0];
+    assert_eq!(device.energy_source, EnergySource::SparseTrapezoid);
+    assert!(
+        (device.sampling_rate_hz.unwrap() - 0.5).abs() < 1e-9,
+        "{device:?}"
+    );
+}
+
+#[test]
+fn a_process_gets_its_share_of_the_part_of_an_interval_inside_the_window() {
+    // 100 W to 300 W over 10 s with process 7 holding a quarter; the window opens at
+    // 5 s: the part inside holds 1250 J, the process 312.5 J.
+    let mut feed = Feed::new(settings(false));
+    let reading = |seconds: f64, watts: f64| {
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: at(seconds),
+            devices: Some(vec![DevicePower {
+                id: "GPU-a".into(),
+                name: None,
+                watts: Some(watts),
+                counter_millijoules: None,
+                shares: Some(ProcessShares {
+                    basis: Some(ShareBasis::Memory),
+                    processes: BTreeMap::from([(7, 0.25)]),
+                }),
+                mig_enabled: None,
+            }]),
+            power_field: None,
+        })
+    };
+    feed.apply(reading(0.0, 100.0));
+    feed.from(5.0);
+    feed.apply(reading(10.0, 300.0));
+    let report = feed.report(10.0);
+    assert!(close(report.processes[0].gpu_energy_kwh, kwh(312.5), 1e-12));
+    assert!(close(report.devices[0].unattributed_kwh, kwh(937.5), 1e-12));
+}
