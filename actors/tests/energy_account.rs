@@ -697,3 +697,104 @@ fn a_process_gets_its_share_of_the_part_of_an_interval_inside_the_window() {
     assert!(close(report.processes[0].gpu_energy_kwh, kwh(312.5), 1e-12));
     assert!(close(report.devices[0].unattributed_kwh, kwh(937.5), 1e-12));
 }
+
+#[test]
+fn a_file_cut_before_any_report_replays_as_of_its_newest_record() {
+    // A run killed before it reported: its records end at 10 s; the replay holds all
+    // ten seconds, ending at the newest record.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, None)]);
+    feed.power("nvml", 10.0, &[("GPU-a", 100.0, None)]);
+    let report = report_from_records(feed.records.clone()).unwrap();
+    assert!(close(report.devices[0].energy_kwh, kwh(1000.0), 1e-12));
+    assert_eq!(report.ended_at, feed.wall(10.0));
+}
+
+/// One device's power record at `seconds`, with its MIG flag.
+fn device_record(seconds: f64, watts: f64, mig_enabled: Option<bool>) -> EnergyRecord {
+    EnergyRecord::Power(PowerRecord {
+        source: "nvml".into(),
+        at: at(seconds),
+        devices: Some(vec![DevicePower {
+            id: "GPU-a".into(),
+            name: None,
+            watts: Some(watts),
+            counter_millijoules: None,
+            shares: None,
+            mig_enabled,
+        }]),
+        power_field: None,
+    })
+}
+
+#[test]
+fn a_mig_board_is_marked_shared_once_any_reading_says_so_and_never_otherwise() {
+    let mut feed = Feed::new(settings(false));
+    feed.apply(device_record(0.0, 100.0, None));
+    feed.apply(device_record(1.0, 100.0, Some(false)));
+    assert!(!feed.report(1.0).devices[0].shared_board_power);
+    feed.apply(device_record(2.0, 100.0, Some(true)));
+    // Dense readings do not say: the board stays marked.
+    feed.apply(device_record(3.0, 100.0, None));
+    assert!(feed.report(3.0).devices[0].shared_board_power);
+}
+
+#[test]
+fn a_negative_power_reading_is_a_gap_not_energy() {
+    let mut feed = Feed::new(settings(false));
+    feed.apply(device_record(0.0, 100.0, None));
+    feed.apply(device_record(1.0, -5.0, None));
+    feed.apply(device_record(2.0, 100.0, None));
+    feed.apply(device_record(3.0, 100.0, None));
+    let report = feed.report(3.0);
+    let device = &report.devices[0];
+    assert_eq!(device.gaps, 1);
+    assert!(close(device.energy_kwh, kwh(100.0), 1e-12));
+}
+
+#[test]
+fn each_closed_interval_carries_its_energy_in_kilowatt_hours() {
+    // 100 W then 300 W over 10 s: the trapezoid is 2000 J, the counter 2400 J.
+    let mut account = EnergyAccount::new(settings(false), 0, Utc::now());
+    let reading = |seconds: f64, watts: f64, counter: u64| {
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: at(seconds),
+            devices: Some(vec![DevicePower {
+                id: "GPU-a".into(),
+                name: None,
+                watts: Some(watts),
+                counter_millijoules: Some(counter),
+                shares: None,
+                mig_enabled: None,
+            }]),
+            power_field: None,
+        })
+    };
+    assert!(account.apply(&reading(0.0, 100.0, 1_000_000)).is_empty());
+    let closed = account.apply(&reading(10.0, 300.0, 3_400_000));
+    assert_eq!(closed.len(), 1);
+    assert!(close(closed[0].kilowatt_hours, kwh(2400.0), 1e-12));
+    assert!(close(
+        closed[0].trapezoid_kilowatt_hours.unwrap(),
+        kwh(2000.0),
+        1e-12
+    ));
+    assert!((closed[0].seconds - 10.0).abs() < 1e-12);
+    assert!(closed[0].counter);
+}
+
+#[test]
+fn a_scope_that_ended_between_two_readings_still_gets_its_part_of_the_next_interval() {
+    // The scope runs 1 s to 5 s; its end is known before the reading at 4 s arrives,
+    // and the interval 4 s to 10 s still holds its last second: 4 s at 100 W.
+    let mut feed = Feed::new(settings(false));
+    let uuid = Uuid::now_v7();
+    feed.apply(device_record(0.0, 100.0, None));
+    feed.scope(uuid, "step", 1.0, Some(5.0));
+    feed.apply(device_record(4.0, 100.0, None));
+    feed.apply(device_record(10.0, 100.0, None));
+    let report = feed.report(10.0);
+    let scope = &report.agent_scopes[0];
+    assert!(close(scope.gpu_energy_kwh.unwrap(), kwh(400.0), 1e-12));
+}

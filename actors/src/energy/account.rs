@@ -835,3 +835,64 @@ fn combined_method(methods: &[EnergySource]) -> EnergySource {
         None => EnergySource::SparseTrapezoid,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::energy::record::DevicePower;
+
+    fn reading(seconds: u64) -> EnergyRecord {
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: seconds * 1_000_000_000,
+            devices: Some(vec![DevicePower {
+                id: "GPU-a".into(),
+                name: None,
+                watts: Some(100.0),
+                counter_millijoules: None,
+                shares: None,
+                mig_enabled: None,
+            }]),
+            power_field: None,
+        })
+    }
+
+    #[test]
+    fn recent_intervals_are_kept_for_two_minutes_only() {
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, Utc::now());
+        for second in 0..=600 {
+            account.apply(&reading(second));
+        }
+        let meter = account.meters.values().next().unwrap();
+        // Intervals of 1 s ending within 120 s of the newest: 121 of them.
+        assert_eq!(meter.recent.len(), 121);
+    }
+
+    #[test]
+    fn an_ended_scope_no_reading_can_reach_is_retired() {
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, Utc::now());
+        let uuid = Uuid::now_v7();
+        let wall = Utc::now();
+        account.apply(&reading(0));
+        account.apply(&EnergyRecord::ScopeStarted {
+            uuid,
+            name: "step".into(),
+            at: 1_000_000_000,
+            wall,
+        });
+        account.apply(&EnergyRecord::ScopeEnded {
+            uuid,
+            at: 2_000_000_000,
+            wall,
+        });
+        account.apply(&reading(1));
+        assert_eq!(
+            account.scopes.len(),
+            1,
+            "still reachable by the open interval"
+        );
+        account.apply(&reading(3));
+        assert!(account.scopes.is_empty());
+        assert_eq!(account.finished_scopes.len(), 1);
+    }
+}
