@@ -665,6 +665,19 @@ fn the_sampling_rate_and_the_dense_or_sparse_label_follow_the_intervals_in_the_w
         (device.sampling_rate_hz.unwrap() - 0.5).abs() < 1e-9,
         "{device:?}"
     );
+    // A report in the middle of an interval: that interval still counts, partly in
+    // the window; the later ones do not. 1 s readings to 10 s, report at 5.5 s: six
+    // intervals over 5.5 s.
+    let mut feed = Feed::new(settings(false));
+    for step in 0..=10 {
+        feed.power("nvml", f64::from(step), &[("GPU-a", 100.0, None)]);
+    }
+    let report = feed.account.report(at(5.5), feed.wall(5.5));
+    let device = &report.devices[0];
+    assert!(
+        (device.sampling_rate_hz.unwrap() - 6.0 / 5.5).abs() < 1e-9,
+        "{device:?}"
+    );
 }
 
 #[test]
