@@ -173,24 +173,16 @@ fn gauges_keep_the_collection_cadence_while_power_is_read_densely() {
 
 /// A folder with the loop-mode stand-in `nvidia-smi` (`mode`: see the script), its
 /// rhythm's phase counted from now.
-fn stand_in_smi(mode: &str) -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("nvidia-smi");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("actors/tests/fixtures/gpu/fake-smi/loop_rhythm.py"),
-        &program,
-    )
-    .unwrap();
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+fn stand_in_smi(mode: &str) -> support::StandIn {
+    let stand_in = support::StandIn::new();
+    stand_in.install_smi_fixture("loop_rhythm.py");
     let epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    std::fs::write(dir.path().join("epoch"), format!("{epoch}")).unwrap();
-    std::fs::write(dir.path().join("mode"), mode).unwrap();
-    dir
+    std::fs::write(stand_in.path().join("epoch"), format!("{epoch}")).unwrap();
+    std::fs::write(stand_in.path().join("mode"), mode).unwrap();
+    stand_in
 }
 
 fn run_with_smi(smi: &Path, seconds: u32) -> Value {

@@ -33,6 +33,25 @@ struct Stand {
     _stream: SmiPowerStream,
 }
 
+/// Every stand-in this stream started is killed when the test is done, whatever
+/// happened: each appends its pid to `pids` beside it.
+impl Drop for Stand {
+    fn drop(&mut self) {
+        let pids = std::fs::read_to_string(self.dir.path().join("pids")).unwrap_or_default();
+        for pid in pids
+            .lines()
+            .filter_map(|line| line.trim().parse::<i32>().ok())
+        {
+            if pid > 1 {
+                // SAFETY: kill(2) of a stand-in this test's stream started.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
 /// Starts a stream over the stand-in in `mode`, 100 ms loops, a 500 ms hang timeout
 /// and a 100 ms first back-off.
 fn start(mode: &str) -> Stand {

@@ -275,17 +275,17 @@ esac
 "#;
 
 /// A folder holding [`FAKE_NVIDIA_SMI`] as `nvidia-smi`, and a `PATH` with it first.
-pub fn path_with_stand_in_nvidia_smi() -> (tempfile::TempDir, String) {
+pub fn path_with_stand_in_nvidia_smi() -> (StandIn, String) {
     path_with_nvidia_smi(FAKE_NVIDIA_SMI)
 }
 
-/// A folder holding `script` as `nvidia-smi`, and a `PATH` with it first.
-pub fn path_with_nvidia_smi(script: &str) -> (tempfile::TempDir, String) {
-    use std::os::unix::fs::PermissionsExt;
-    let bin = tempfile::tempdir().unwrap();
-    let smi = bin.path().join("nvidia-smi");
-    std::fs::write(&smi, script).unwrap();
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+/// A folder holding `script` (a `#!/bin/sh` script) as `nvidia-smi`, and a `PATH`
+/// with it first. Each run of it records its pid, so the guard kills a loop that
+/// wattline failed to stop.
+pub fn path_with_nvidia_smi(script: &str) -> (StandIn, String) {
+    let bin = StandIn::new();
+    let script = script.replacen('\n', "\necho $$ >> \"$(dirname \"$0\")/pids\"\n", 1);
+    bin.install("nvidia-smi", &script);
     let path = format!(
         "{}:{}",
         bin.path().display(),
