@@ -811,3 +811,49 @@ fn a_scope_that_ended_between_two_readings_still_gets_its_part_of_the_next_inter
     let scope = &report.agent_scopes[0];
     assert!(close(scope.gpu_energy_kwh.unwrap(), kwh(400.0), 1e-12));
 }
+
+#[test]
+fn mean_power_and_the_method_figures_are_absent_until_an_interval_closes() {
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 100.0, Some(1_000_000))]);
+    let one = feed.report(0.0);
+    let device = &one.devices[0];
+    assert_eq!(device.counter_kwh, None);
+    assert_eq!(device.trapezoid_kwh, None);
+    assert_eq!(device.mean_watts, None);
+    assert_eq!(device.sampling_rate_hz, None);
+    // 100 W to 300 W over 10 s: a mean of 200 W by the trapezoid.
+    feed.power("nvml", 10.0, &[("GPU-a", 300.0, Some(3_400_000))]);
+    let report = feed.report(10.0);
+    assert!(close(report.devices[0].mean_watts.unwrap(), 200.0, 1e-12));
+}
+
+#[test]
+fn a_process_share_after_the_report_instant_is_taken_back_out() {
+    // Process 9 holds half the device; 100 W constant, readings at 0 s and 10 s; a
+    // report as of 4 s gives it half of 400 J.
+    let mut feed = Feed::new(settings(false));
+    let reading = |seconds: f64| {
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: at(seconds),
+            devices: Some(vec![DevicePower {
+                id: "GPU-a".into(),
+                name: None,
+                watts: Some(100.0),
+                counter_millijoules: None,
+                shares: Some(ProcessShares {
+                    basis: Some(ShareBasis::Utilization),
+                    processes: BTreeMap::from([(9, 0.5)]),
+                }),
+                mig_enabled: None,
+            }]),
+            power_field: None,
+        })
+    };
+    feed.apply(reading(0.0));
+    feed.apply(reading(10.0));
+    let early = feed.account.report(at(4.0), feed.wall(4.0));
+    assert!(close(early.processes[0].gpu_energy_kwh, kwh(200.0), 1e-12));
+    assert!(close(early.devices[0].unattributed_kwh, kwh(200.0), 1e-12));
+}
