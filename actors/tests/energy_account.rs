@@ -857,3 +857,18 @@ fn a_process_share_after_the_report_instant_is_taken_back_out() {
     assert!(close(early.processes[0].gpu_energy_kwh, kwh(200.0), 1e-12));
     assert!(close(early.devices[0].unattributed_kwh, kwh(200.0), 1e-12));
 }
+
+#[test]
+fn every_device_and_domain_carries_its_own_cost_and_co2() {
+    // 2 kW for an hour on one device: 2 kWh, at 0.30 per kWh and 400 gCO2e per kWh.
+    let mut feed = Feed::new(settings(true));
+    feed.power("nvml", 0.0, &[("GPU-a", 2000.0, None)]);
+    feed.power("nvml", 3600.0, &[("GPU-a", 2000.0, None)]);
+    let report = feed.report(3600.0);
+    let device = &report.devices[0];
+    assert!(close(device.cost, 0.60, 1e-12));
+    assert!(close(device.co2_grams.unwrap(), 800.0, 1e-12));
+    let domain = &report.domains[0];
+    assert!(close(domain.cost, 0.60, 1e-12));
+    assert!(close(domain.co2_grams.unwrap(), 800.0, 1e-12));
+}
