@@ -325,3 +325,117 @@ pub fn process_shares(sample: &GpuSample, device: &str) -> Option<ProcessShares>
             .collect(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::{GpuDeviceReading, GpuProcessReading, GpuVendor};
+
+    fn device(id: &str, utilization: Option<f64>) -> GpuDeviceReading {
+        let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, id);
+        device.compute_utilization_percent = utilization;
+        device
+    }
+
+    fn process(
+        device: &str,
+        pid: u32,
+        memory_mib: Option<u64>,
+        utilization: Option<f64>,
+    ) -> GpuProcessReading {
+        GpuProcessReading {
+            vendor: GpuVendor::Nvidia,
+            device_identifier: device.into(),
+            device_index: None,
+            process_id: pid,
+            memory_used_bytes: memory_mib.map(|mib| mib * 1024 * 1024),
+            compute_utilization_percent: utilization,
+        }
+    }
+
+    fn sample(devices: Vec<GpuDeviceReading>, processes: Vec<GpuProcessReading>) -> GpuSample {
+        GpuSample {
+            devices,
+            processes,
+            taken_at: Instant::now(),
+        }
+    }
+
+    fn share(shares: &ProcessShares, pid: u32) -> f64 {
+        shares.processes[&pid]
+    }
+
+    #[test]
+    fn utilization_shares_are_relative_to_the_device_and_scaled_down_past_the_whole() {
+        let two = sample(
+            vec![device("a", Some(50.0)), device("b", Some(80.0))],
+            vec![
+                process("a", 1, None, Some(20.0)),
+                process("a", 2, None, Some(10.0)),
+                process("b", 3, None, Some(80.0)),
+            ],
+        );
+        let shares = process_shares(&two, "a").unwrap();
+        assert_eq!(shares.basis, Some(ShareBasis::Utilization));
+        assert!((share(&shares, 1) - 0.4).abs() < 1e-12);
+        assert!((share(&shares, 2) - 0.2).abs() < 1e-12);
+        assert!(!shares.processes.contains_key(&3));
+        // 37% + 12% of a device busy 41%: more than the whole, scaled to 37/49, 12/49.
+        let over = sample(
+            vec![device("a", Some(41.0))],
+            vec![
+                process("a", 1, None, Some(37.0)),
+                process("a", 2, None, Some(12.0)),
+            ],
+        );
+        let shares = process_shares(&over, "a").unwrap();
+        assert!((share(&shares, 1) - 37.0 / 49.0).abs() < 1e-12);
+        assert!((share(&shares, 2) - 12.0 / 49.0).abs() < 1e-12);
+        // A process over an idle device's figure holds nothing; a share above the
+        // device's is capped at the whole.
+        let idle = sample(
+            vec![device("a", Some(0.0))],
+            vec![process("a", 1, None, Some(5.0))],
+        );
+        assert_eq!(share(&process_shares(&idle, "a").unwrap(), 1), 0.0);
+        let capped = sample(
+            vec![device("a", Some(10.0))],
+            vec![process("a", 1, None, Some(30.0))],
+        );
+        assert_eq!(share(&process_shares(&capped, "a").unwrap(), 1), 1.0);
+        // Processes with utilization but no device figure: no shares.
+        let unknown = sample(
+            vec![device("a", None)],
+            vec![process("a", 1, None, Some(30.0))],
+        );
+        assert_eq!(process_shares(&unknown, "a"), None);
+    }
+
+    #[test]
+    fn memory_shares_are_of_the_memory_the_processes_hold() {
+        let held = sample(
+            vec![device("a", None)],
+            vec![
+                process("a", 1, Some(300), None),
+                process("a", 2, Some(900), None),
+                process("a", 3, None, None),
+            ],
+        );
+        let shares = process_shares(&held, "a").unwrap();
+        assert_eq!(shares.basis, Some(ShareBasis::Memory));
+        assert!((share(&shares, 1) - 0.25).abs() < 1e-12);
+        assert!((share(&shares, 2) - 0.75).abs() < 1e-12);
+        assert!(!shares.processes.contains_key(&3));
+        let none_held = sample(
+            vec![device("a", None)],
+            vec![process("a", 1, Some(0), None)],
+        );
+        assert_eq!(share(&process_shares(&none_held, "a").unwrap(), 1), 0.0);
+        // Neither figure: no shares; no process on the device: empty shares.
+        let blind = sample(vec![device("a", None)], vec![process("a", 1, None, None)]);
+        assert_eq!(process_shares(&blind, "a"), None);
+        let empty = process_shares(&sample(vec![device("a", None)], Vec::new()), "a").unwrap();
+        assert_eq!(empty.basis, None);
+        assert!(empty.processes.is_empty());
+    }
+}
