@@ -120,6 +120,17 @@ mod tests {
     }
 
     #[test]
+    fn each_method_has_its_name_in_words() {
+        assert_eq!(EnergySource::Counter.as_str(), "counter");
+        assert_eq!(EnergySource::DenseTrapezoid.as_str(), "dense trapezoid");
+        assert_eq!(EnergySource::SparseTrapezoid.as_str(), "sparse trapezoid");
+        assert_eq!(EnergySource::Mixed.as_str(), "mixed");
+        // The line between dense and sparse is 0.5 s between readings, inclusive.
+        assert_eq!(EnergySource::trapezoid(0.5), EnergySource::DenseTrapezoid);
+        assert_eq!(EnergySource::trapezoid(0.51), EnergySource::SparseTrapezoid);
+    }
+
+    #[test]
     fn a_shared_counter_read_out_of_order_counts_nothing_a_reset_or_wrap_still_counts() {
         // NVML millijoules: a value 2 J lower than the baseline was read first.
         assert_eq!(

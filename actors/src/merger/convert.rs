@@ -72,3 +72,46 @@ pub fn bandwidth(
         unit,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{LimitEventKind, LimitResource};
+
+    #[test]
+    fn a_count_keeps_its_number_and_unit_and_an_unknown_count_stays_null() {
+        let measured = count(Some(7), CountUnit::Events).unwrap();
+        assert_eq!(measured.value, MeasurementValue::Integer(7));
+        assert_eq!(measured.unit, CountUnit::Events);
+        assert_eq!(count(None, CountUnit::Events), None);
+    }
+
+    #[test]
+    fn limit_events_keep_their_resource_kind_and_count_in_events() {
+        let events = limit_events(&[
+            LimitEventReading {
+                resource: LimitResource::Cpu,
+                event: LimitEventKind::Throttled,
+                count: Some(12),
+            },
+            LimitEventReading {
+                resource: LimitResource::Memory,
+                event: LimitEventKind::OutOfMemory,
+                count: None,
+            },
+        ]);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].resource, LimitResource::Cpu);
+        assert_eq!(events[0].event, LimitEventKind::Throttled);
+        assert_eq!(
+            events[0].count,
+            Some(Measurement::new(
+                MeasurementValue::Integer(12),
+                CountUnit::Events
+            ))
+        );
+        assert_eq!(events[1].resource, LimitResource::Memory);
+        assert_eq!(events[1].event, LimitEventKind::OutOfMemory);
+        assert_eq!(events[1].count, None);
+    }
+}
