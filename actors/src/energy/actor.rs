@@ -273,3 +273,217 @@ impl PowerSampleSink for EnergyFeed {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
+    use crate::events::{CollectingEventSink, MetricValue};
+    use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
+    use crate::metric_names as names;
+
+    fn sample(epoch: Epoch, seconds: f64, watts: f64, dense: bool) -> PowerSample {
+        let taken_at = epoch.0 + Duration::from_secs_f64(seconds);
+        let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-a");
+        device.device_index = Some(0);
+        device.power_draw_watts = Some(watts);
+        PowerSample {
+            source: "nvml".into(),
+            sample: Some(Arc::new(GpuSample {
+                devices: vec![device],
+                processes: Vec::new(),
+                taken_at,
+            })),
+            observed_at: Utc::now(),
+            taken_at,
+            processes_read: false,
+            dense,
+            power_field: Some("nvmlDeviceGetPowerUsage"),
+        }
+    }
+
+    async fn spawn(semconv: bool) -> (ActorRef<EnergyMessage>, Arc<CollectingEventSink>, Epoch) {
+        let sink = Arc::new(CollectingEventSink::default());
+        // An epoch a minute back, so every instant below lies after it.
+        let epoch = Epoch(Instant::now() - Duration::from_secs(60));
+        let (actor, _) = Actor::spawn(
+            None,
+            EnergyActor,
+            EnergyArguments {
+                settings: EnergySettings::default(),
+                sink: sink.clone(),
+                epoch,
+                semconv_metrics: semconv,
+            },
+        )
+        .await
+        .unwrap();
+        (actor, sink, epoch)
+    }
+
+    /// Every metric batch's values of `name`.
+    fn values(events: &[PipelineEvent], name: &str) -> Vec<f64> {
+        events
+            .iter()
+            .filter_map(|event| match event {
+                PipelineEvent::Metrics { measurements, .. } => Some(measurements),
+                _ => None,
+            })
+            .flatten()
+            .filter(|m| m.name == name)
+            .map(|m| match m.value {
+                MetricValue::F64(value) => value,
+                MetricValue::I64(value) => value as f64,
+                MetricValue::U64(value) => value as f64,
+            })
+            .collect()
+    }
+
+    async fn report(actor: &ActorRef<EnergyMessage>, epoch: Epoch, seconds: f64) -> EnergyReport {
+        let at = epoch.0 + Duration::from_secs_f64(seconds);
+        match actor
+            .call(|reply| EnergyMessage::Report(at, Utc::now(), reply), None)
+            .await
+            .unwrap()
+        {
+            ractor::rpc::CallResult::Success(report) => report,
+            _ => panic!("no report"),
+        }
+    }
+
+    #[tokio::test]
+    async fn dense_intervals_go_out_with_the_next_gauge_sample_and_every_record_is_kept() {
+        let (actor, sink, epoch) = spawn(false).await;
+        let feed = EnergyFeed(actor.clone());
+        actor
+            .cast(EnergyMessage::MeasuringFrom(epoch.0, Utc::now()))
+            .unwrap();
+        // A full answer at 0 s (100 W), dense readings at 1 s and 2 s (200 W), a full
+        // answer at 3 s (200 W): 150 + 200 + 200 = 550 J over 3 s go out with it.
+        let uuid = Uuid::now_v7();
+        let boundary = |seconds: u64| epoch.0 + Duration::from_secs(seconds);
+        feed.send(sample(epoch, 0.0, 100.0, false));
+        feed.send(sample(epoch, 1.0, 200.0, true));
+        actor
+            .cast(EnergyMessage::ScopeStarted(
+                uuid,
+                "step".into(),
+                boundary(1),
+                Utc::now(),
+            ))
+            .unwrap();
+        feed.send(sample(epoch, 2.0, 200.0, true));
+        actor
+            .cast(EnergyMessage::ScopeEnded(uuid, boundary(2), Utc::now()))
+            .unwrap();
+        feed.send(sample(epoch, 3.0, 200.0, false));
+        // A full answer overtaken by the dense readings: its gauges were never sent
+        // (older than the newest gauges), nor its energy.
+        feed.send(sample(epoch, 2.5, 300.0, false));
+        let report = report(&actor, epoch, 3.0).await;
+        let kwh = |joules: f64| joules / JOULES_PER_KILOWATT_HOUR;
+        assert!((report.total.gpu_energy_kwh.unwrap() - kwh(550.0)).abs() < 1e-15);
+        assert!((report.agent_scopes[0].gpu_energy_kwh.unwrap() - kwh(200.0)).abs() < 1e-15);
+
+        let events = sink.events();
+        assert_eq!(values(&events, names::GPU_POWER), vec![100.0, 200.0]);
+        let energy = values(&events, names::WATTLINE_ENERGY_CONSUMED);
+        assert_eq!(energy.len(), 1, "{energy:?}");
+        assert!((energy[0] - kwh(550.0)).abs() < 1e-15);
+        assert_eq!(values(&events, genai::INTERVAL_METRIC), vec![3.0]);
+        // Every record went to the file: started, from, five readings but the stale
+        // one, two scope boundaries, the report.
+        let records = events
+            .iter()
+            .filter(|e| matches!(e, PipelineEvent::Energy { .. }))
+            .count();
+        assert_eq!(records, 9);
+        actor.stop(None);
+    }
+
+    #[tokio::test]
+    async fn statuses_are_recorded_when_they_change_only() {
+        let (actor, sink, epoch) = spawn(false).await;
+        let status = |unavailable: Option<&str>| GpuSourceStatus {
+            configured: "nvml".into(),
+            unavailable: unavailable.map(str::to_owned),
+            selection: None,
+        };
+        for message in [
+            EnergyMessage::GpuStatus(status(None)),
+            EnergyMessage::GpuStatus(status(None)),
+            EnergyMessage::GpuStatus(status(Some("gone"))),
+            EnergyMessage::CpuStatus(Some("no RAPL".into())),
+            EnergyMessage::CpuStatus(Some("no RAPL".into())),
+        ] {
+            actor.cast(message).unwrap();
+        }
+        let _ = report(&actor, epoch, 1.0).await;
+        let events = sink.events();
+        let count = |wanted: fn(&EnergyRecord) -> bool| {
+            events
+                .iter()
+                .filter(|e| matches!(e, PipelineEvent::Energy { record, .. } if wanted(record)))
+                .count()
+        };
+        assert_eq!(count(|r| matches!(r, EnergyRecord::GpuStatus { .. })), 2);
+        assert_eq!(count(|r| matches!(r, EnergyRecord::CpuStatus { .. })), 1);
+        actor.stop(None);
+    }
+
+    #[tokio::test]
+    async fn rapl_readings_become_hw_energy_when_semconv_names_are_wanted() {
+        let (actor, sink, epoch) = spawn(true).await;
+        let zone = |microjoules: u64| RaplZoneReading {
+            zone: "intel-rapl:0".into(),
+            name: "package-0".into(),
+            energy_microjoules: microjoules,
+            max_energy_range_microjoules: Some(262_143_328_850),
+        };
+        actor
+            .cast(EnergyMessage::Rapl(epoch.0, vec![zone(1_000_000)]))
+            .unwrap();
+        actor
+            .cast(EnergyMessage::Rapl(
+                epoch.0 + Duration::from_secs(1),
+                vec![zone(31_000_000)],
+            ))
+            .unwrap();
+        let report = report(&actor, epoch, 1.0).await;
+        assert!(
+            (report.total.cpu_energy_kwh.unwrap() - 30.0 / JOULES_PER_KILOWATT_HOUR).abs() < 1e-15
+        );
+        assert!(!values(&sink.events(), "hw.energy").is_empty());
+        actor.stop(None);
+    }
+
+    #[test]
+    fn merging_intervals_sums_each_devices_figures_and_keeps_counter_only_if_all_were() {
+        let interval =
+            |device: &str, kwh: f64, trapezoid: Option<f64>, seconds, counter| ClosedInterval {
+                device: device.into(),
+                kilowatt_hours: kwh,
+                trapezoid_kilowatt_hours: trapezoid,
+                seconds,
+                counter,
+            };
+        let mut into = vec![interval("a", 1.0, Some(2.0), 1.0, true)];
+        merge_closed(
+            &mut into,
+            vec![
+                interval("a", 3.0, Some(4.0), 2.0, false),
+                interval("b", 5.0, None, 1.5, true),
+                interval("b", 1.0, Some(6.0), 0.5, true),
+            ],
+        );
+        assert_eq!(
+            into,
+            vec![
+                interval("a", 4.0, Some(6.0), 3.0, false),
+                interval("b", 6.0, Some(6.0), 2.0, true),
+            ]
+        );
+    }
+}
