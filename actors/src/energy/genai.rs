@@ -513,6 +513,72 @@ mod tests {
     }
 
     #[test]
+    fn device_gauges_in_the_references_units_and_aggregates_over_the_devices_that_said() {
+        // Two devices: 3 GiB and 1 GiB used of 80 GiB, 40% and 80% busy, 300 W and
+        // 100 W, 60 and 75 Cel; a third device that said nothing counts in no aggregate.
+        let gib = 1024 * 1024 * 1024;
+        let mut a = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-a");
+        a.device_index = Some(0);
+        a.memory_used_bytes = Some(3 * gib);
+        a.memory_total_bytes = Some(80 * gib);
+        a.compute_utilization_percent = Some(40.0);
+        a.power_draw_watts = Some(300.0);
+        a.temperature_celsius = Some(60.0);
+        let mut b = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-b");
+        b.device_index = Some(1);
+        b.memory_used_bytes = Some(gib);
+        b.compute_utilization_percent = Some(80.0);
+        b.power_draw_watts = Some(100.0);
+        b.temperature_celsius = Some(75.0);
+        let silent = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-c");
+        let sample = GpuSample {
+            devices: vec![a, b, silent],
+            processes: Vec::new(),
+            taken_at: std::time::Instant::now(),
+        };
+        let out = sample_measurements(&sample, &[], &EnergySettings::default());
+        let all = |name: &str| -> Vec<f64> {
+            out.iter()
+                .filter(|m| m.name == name)
+                .map(|m| match m.value {
+                    MetricValue::F64(value) => value,
+                    MetricValue::I64(value) => value as f64,
+                    MetricValue::U64(value) => value as f64,
+                })
+                .collect()
+        };
+        assert_eq!(all(names::GPU_MEMORY_USED), vec![3072.0, 1024.0]);
+        assert_eq!(all(names::GPU_MEMORY_TOTAL), vec![81920.0]);
+        assert_eq!(all(names::GPU_AGGREGATE_MEAN_UTILIZATION), vec![60.0]);
+        assert_eq!(all(names::GPU_AGGREGATE_TOTAL_MEMORY_USED), vec![4.0]);
+        assert_eq!(all(names::GPU_AGGREGATE_TOTAL_POWER), vec![400.0]);
+        assert_eq!(all(names::GPU_AGGREGATE_MAX_TEMPERATURE), vec![75.0]);
+        assert_eq!(all(names::POWER_CONSUMPTION), vec![400.0]);
+        let count = out
+            .iter()
+            .find(|m| m.name == names::GPU_AGGREGATE_MEAN_UTILIZATION)
+            .and_then(|m| m.attributes.as_ref())
+            .and_then(|attributes| attributes.get("gpu_count").cloned());
+        assert_eq!(count, Some(AttributeValue::String("2".into())));
+        // No device said anything: no aggregate, no power histogram, not zeros.
+        let quiet = GpuSample {
+            devices: vec![GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-c")],
+            processes: Vec::new(),
+            taken_at: std::time::Instant::now(),
+        };
+        let out = sample_measurements(&quiet, &[], &EnergySettings::default());
+        for name in [
+            names::GPU_AGGREGATE_MEAN_UTILIZATION,
+            names::GPU_AGGREGATE_TOTAL_MEMORY_USED,
+            names::GPU_AGGREGATE_TOTAL_POWER,
+            names::GPU_AGGREGATE_MAX_TEMPERATURE,
+            names::POWER_CONSUMPTION,
+        ] {
+            assert!(out.iter().all(|m| m.name != name), "{name}");
+        }
+    }
+
+    #[test]
     fn gen_ai_energy_is_the_trapezoid_and_wattlines_the_counter_beside_it() {
         // 100 W then 200 W over 10 s: the trapezoid says 1500 J; the counter 1800 J.
         let joules = |j: f64| j / 3_600_000.0;
