@@ -659,5 +659,21 @@ mod tests {
             .find(|m| m.name == names::CO2_EMISSIONS_RATE)
             .unwrap();
         assert_eq!(rate.kind, MetricKind::Histogram);
+        // 1500 J at 100 gCO2e/kWh over 10 s.
+        assert!(close(
+            value_of(&out, names::CO2_EMISSIONS_RATE),
+            100.0 * joules(1500.0) / 10.0
+        ));
+        // An interval of no length has no rate (never a division by zero); without
+        // CO2 tracking there is none either.
+        let instant = [ClosedInterval {
+            seconds: 0.0,
+            ..closed[0].clone()
+        }];
+        let out = sample_measurements(&sample, &instant, &settings);
+        assert!(out.iter().all(|m| m.name != names::CO2_EMISSIONS_RATE));
+        settings.config.co2_tracking = false;
+        let out = sample_measurements(&sample, &closed, &settings);
+        assert!(out.iter().all(|m| m.name != names::CO2_EMISSIONS_RATE));
     }
 }
