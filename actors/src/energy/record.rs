@@ -412,6 +412,17 @@ mod tests {
     }
 
     #[test]
+    fn each_basis_and_the_epoch_have_their_meaning() {
+        assert_eq!(ShareBasis::Utilization.as_str(), "utilization");
+        assert_eq!(ShareBasis::Memory.as_str(), "memory");
+        let epoch = Epoch::now();
+        let later = epoch.0 + std::time::Duration::from_millis(1500);
+        assert_eq!(epoch.nanos(later), 1_500_000_000);
+        // Before the epoch is zero, not a wrap.
+        assert_eq!(Epoch(later).nanos(epoch.0), 0);
+    }
+
+    #[test]
     fn memory_shares_are_of_the_memory_the_processes_hold() {
         let held = sample(
             vec![device("a", None)],
