@@ -872,3 +872,97 @@ fn every_device_and_domain_carries_its_own_cost_and_co2() {
     assert!(close(domain.cost, 0.60, 1e-12));
     assert!(close(domain.co2_grams.unwrap(), 800.0, 1e-12));
 }
+
+#[test]
+fn why_no_gpu_energy_was_measured_names_the_selection_before_the_sources() {
+    use wattline_actors::gpu::visible_devices::GpuSelection;
+    let status = |selectors: &[&str], given: &str| EnergyRecord::GpuStatus {
+        configured: "nvml".into(),
+        unavailable: Some("NVML library not found".into()),
+        selection: (!selectors.is_empty()).then(|| GpuSelection {
+            selectors: selectors.iter().map(|s| (*s).to_owned()).collect(),
+            origin: "CUDA_VISIBLE_DEVICES".into(),
+            given: given.into(),
+        }),
+    };
+    // No selection: the sources' reason.
+    let mut feed = Feed::new(settings(false));
+    feed.apply(status(&[], ""));
+    assert_eq!(
+        feed.report(1.0).gpu_unavailable.as_deref(),
+        Some("NVML library not found")
+    );
+    // A selection of no device, whether or not a source answered.
+    let mut feed = Feed::new(settings(false));
+    feed.apply(status(&["none"], "none"));
+    assert_eq!(
+        feed.report(1.0).gpu_unavailable.as_deref(),
+        Some("no GPU is selected (CUDA_VISIBLE_DEVICES=none): none counted")
+    );
+    // A source answered, but with none of the selected devices.
+    let mut feed = Feed::new(settings(false));
+    feed.apply(status(&["7"], "7"));
+    assert_eq!(
+        feed.report(0.5).gpu_unavailable.as_deref(),
+        Some("NVML library not found"),
+        "before any source answered, the sources' reason"
+    );
+    feed.apply(EnergyRecord::Power(PowerRecord {
+        source: "nvml".into(),
+        at: at(1.0),
+        devices: Some(Vec::new()),
+        power_field: None,
+    }));
+    let report = feed.report(1.0);
+    assert_eq!(
+        report.gpu_unavailable.as_deref(),
+        Some("no device matched the selection (CUDA_VISIBLE_DEVICES=7)")
+    );
+    assert_eq!(report.gpu_source.as_deref(), Some("nvml"));
+}
+
+#[test]
+fn a_domain_of_one_method_keeps_it_and_of_several_is_mixed() {
+    let mut feed = Feed::new(settings(false));
+    feed.power(
+        "nvml",
+        0.0,
+        &[("GPU-a", 100.0, Some(1_000)), ("GPU-b", 100.0, Some(1_000))],
+    );
+    feed.power(
+        "nvml",
+        1.0,
+        &[
+            ("GPU-a", 100.0, Some(101_000)),
+            ("GPU-b", 100.0, Some(101_000)),
+        ],
+    );
+    assert_eq!(feed.report(1.0).domains[0].method, EnergySource::Counter);
+    let mut feed = Feed::new(settings(false));
+    feed.power(
+        "nvml",
+        0.0,
+        &[("GPU-a", 100.0, Some(1_000)), ("GPU-b", 100.0, None)],
+    );
+    feed.power(
+        "nvml",
+        1.0,
+        &[("GPU-a", 100.0, Some(101_000)), ("GPU-b", 100.0, None)],
+    );
+    assert_eq!(feed.report(1.0).domains[0].method, EnergySource::Mixed);
+}
+
+#[test]
+fn a_scopes_cost_and_co2_are_of_its_own_energy() {
+    // 1 kW for an hour inside the scope: 1 kWh, 0.30 and 400 g.
+    let mut feed = Feed::new(settings(true));
+    let uuid = Uuid::now_v7();
+    feed.power("nvml", 0.0, &[("GPU-a", 1000.0, None)]);
+    feed.scope(uuid, "step", 0.0, Some(3600.0));
+    feed.power("nvml", 7200.0, &[("GPU-a", 1000.0, None)]);
+    let report = feed.report(7200.0);
+    let scope = &report.agent_scopes[0];
+    assert!(close(scope.energy_kwh.unwrap(), 1.0, 1e-12));
+    assert!(close(scope.cost.unwrap(), 0.30, 1e-12));
+    assert!(close(scope.co2_grams.unwrap(), 400.0, 1e-12));
+}
