@@ -966,3 +966,73 @@ fn a_scopes_cost_and_co2_are_of_its_own_energy() {
     assert!(close(scope.cost.unwrap(), 0.30, 1e-12));
     assert!(close(scope.co2_grams.unwrap(), 400.0, 1e-12));
 }
+
+#[test]
+fn an_exporter_lost_data_when_it_dropped_failed_or_lost_anything_and_says_what() {
+    use wattline_actors::energy::report::ExporterOutcome;
+    let outcome = |dropped, failed, lost| ExporterOutcome {
+        name: "atof".into(),
+        exported: 10,
+        dropped,
+        failed,
+        lost,
+        last_error: None,
+    };
+    assert!(!outcome(0, 0, 0).lost_data());
+    assert!(outcome(1, 0, 0).lost_data());
+    assert!(outcome(0, 1, 0).lost_data());
+    assert!(outcome(0, 0, 1).lost_data());
+    let mut failing = outcome(3, 1, 2);
+    assert_eq!(
+        failing.loss_description(),
+        "3 events dropped, 2 lost, 1 calls failed"
+    );
+    failing.last_error = Some("disk full".into());
+    assert_eq!(
+        failing.loss_description(),
+        "3 events dropped, 2 lost, 1 calls failed (last error: disk full)"
+    );
+}
+
+#[test]
+fn the_table_gives_the_windows_length_the_silent_source_and_the_facility_line() {
+    let mut with_pue = settings(false);
+    with_pue.config.pue = 1.5;
+    let mut feed = Feed::new(with_pue);
+    feed.from(0.0);
+    feed.apply(EnergyRecord::GpuStatus {
+        configured: "nvml".into(),
+        unavailable: None,
+        selection: None,
+    });
+    feed.power("drm", 0.0, &[("card0", 100.0, None)]);
+    feed.power("drm", 12.5, &[("card0", 100.0, None)]);
+    let table = feed.report(12.5).to_table();
+    assert!(
+        table.starts_with("wattline energy report (12.5 s)\n"),
+        "{table}"
+    );
+    assert!(table.contains("Facility at PUE 1.5 "), "{table}");
+    // 1250 J is 0.000347 kWh, times 1.5.
+    assert!(table.contains(": 0.000521 kWh, "), "{table}");
+    // A configured source that never answered, and one configured as none.
+    let mut feed = Feed::new(settings(false));
+    feed.apply(EnergyRecord::GpuStatus {
+        configured: "nvml".into(),
+        unavailable: None,
+        selection: None,
+    });
+    let table = feed.report(1.0).to_table();
+    assert!(
+        table.contains("GPU source: none (configured: nvml, not answering)\n"),
+        "{table}"
+    );
+    assert!(!table.contains("Facility"), "{table}");
+    let mut feed = Feed::new(settings(false));
+    feed.apply(EnergyRecord::GpuStatus {
+        configured: "none".into(),
+        unavailable: None,
+        selection: None,
+    });
+    assert!(feed.report(1.0).to_table().contains("GPU source: none\n"));
+}
