@@ -1036,3 +1036,64 @@ fn the_table_gives_the_windows_length_the_silent_source_and_the_facility_line() 
     });
     assert!(feed.report(1.0).to_table().contains("GPU source: none\n"));
 }
+
+#[test]
+fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
+    // 100 W to 300 W over 10 s on a named device: 2000 J, mean 200 W, max 300 W; a
+    // process holding a quarter of it.
+    let mut feed = Feed::new(settings(false));
+    let reading = |seconds: f64, watts: f64| {
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: at(seconds),
+            devices: Some(vec![DevicePower {
+                id: "GPU-0123456789abcdef".into(),
+                name: Some("H200".into()),
+                watts: Some(watts),
+                counter_millijoules: None,
+                shares: Some(ProcessShares {
+                    basis: Some(ShareBasis::Memory),
+                    processes: BTreeMap::from([(4242, 0.25)]),
+                }),
+                mig_enabled: None,
+            }]),
+            power_field: None,
+        })
+    };
+    feed.apply(reading(0.0, 100.0));
+    feed.apply(reading(10.0, 300.0));
+    let table = feed.report(10.0).to_table();
+    let row = table
+        .lines()
+        .find(|line| line.starts_with("H200 GPU-01234567 "))
+        .unwrap_or_else(|| panic!("no device row: {table}"));
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    // name, short id, kWh, method (two words), mean W, max W, covered, rate, gaps, cost
+    assert_eq!(
+        &columns[2..],
+        &[
+            "0.000556",
+            "sparse",
+            "trapezoid",
+            "200.0",
+            "300.0",
+            "10.0s",
+            "0.1",
+            "0",
+            "0.000167"
+        ],
+        "{row}"
+    );
+    assert!(
+        table.contains("Total: 0.000556 kWh (GPU 0.000556 by sparse trapezoid)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("process 4242     0.000139 kWh on GPU-01234567 (by memory share)"),
+        "{table}"
+    );
+    assert!(
+        table.contains("unattributed     0.000417 kWh on GPU-01234567"),
+        "{table}"
+    );
+}
