@@ -413,6 +413,9 @@ mod tests {
         assert!((find(HW_POWER, "cpu") - 15.0).abs() < 1e-6);
         assert!((find(HW_ENERGY, "memory") - 4.0).abs() < 1e-9);
         assert!((find(HW_POWER, "memory") - 2.0).abs() < 1e-9);
+        // The same instant again: no interval, never a power over no time.
+        let again = metrics.rapl_measurements(3_000_000_000, &second);
+        assert!(again.is_empty(), "{again:?}");
     }
 
     #[test]
@@ -462,6 +465,30 @@ mod tests {
         assert!(
             !attributes.contains_key("hw.type"),
             "a sensor has no hw.type"
+        );
+
+        // The interval's energy carries its device's name (from the sample's reading
+        // of that device); a device the sample lacks gets its identifier alone.
+        let energy = first.iter().find(|m| m.name == HW_ENERGY).unwrap();
+        assert_eq!(
+            energy.attributes.as_ref().unwrap()["hw.name"],
+            AttributeValue::String("NVIDIA H100 80GB HBM3".into())
+        );
+        let elsewhere = [ClosedInterval {
+            device: "GPU-bbbb".into(),
+            ..closed[0].clone()
+        }];
+        let other = SemconvMetrics::default().sample_measurements(&sample(1000, 7), &elsewhere);
+        let energy = other.iter().find(|m| m.name == HW_ENERGY).unwrap();
+        assert_eq!(
+            energy.attributes.as_ref().unwrap(),
+            &BTreeMap::from([
+                (
+                    "hw.id".to_string(),
+                    AttributeValue::String("GPU-bbbb".into())
+                ),
+                ("hw.type".to_string(), AttributeValue::String("gpu".into())),
+            ])
         );
 
         let second = metrics.sample_measurements(&sample(400, 9), &[]);
