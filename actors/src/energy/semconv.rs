@@ -495,6 +495,9 @@ mod tests {
         assert_eq!(value(&second, HW_GPU_MEMORY_USAGE, None), -600.0);
         assert_eq!(value(&second, HW_GPU_MEMORY_LIMIT, None), 0.0);
         assert_eq!(value(&second, HW_ERRORS, Some("corrected")), 2.0);
+        // The driver reloaded: its count went down to 4, which counts from zero.
+        let third = metrics.sample_measurements(&sample(400, 4), &[]);
+        assert_eq!(value(&third, HW_ERRORS, Some("corrected")), 4.0);
         assert!(second.iter().all(|m| m.name != HW_ENERGY));
     }
 }
