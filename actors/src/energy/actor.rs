@@ -146,12 +146,7 @@ impl Actor for EnergyActor {
         arguments: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         for variable in &arguments.settings.ignored_variables {
-            let reason = if variable == COUNTRY_VARIABLE {
-                "GENAI_CO2_USE_MANUAL=true: the carbon intensity is not the country's"
-            } else {
-                "the grid factor is per country (GENAI_CO2_COUNTRY_ISO_CODE or carbon_region); \
-                 sub-national and cloud regions and the reference's tracking modes mean nothing here"
-            };
+            let reason = ignored_variable_reason(variable);
             tracing::info!(variable, reason, "accepted, has no effect");
         }
         let account = EnergyAccount::new(
@@ -238,6 +233,16 @@ impl Actor for EnergyActor {
             }
         }
         Ok(())
+    }
+}
+
+/// Why a reference variable that was set has no effect here, in words.
+fn ignored_variable_reason(variable: &str) -> &'static str {
+    if variable == COUNTRY_VARIABLE {
+        "GENAI_CO2_USE_MANUAL=true: the carbon intensity is not the country's"
+    } else {
+        "the grid factor is per country (GENAI_CO2_COUNTRY_ISO_CODE or carbon_region); \
+         sub-national and cloud regions and the reference's tracking modes mean nothing here"
     }
 }
 
@@ -457,6 +462,12 @@ mod tests {
         );
         assert!(!values(&sink.events(), "hw.energy").is_empty());
         actor.stop(None);
+    }
+
+    #[test]
+    fn an_ignored_variable_is_explained_by_what_it_is() {
+        assert!(ignored_variable_reason(COUNTRY_VARIABLE).starts_with("GENAI_CO2_USE_MANUAL=true"));
+        assert!(ignored_variable_reason("GENAI_CO2_CLOUD_REGION").starts_with("the grid factor"));
     }
 
     #[test]
