@@ -1097,3 +1097,20 @@ fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
         "{table}"
     );
 }
+
+#[test]
+fn each_domain_has_the_name_its_json_and_csv_use() {
+    // The same names as the report's serialised form.
+    for domain in [
+        EnergyDomain::Gpu,
+        EnergyDomain::CpuPackage,
+        EnergyDomain::Dram,
+        EnergyDomain::CpuPart,
+    ] {
+        assert_eq!(
+            serde_json::to_value(domain).unwrap(),
+            serde_json::Value::String(domain.as_str().to_owned())
+        );
+    }
+    assert_eq!(EnergyDomain::CpuPackage.as_str(), "cpu_package");
+}
