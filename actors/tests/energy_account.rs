@@ -1096,6 +1096,8 @@ fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
         table.contains("unattributed     0.000417 kWh on GPU-01234567"),
         "{table}"
     );
+    // At a PUE of 1 the facility figure is the total: no line of its own.
+    assert!(!table.contains("Facility"), "{table}");
 }
 
 #[test]
