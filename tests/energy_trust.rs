@@ -34,6 +34,10 @@ fn claimed_bound(seconds: f64) -> f64 {
 /// up to 60% of a period late), s: the reading interval a step can fall in.
 const SMI_LOOP_SECONDS: f64 = 0.16;
 
+/// The longest the opening interval can be: from the reading taken while preparing
+/// to the first one after the pipeline has spawned, s.
+const START_GAP_SECONDS: f64 = 0.2;
+
 /// Checks every device's energy against the trace's integral over the command's
 /// lifetime, and its coverage against that lifetime, both ways.
 fn check(gpu: &Gpu, run: &Run, method: &str) {
@@ -51,6 +55,11 @@ fn check(gpu: &Gpu, run: &Run, method: &str) {
         let expected = gpu.trace.joules(index, run.start, run.end);
         let error = (joules - expected) / expected;
         let mut bound = claimed_bound(seconds);
+        // A step near the command's start: the opening interval is interpolated.
+        bound += gpu
+            .trace
+            .start_edge_error(index, run.start, START_GAP_SECONDS)
+            / expected;
         if gpu.source != Source::Nvml {
             // A trapezoid cannot know where inside a reading interval a step fell.
             bound += gpu

@@ -224,6 +224,18 @@ impl PowerTrace {
         4.0 * variance.sqrt()
     }
 
+    /// How far the window's opening can move the energy of a step that falls near it,
+    /// J: the first reading after the command starts comes when the pipeline has
+    /// spawned, the one before it from preparing, up to `gap` seconds apart; the
+    /// interval between them is cut by linear interpolation, which can be off by up to
+    /// half a step's size times the gap for each step within `gap` of the start.
+    pub fn start_edge_error(&self, device: usize, start: f64, gap: f64) -> f64 {
+        self.steps(device, start - gap, start + gap)
+            .iter()
+            .map(|(_, change)| change * gap / 2.0)
+            .sum()
+    }
+
     /// The trace's mean power of `device` over one period, W.
     pub fn mean_watts(&self, device: usize) -> f64 {
         self.period_joules(device) / self.period
