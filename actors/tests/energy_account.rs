@@ -686,22 +686,14 @@ fn a_process_gets_its_share_of_the_part_of_an_interval_inside_the_window() {
     // 5 s: the part inside holds 1250 J, the process 312.5 J.
     let mut feed = Feed::new(settings(false));
     let reading = |seconds: f64, watts: f64| {
-        EnergyRecord::Power(PowerRecord {
-            source: "nvml".into(),
-            at: at(seconds),
-            devices: Some(vec![DevicePower {
-                id: "GPU-a".into(),
-                name: None,
-                watts: Some(watts),
-                counter_millijoules: None,
-                shares: Some(ProcessShares {
-                    basis: Some(ShareBasis::Memory),
-                    processes: BTreeMap::from([(7, 0.25)]),
-                }),
-                mig_enabled: None,
-            }]),
-            power_field: None,
-        })
+        let shares = shares_of(ShareBasis::Memory, &[(7, 0.25)]);
+        nvml_reading(
+            seconds,
+            DevicePower {
+                shares,
+                ..gpu_a(watts)
+            },
+        )
     };
     feed.apply(reading(0.0, 100.0));
     feed.from(5.0);
@@ -723,21 +715,46 @@ fn a_file_cut_before_any_report_replays_as_of_its_newest_record() {
     assert_eq!(report.ended_at, feed.wall(10.0));
 }
 
-/// One device's power record at `seconds`, with its MIG flag.
-fn device_record(seconds: f64, watts: f64, mig_enabled: Option<bool>) -> EnergyRecord {
+/// `GPU-a` drawing `watts`, nothing else known: the tests set what they need with
+/// struct update syntax.
+fn gpu_a(watts: f64) -> DevicePower {
+    DevicePower {
+        id: "GPU-a".into(),
+        name: None,
+        watts: Some(watts),
+        counter_millijoules: None,
+        shares: None,
+        mig_enabled: None,
+    }
+}
+
+/// An `nvml` power record of one device at `seconds`.
+fn nvml_reading(seconds: f64, device: DevicePower) -> EnergyRecord {
     EnergyRecord::Power(PowerRecord {
         source: "nvml".into(),
         at: at(seconds),
-        devices: Some(vec![DevicePower {
-            id: "GPU-a".into(),
-            name: None,
-            watts: Some(watts),
-            counter_millijoules: None,
-            shares: None,
-            mig_enabled,
-        }]),
+        devices: Some(vec![device]),
         power_field: None,
     })
+}
+
+/// Shares of `basis`, by pid.
+fn shares_of(basis: ShareBasis, pairs: &[(u32, f64)]) -> Option<ProcessShares> {
+    Some(ProcessShares {
+        basis: Some(basis),
+        processes: pairs.iter().copied().collect(),
+    })
+}
+
+/// One device's power record at `seconds`, with its MIG flag.
+fn device_record(seconds: f64, watts: f64, mig_enabled: Option<bool>) -> EnergyRecord {
+    nvml_reading(
+        seconds,
+        DevicePower {
+            mig_enabled,
+            ..gpu_a(watts)
+        },
+    )
 }
 
 #[test]
@@ -770,19 +787,14 @@ fn each_closed_interval_carries_its_energy_in_kilowatt_hours() {
     // 100 W then 300 W over 10 s: the trapezoid is 2000 J, the counter 2400 J.
     let mut account = EnergyAccount::new(settings(false), 0, Utc::now());
     let reading = |seconds: f64, watts: f64, counter: u64| {
-        EnergyRecord::Power(PowerRecord {
-            source: "nvml".into(),
-            at: at(seconds),
-            devices: Some(vec![DevicePower {
-                id: "GPU-a".into(),
-                name: None,
-                watts: Some(watts),
-                counter_millijoules: Some(counter),
-                shares: None,
-                mig_enabled: None,
-            }]),
-            power_field: None,
-        })
+        let counter_millijoules = Some(counter);
+        nvml_reading(
+            seconds,
+            DevicePower {
+                counter_millijoules,
+                ..gpu_a(watts)
+            },
+        )
     };
     assert!(account.apply(&reading(0.0, 100.0, 1_000_000)).is_empty());
     let closed = account.apply(&reading(10.0, 300.0, 3_400_000));
@@ -834,22 +846,14 @@ fn a_process_share_after_the_report_instant_is_taken_back_out() {
     // report as of 4 s gives it half of 400 J.
     let mut feed = Feed::new(settings(false));
     let reading = |seconds: f64| {
-        EnergyRecord::Power(PowerRecord {
-            source: "nvml".into(),
-            at: at(seconds),
-            devices: Some(vec![DevicePower {
-                id: "GPU-a".into(),
-                name: None,
-                watts: Some(100.0),
-                counter_millijoules: None,
-                shares: Some(ProcessShares {
-                    basis: Some(ShareBasis::Utilization),
-                    processes: BTreeMap::from([(9, 0.5)]),
-                }),
-                mig_enabled: None,
-            }]),
-            power_field: None,
-        })
+        let shares = shares_of(ShareBasis::Utilization, &[(9, 0.5)]);
+        nvml_reading(
+            seconds,
+            DevicePower {
+                shares,
+                ..gpu_a(100.0)
+            },
+        )
     };
     feed.apply(reading(0.0));
     feed.apply(reading(10.0));
@@ -1043,22 +1047,13 @@ fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
     // process holding a quarter of it.
     let mut feed = Feed::new(settings(false));
     let reading = |seconds: f64, watts: f64| {
-        EnergyRecord::Power(PowerRecord {
-            source: "nvml".into(),
-            at: at(seconds),
-            devices: Some(vec![DevicePower {
-                id: "GPU-0123456789abcdef".into(),
-                name: Some("H200".into()),
-                watts: Some(watts),
-                counter_millijoules: None,
-                shares: Some(ProcessShares {
-                    basis: Some(ShareBasis::Memory),
-                    processes: BTreeMap::from([(4242, 0.25)]),
-                }),
-                mig_enabled: None,
-            }]),
-            power_field: None,
-        })
+        let device = DevicePower {
+            id: "GPU-0123456789abcdef".into(),
+            name: Some("H200".into()),
+            shares: shares_of(ShareBasis::Memory, &[(4242, 0.25)]),
+            ..gpu_a(watts)
+        };
+        nvml_reading(seconds, device)
     };
     feed.apply(reading(0.0, 100.0));
     feed.apply(reading(10.0, 300.0));

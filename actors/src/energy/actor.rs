@@ -285,7 +285,7 @@ mod tests {
 
     use super::*;
     use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
-    use crate::events::{CollectingEventSink, MetricValue};
+    use crate::events::CollectingEventSink;
     use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
     use crate::metric_names as names;
 
@@ -338,11 +338,7 @@ mod tests {
             })
             .flatten()
             .filter(|m| m.name == name)
-            .map(|m| match m.value {
-                MetricValue::F64(value) => value,
-                MetricValue::I64(value) => value as f64,
-                MetricValue::U64(value) => value as f64,
-            })
+            .map(|m| m.value.as_f64())
             .collect()
     }
 

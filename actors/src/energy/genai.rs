@@ -540,11 +540,7 @@ mod tests {
         let all = |name: &str| -> Vec<f64> {
             out.iter()
                 .filter(|m| m.name == name)
-                .map(|m| match m.value {
-                    MetricValue::F64(value) => value,
-                    MetricValue::I64(value) => value as f64,
-                    MetricValue::U64(value) => value as f64,
-                })
+                .map(|m| m.value.as_f64())
                 .collect()
         };
         assert_eq!(all(names::GPU_MEMORY_USED), vec![3072.0, 1024.0]);
