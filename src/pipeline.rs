@@ -306,6 +306,24 @@ impl PreparedPipeline {
         self
     }
 
+    /// Reads the GPU devices' power now, for the energy stage's opening interval: call
+    /// it right before and right after starting the work to measure (with
+    /// [`Self::measuring_from`] between), so the instant the window opens falls in an
+    /// interval a few milliseconds long. Nothing happens when GPU reading is off.
+    pub async fn read_gpu_power_now(&mut self) {
+        let Some(mut prepared) = self.prepared_gpu.take() else {
+            return;
+        };
+        let selectors = gpu_selectors(self.gpu_selection.as_ref(), &self.config);
+        // Driver calls block: off the runtime's workers.
+        self.prepared_gpu = tokio::task::spawn_blocking(move || {
+            prepared.read_again(selectors);
+            prepared
+        })
+        .await
+        .ok();
+    }
+
     /// The diagnostics context the pipeline will record into (a disabled one when
     /// the configuration turns diagnostics off), and whether plugins may read it: what
     /// a host endpoint started before the pipeline serves.

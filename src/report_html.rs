@@ -971,6 +971,7 @@ mod tests {
                     counter_millijoules: None,
                     shares: None,
                     mig_enabled: None,
+                    at: None,
                 }]),
                 power_field: None,
             }));

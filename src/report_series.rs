@@ -602,6 +602,7 @@ mod tests {
                         counter_millijoules: None,
                         shares: None,
                         mig_enabled: None,
+                        at: None,
                     })
                     .collect()
             }),

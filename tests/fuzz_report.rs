@@ -162,6 +162,7 @@ fn a_run_at_the_end_of_time_reports_in_every_format() {
                 counter_millijoules: None,
                 shares: None,
                 mig_enabled: None,
+                at: None,
             }]),
             power_field: None,
         })

@@ -35,6 +35,7 @@ fn kilowatt(at: u64) -> EnergyRecord {
             counter_millijoules: None,
             shares: None,
             mig_enabled: None,
+            at: None,
         }]),
         power_field: None,
     })

@@ -68,6 +68,7 @@ impl Feed {
                 counter_millijoules: *counter,
                 shares: None,
                 mig_enabled: None,
+                at: None,
             })
             .collect();
         self.apply(EnergyRecord::Power(PowerRecord {
@@ -316,6 +317,7 @@ fn process_shares_and_the_unattributed_rest_add_up_to_the_device_exactly() {
                 counter_millijoules: None,
                 shares,
                 mig_enabled: None,
+                at: None,
             }]),
             power_field: None,
         })
@@ -725,6 +727,7 @@ fn gpu_a(watts: f64) -> DevicePower {
         counter_millijoules: None,
         shares: None,
         mig_enabled: None,
+        at: None,
     }
 }
 
@@ -752,6 +755,7 @@ fn device_record(seconds: f64, watts: f64, mig_enabled: Option<bool>) -> EnergyR
         seconds,
         DevicePower {
             mig_enabled,
+            at: None,
             ..gpu_a(watts)
         },
     )

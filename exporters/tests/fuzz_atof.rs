@@ -60,6 +60,7 @@ static SAMPLES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
                 counter_millijoules: Some(5_000),
                 shares: None,
                 mig_enabled: Some(false),
+                at: None,
             }]),
             power_field: Some("power.draw".into()),
         }),

@@ -226,7 +226,7 @@ async fn run_async(
     if args.metrics_stdout {
         builder = builder.stdout_metrics(poll);
     }
-    let prepared = builder.prepare().await.map_err(|error| error.to_string())?;
+    let mut prepared = builder.prepare().await.map_err(|error| error.to_string())?;
     // The command reports diagnostics and marks its own Agent scopes over this
     // endpoint (WATTLINE_HOST_* in its environment); served before it starts.
     let (context, can_read_context) = prepared.diagnostics_context();
@@ -251,12 +251,15 @@ async fn run_async(
     if let Some(group) = cgroup.as_ref().and_then(|run| run.cgroup()) {
         super::command_cgroup::join_before_exec(&mut command, group);
     }
+    // Power read on both sides of the exec: the interval holding the start is short.
+    prepared.read_gpu_power_now().await;
     let mut child = command
         .spawn()
         .map_err(|error| format!("cannot run {program:?}: {error}"))?;
     // The window opens when the command runs: `spawn` returns once it has exec'd,
     // after joining its cgroup (which can take milliseconds on v1), not before.
     let started = Instant::now();
+    prepared.read_gpu_power_now().await;
     let pid = child
         .id()
         .ok_or("the command exited before it could be measured")?;

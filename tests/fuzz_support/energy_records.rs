@@ -111,14 +111,16 @@ pub fn device_power(
         option::of(edge_u64()),
         option::of(shares),
         option::of(any::<bool>()),
+        option::of(edge_u64()),
     )
-        .prop_map(|(id, name, watts, counter, shares, mig)| DevicePower {
+        .prop_map(|(id, name, watts, counter, shares, mig, at)| DevicePower {
             id: id.to_owned(),
             name: name.map(str::to_owned),
             watts,
             counter_millijoules: counter,
             shares,
             mig_enabled: mig,
+            at,
         })
 }
 

@@ -488,12 +488,13 @@ impl EnergyAccount {
                 meter.gap();
                 continue;
             };
+            let at = device.at.unwrap_or(record.at);
             // Another backend's reading of this device already went past this one.
-            if meter.last.is_some_and(|last| record.at <= last.at) {
+            if meter.last.is_some_and(|last| at <= last.at) {
                 continue;
             }
             let point = Point {
-                at: record.at,
+                at,
                 watts: Some(watts),
                 counter: device.counter_millijoules.map(|value| Counter {
                     value,
@@ -852,6 +853,7 @@ mod tests {
                 counter_millijoules: None,
                 shares: None,
                 mig_enabled: None,
+                at: None,
             }]),
             power_field: None,
         })

@@ -86,7 +86,8 @@ impl EnergyState {
     fn power(&mut self, power: PowerSample) {
         let record = power_record(
             &power.source,
-            self.epoch.nanos(power.taken_at),
+            self.epoch,
+            power.taken_at,
             power.sample.as_deref(),
             power.processes_read,
             power.power_field,

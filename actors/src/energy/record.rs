@@ -119,6 +119,9 @@ pub struct DevicePower {
     /// instance); `None` where not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig_enabled: Option<bool>,
+    /// When this device was read, where it differs from its record's instant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Nanos>,
 }
 
 /// What one GPU backend measured at one instant, or that it measured nothing.
@@ -229,7 +232,8 @@ impl EnergyRecord {
 /// shares) differs from "not asked" (no shares).
 pub fn power_record(
     source: &str,
-    at: Nanos,
+    epoch: Epoch,
+    at: Instant,
     sample: Option<&GpuSample>,
     shares_read: bool,
     power_field: Option<&str>,
@@ -247,12 +251,13 @@ pub fn power_record(
                     .then(|| process_shares(sample, &device.device_identifier))
                     .flatten(),
                 mig_enabled: device.mig_enabled,
+                at: device.power_read_at.map(|read_at| epoch.nanos(read_at)),
             })
             .collect()
     });
     PowerRecord {
         source: source.to_owned(),
-        at,
+        at: epoch.nanos(at),
         devices,
         power_field: power_field.map(str::to_owned),
     }

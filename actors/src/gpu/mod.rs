@@ -118,6 +118,11 @@ pub struct GpuDeviceReading {
     /// whole board's, shared by every instance; `None` where not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig_enabled: Option<bool>,
+    /// When this device's energy counter and power were read, where the source stamps
+    /// each device (NVML: a driver call takes milliseconds, so a later device is read
+    /// well after the sample's instant). `None`: at the sample's instant.
+    #[serde(skip)]
+    pub power_read_at: Option<Instant>,
 }
 
 impl GpuDeviceReading {
@@ -148,6 +153,7 @@ impl GpuDeviceReading {
             ecc_corrected: None,
             ecc_uncorrected: None,
             mig_enabled: None,
+            power_read_at: None,
         }
     }
 }

@@ -367,8 +367,11 @@ impl PowerProbe for NvmlPowerProbe {
             };
             let mut reading = GpuDeviceReading::new(GpuVendor::Nvidia, uuid.clone());
             reading.name.clone_from(name);
-            reading.power_draw_watts = device.power_usage().ok().map(milliwatts_to_watts);
-            reading.total_energy_millijoules = device.total_energy_consumption().ok();
+            let (counter, counter_at) = timed(|| device.total_energy_consumption());
+            reading.total_energy_millijoules = counter.ok();
+            let (power, power_at) = timed(|| device.power_usage());
+            reading.power_draw_watts = power.ok().map(milliwatts_to_watts);
+            reading.power_read_at = Some(energy_read_at(&reading, counter_at, power_at));
             devices.push(reading);
         }
         (!devices.is_empty()).then_some(GpuSample {
@@ -408,6 +411,24 @@ fn read_mig_instances(device: &Device<'_>) -> Vec<String> {
         .collect()
 }
 
+/// Runs one driver call and gives the instant halfway through it: when inside the call
+/// the driver took the value is unknown, and the middle errs least.
+fn timed<T>(call: impl FnOnce() -> T) -> (T, Instant) {
+    let before = Instant::now();
+    let value = call();
+    (value, before + before.elapsed() / 2)
+}
+
+/// The instant a device's energy is as of: the counter's read where it has one (the
+/// intervals are between counter values), else the power's.
+fn energy_read_at(reading: &GpuDeviceReading, counter_at: Instant, power_at: Instant) -> Instant {
+    if reading.total_energy_millijoules.is_some() {
+        counter_at
+    } else {
+        power_at
+    }
+}
+
 fn read_device(
     reporter: &mut CallReporter,
     device: &Device<'_>,
@@ -416,6 +437,15 @@ fn read_device(
 ) -> GpuDeviceReading {
     let mut reading = GpuDeviceReading::new(GpuVendor::Nvidia, uuid);
     reading.device_index = index;
+    // Energy first, stamped: the intervals are between these reads, and the calls
+    // below would put milliseconds between the sample's instant and them.
+    let (counter, counter_at) = timed(|| device.total_energy_consumption());
+    reading.total_energy_millijoules = reporter.value("total_energy_consumption", counter);
+    let (power, power_at) = timed(|| device.power_usage());
+    reading.power_draw_watts = reporter
+        .value("power_usage", power)
+        .map(milliwatts_to_watts);
+    reading.power_read_at = Some(energy_read_at(&reading, counter_at, power_at));
     reading.name = reporter.value("name", device.name());
     if let Some(memory) = reporter.value("memory_info", device.memory_info()) {
         reading.memory_used_bytes = Some(memory.used);
@@ -425,16 +455,9 @@ fn read_device(
         reading.compute_utilization_percent = Some(f64::from(rates.gpu));
         reading.memory_utilization_percent = Some(f64::from(rates.memory));
     }
-    reading.power_draw_watts = reporter
-        .value("power_usage", device.power_usage())
-        .map(milliwatts_to_watts);
     reading.power_limit_watts = reporter
         .value("enforced_power_limit", device.enforced_power_limit())
         .map(milliwatts_to_watts);
-    reading.total_energy_millijoules = reporter.value(
-        "total_energy_consumption",
-        device.total_energy_consumption(),
-    );
     reading.temperature_celsius = reporter
         .value("temperature", device.temperature(TemperatureSensor::Gpu))
         .map(f64::from);

@@ -95,6 +95,37 @@ pub struct PreparedGpu {
     pub source: Option<Box<dyn GpuSource>>,
     /// What it read first, one part per backend.
     pub first_parts: Vec<SamplePart>,
+    /// Power read again around the start of the work ([`PreparedGpu::read_again`]):
+    /// integrated, with no gauge of their own.
+    pub edge_parts: Vec<SamplePart>,
+}
+
+impl PreparedGpu {
+    /// Reads the devices' power again now and keeps the parts for after the others. A
+    /// host calls it right before and right after it starts the work to measure, so
+    /// the interval that holds the start is milliseconds long (an NVML driver call
+    /// each) rather than the time the pipeline takes to spawn: the energy cut at the
+    /// start is then exact to within what those milliseconds can hold. For
+    /// `nvidia-smi` it is the tool's latest answer, kept only when newer. May block on
+    /// driver calls.
+    pub fn read_again(&mut self, device_selectors: Vec<String>) {
+        if let Some(source) = self.source.as_mut() {
+            let parts = source.sample_parts(&devices_only(device_selectors));
+            self.edge_parts.extend(parts);
+        }
+    }
+}
+
+/// A request for the devices' readings alone (no processes): what the energy stage
+/// needs before the pipeline runs.
+fn devices_only(device_selectors: Vec<String>) -> crate::gpu::GpuSampleRequest {
+    crate::gpu::GpuSampleRequest {
+        series: crate::readings::SamplingSeries::Polling,
+        device_metrics: true,
+        process_metrics: false,
+        device_selectors,
+        processes: crate::gpu::ProcessScope::Pids(Default::default()),
+    }
 }
 
 /// Where a GPU source's events go: the `gpu` diagnostics component, or nowhere.
@@ -122,19 +153,14 @@ pub async fn prepare_gpu_source(
         let first_parts = match source.as_mut() {
             Some(source) => {
                 source.wait_until_ready(limit);
-                source.sample_parts(&crate::gpu::GpuSampleRequest {
-                    series: crate::readings::SamplingSeries::Polling,
-                    device_metrics: true,
-                    process_metrics: false,
-                    device_selectors,
-                    processes: crate::gpu::ProcessScope::Pids(Default::default()),
-                })
+                source.sample_parts(&devices_only(device_selectors))
             }
             None => Vec::new(),
         };
         PreparedGpu {
             source,
             first_parts,
+            edge_parts: Vec::new(),
         }
     };
     // The runtime is needed inside: an `nvidia-smi` source starts its task on it.
@@ -147,6 +173,7 @@ pub async fn prepare_gpu_source(
     .unwrap_or(PreparedGpu {
         source: None,
         first_parts: Vec::new(),
+        edge_parts: Vec::new(),
     })
 }
 
@@ -330,18 +357,29 @@ impl RunningPipeline {
         };
         let mut prepared_gpu = spec.prepared_gpu;
         if let Some(energy) = &energy {
-            // The readings taken while preparing come first, then the window opens.
-            for part in prepared_gpu
-                .as_mut()
-                .map(|prepared| std::mem::take(&mut prepared.first_parts))
-                .unwrap_or_default()
-            {
-                let _ = energy.cast(EnergyMessage::Power(PowerSample::from_part(part, false)));
-            }
+            // The window's opening first, so an interval the readings taken while
+            // preparing close (one before and one after a command's exec) is cut at it.
             let (at, wall) = spec
                 .measuring_from
                 .unwrap_or_else(|| (Instant::now(), Utc::now()));
             let _ = energy.cast(EnergyMessage::MeasuringFrom(at, wall));
+            let (first, edges) = prepared_gpu
+                .as_mut()
+                .map(|prepared| {
+                    (
+                        std::mem::take(&mut prepared.first_parts),
+                        std::mem::take(&mut prepared.edge_parts),
+                    )
+                })
+                .unwrap_or_default();
+            for part in first {
+                let _ = energy.cast(EnergyMessage::Power(PowerSample::from_part(part, false)));
+            }
+            for part in edges {
+                let mut sample = PowerSample::from_part(part, false);
+                sample.dense = true;
+                let _ = energy.cast(EnergyMessage::Power(sample));
+            }
         }
         let prepared_source = prepared_gpu.and_then(|p| p.source);
         let prepared_source = Arc::new(Mutex::new(prepared_source));
