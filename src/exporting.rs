@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wattline_actors::PipelineDiagnostics;
-use wattline_actors::{EventSink, PipelineEvent};
 use wattline_config::EffectiveConfig;
 use wattline_exporters::{
     AtofExporter, BuildError, ExportFailureSink, FanOut, FanOutError, OtlpExporter, StdoutExporter,
 };
+use wattline_model::events::{EventSink, PipelineEvent};
 
 /// How long flush and shutdown wait for the exporters together.
 pub const EXPORTER_DEADLINE: Duration = Duration::from_secs(15);

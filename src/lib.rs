@@ -27,9 +27,9 @@ pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::command_cgroup;
 pub use wattline_actors::diagnostics;
 pub use wattline_actors::doctor;
-pub use wattline_actors::events;
 pub use wattline_actors::gpu;
-pub use wattline_actors::metric_names;
+pub use wattline_model::events;
+pub use wattline_model::metric_names;
 
 pub use wattline_actors::SamplingSeries;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};

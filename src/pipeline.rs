@@ -206,7 +206,7 @@ impl PipelineBuilder {
         }
         let sink: Arc<dyn EventSink> = match sinks.len() {
             1 => Arc::clone(&sinks[0]),
-            _ => Arc::new(wattline_actors::events::FanOutSink(sinks)),
+            _ => Arc::new(wattline_model::events::FanOutSink(sinks)),
         };
         let smi_interval = config.energy.as_ref().map_or(Duration::from_secs(5), |e| {
             Duration::from_millis(e.config.interval_millis)
@@ -747,7 +747,7 @@ struct RemoteScopes(Arc<RunningPipeline>);
 impl crate::host::ScopeControl for RemoteScopes {
     fn start_remote_scope(&self, name: &str) -> uuid::Uuid {
         self.0
-            .start_agent_scope_with(name, None, &[wattline_actors::events::REMOTE_SCOPE])
+            .start_agent_scope_with(name, None, &[wattline_model::events::REMOTE_SCOPE])
     }
 
     fn end_scope(&self, uuid: uuid::Uuid, flags: &[&'static str]) -> bool {

@@ -908,9 +908,9 @@ fn line_path(
 mod tests {
     use super::*;
     use crate::report_series::SeriesBuilder;
-    use wattline_actors::EnergyRecord;
     use wattline_actors::energy::record::{DevicePower, PowerRecord};
     use wattline_actors::energy::replay::report_from_records;
+    use wattline_model::energy::EnergyRecord;
 
     fn start() -> DateTime<Utc> {
         "2026-01-01T00:00:00Z".parse().unwrap()

@@ -14,10 +14,10 @@ use wattline_actors::EnergyReport;
 use wattline_actors::energy::integrator::counter_delta_joules;
 use wattline_actors::energy::record::{EnergyRecord, Nanos, PowerRecord};
 use wattline_actors::energy::report::EnergyDomain;
-use wattline_actors::events::{
+use wattline_config::units::{CapacityUnit, CpuUnit};
+use wattline_model::events::{
     AttributeValue, EventSink, MetricMeasurement, PipelineEvent, RESOURCE_MARK_NAME,
 };
-use wattline_config::units::{CapacityUnit, CpuUnit};
 
 /// CPU use of the measured scope since the previous poll.
 const CPU_CONSUMPTION_RATE: &str = "nemo.relay.resource.cpu.consumption_rate";
@@ -565,7 +565,7 @@ pub fn power_sparklines(report: &EnergyReport, series: &RunSeries) -> String {
 mod tests {
     use super::*;
     use wattline_actors::energy::record::DevicePower;
-    use wattline_actors::events::{MetricKind, MetricValue, MetricValueType};
+    use wattline_model::events::{MetricKind, MetricValue, MetricValueType};
 
     fn start() -> DateTime<Utc> {
         "2026-01-01T00:00:00Z".parse().unwrap()

@@ -148,8 +148,8 @@ proptest! {
 #[test]
 fn a_run_at_the_end_of_time_reports_in_every_format() {
     use chrono::{DateTime, Utc};
-    use wattline_actors::EnergyRecord;
     use wattline_actors::energy::record::{DevicePower, PowerRecord};
+    use wattline_model::energy::EnergyRecord;
 
     let power = |at| {
         EnergyRecord::Power(PowerRecord {

@@ -9,10 +9,8 @@ pub mod command_cgroup;
 pub mod diagnostics;
 pub mod doctor;
 pub mod energy;
-pub mod events;
 pub mod gpu;
 pub(crate) mod merger;
-pub mod metric_names;
 pub mod pipeline;
 // The OS readers are this crate's own; the `test-support` feature opens them to its
 // integration tests and benchmarks, which point them at fixture trees.
@@ -29,11 +27,11 @@ pub mod snapshot;
 // for the crate's integration tests and benchmarks.
 pub use collector::Collector;
 pub use diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
-pub use energy::record::{EnergyRecord, Epoch};
 pub use energy::report::EnergyReport;
-pub use events::{EventSink, PipelineEvent};
 pub use gpu::GpuSource;
 pub use platform::{ParseError, ReadError, ReadErrorClass};
 pub use readings::SamplingSeries;
 pub use scope::{ProcessIdentity, ScopeTarget};
 pub use snapshot::Snapshot;
+pub use wattline_model::energy::{EnergyRecord, Epoch};
+pub use wattline_model::events::{EventSink, PipelineEvent};

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wattline_actors::diagnostics::{DiagnosticsLimits, SamplerCategory};
-use wattline_actors::events::CollectingEventSink;
 use wattline_actors::pipeline::{PipelineSpec, RunningPipeline, open_diagnostics};
 use wattline_actors::{Epoch, ScopeTarget};
 use wattline_config::ResourceMetricsConfig;
+use wattline_model::events::CollectingEventSink;
 
 async fn spawn_polling_pipeline() -> RunningPipeline {
     let mut resource = ResourceMetricsConfig::default();

@@ -23,12 +23,12 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use uuid::Uuid;
-use wattline_actors::EnergyRecord;
-use wattline_actors::events::{
+use wattline_config::{AtofConfig, AtofWriteMode};
+use wattline_model::energy::EnergyRecord;
+use wattline_model::events::{
     METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MetricMeasurements,
     PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
 };
-use wattline_config::{AtofConfig, AtofWriteMode};
 
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
 use crate::metric_schema::validate_metric_measurements;
@@ -39,7 +39,7 @@ pub const ATOF_VERSION: &str = "0.1";
 pub const METRICS_MARK_NAME: &str = "wattline.metrics";
 /// The mark name an energy record is written under.
 pub const ENERGY_MARK_NAME: &str = "wattline.energy";
-/// The data schema of an energy record (`wattline_actors::EnergyRecord`).
+/// The data schema of an energy record (`wattline_model::energy::EnergyRecord`).
 pub const ENERGY_RECORD_SCHEMA: &str = "wattline.energy_record";
 /// The subtype of a custom scope without a parent.
 pub const ROOT_SCOPE_SUBTYPE: &str = "root";

@@ -5,8 +5,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use wattline_actors::EnergyRecord;
-use wattline_actors::events::MetricMeasurement;
+use wattline_model::energy::EnergyRecord;
+use wattline_model::events::MetricMeasurement;
 
 use crate::atof::ENERGY_RECORD_SCHEMA;
 

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use wattline_actors::PipelineEvent;
+use wattline_model::events::PipelineEvent;
 
 /// Which exporter a failure or a counter belongs to; the integrator maps it to a
 /// diagnostics code.

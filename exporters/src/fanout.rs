@@ -17,8 +17,8 @@ use std::time::Duration;
 use ractor::concurrency::{JoinHandle, OneshotReceiver, oneshot};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::time::Instant;
-use wattline_actors::PipelineEvent;
 use wattline_actors::diagnostics::{ExporterCode, FailureClass, PipelineCode, PipelineDiagnostics};
+use wattline_model::events::PipelineEvent;
 
 use crate::exporter::{ExportError, Exporter, ExporterKind};
 

@@ -13,10 +13,10 @@ use std::collections::HashMap;
 
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter, UpDownCounter};
 use opentelemetry::{Array, KeyValue, StringValue, Value};
-use wattline_actors::events::{
+use wattline_config::opentelemetry::DEFAULT_MAX_INSTRUMENTS as CONFIGURED_DEFAULT;
+use wattline_model::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
 };
-use wattline_config::opentelemetry::DEFAULT_MAX_INSTRUMENTS as CONFIGURED_DEFAULT;
 
 use crate::exporter::ExportError;
 use crate::metric_schema::{check_metric_name, check_unit};

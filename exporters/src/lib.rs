@@ -4,7 +4,7 @@
 //!
 //! Every exporter implements [`Exporter`]; build them from the `atof` and
 //! `opentelemetry` configuration kinds, hand them to a [`FanOut`], and send it
-//! [`PipelineEvent`](wattline_actors::PipelineEvent)s. Nothing here reads the
+//! [`PipelineEvent`](wattline_model::events::PipelineEvent)s. Nothing here reads the
 //! operating system beyond the files it writes and the sockets it sends on (and the
 //! environment variables named in `header_env`, read once at build).
 

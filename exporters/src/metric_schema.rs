@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use wattline_actors::events::{
+use wattline_model::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 };
 
@@ -130,7 +130,7 @@ fn type_name(value_type: MetricValueType) -> &'static str {
 /// broken rule is returned as `measurements[i]: rule`.
 ///
 /// ```
-/// use wattline_actors::events::{
+/// use wattline_model::events::{
 ///     MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 /// };
 /// use wattline_exporters::validate_metric_measurements;

@@ -18,7 +18,7 @@ use opentelemetry_sdk::metrics::{
 };
 use wattline_config::MetricTemporality;
 
-use wattline_actors::events::{MetricMeasurement, PipelineEvent};
+use wattline_model::events::{MetricMeasurement, PipelineEvent};
 
 use crate::exporter::ExportError;
 use crate::instruments::{InstrumentTable, measurements_of};

@@ -16,8 +16,8 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::Resource;
-use wattline_actors::PipelineEvent;
 use wattline_config::{OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
+use wattline_model::events::PipelineEvent;
 
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
 use crate::metrics_pipeline::{ExportStatus, MetricsPipeline, PipelineSet, sdk_temporality};

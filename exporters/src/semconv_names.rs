@@ -14,9 +14,9 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use wattline_actors::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
-use wattline_actors::metric_names as names;
 use wattline_config::opentelemetry::MetricNames;
+use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
+use wattline_model::metric_names as names;
 
 const RESOURCE: &str = "nemo.relay.resource.";
 const SCOPE_ATTRIBUTE: &str = "nemo_relay.resource.measurement_scope";
@@ -364,7 +364,7 @@ fn capacity_factor(unit: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wattline_actors::events::MetricValueType;
+    use wattline_model::events::MetricValueType;
 
     fn gauge(name: &str, value: f64, unit: &str, scope: &str) -> MetricMeasurement {
         MetricMeasurement {

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use opentelemetry_sdk::Resource;
-use wattline_actors::PipelineEvent;
 use wattline_config::MetricTemporality;
 use wattline_config::opentelemetry::{DEFAULT_CARDINALITY_LIMIT, DEFAULT_SERVICE_NAME};
+use wattline_model::events::PipelineEvent;
 
 use crate::exporter::{ExportError, Exporter, ExporterKind};
 use crate::instruments::DEFAULT_MAX_INSTRUMENTS;

@@ -8,13 +8,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use support::{at, gpu_batch, resource_mark, scope, uuid};
-use wattline_actors::events::{
-    Mark, MetricMeasurements, MetricValue, PipelineEvent, ScopeCategory, ScopeKind,
-};
 use wattline_config::{AtofConfig, AtofWriteMode};
 use wattline_exporters::atof::{ATOF_VERSION, FILE_MODE, METRICS_MARK_NAME};
 use wattline_exporters::{
     AtofExporter, BuildError, ExportError, Exporter, parse_metric_measurements, read_atof_marks,
+};
+use wattline_model::events::{
+    Mark, MetricMeasurements, MetricValue, PipelineEvent, ScopeCategory, ScopeKind,
 };
 
 fn config(directory: &Path, mode: AtofWriteMode) -> AtofConfig {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use support::{at, resource_mark, uuid};
 use wattline_actors::diagnostics::{Diagnostics, DiagnosticsLimits, PipelineDiagnostics};
-use wattline_actors::events::PipelineEvent;
 use wattline_exporters::{ExportError, ExportFailureSink, Exporter, ExporterKind, FanOut};
+use wattline_model::events::PipelineEvent;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -35,7 +35,7 @@ impl Exporter for Counting {
     fn export(&mut self, event: &PipelineEvent) -> Result<(), ExportError> {
         let previous = self.exported.fetch_add(1, Ordering::SeqCst);
         if let PipelineEvent::Mark(mark) = event
-            && let wattline_actors::events::MetricValue::U64(n) = mark.data.measurements[0].value
+            && let wattline_model::events::MetricValue::U64(n) = mark.data.measurements[0].value
         {
             // Events arrive in the order they were sent.
             assert_eq!(n, previous + 1, "out of order");

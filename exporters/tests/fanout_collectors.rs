@@ -11,9 +11,9 @@ use support::{
     SilentReceiver, at, free_address, gpu_batch, gpu_utilization, grpc_receiver, grpc_receiver_on,
     otel_config,
 };
-use wattline_actors::events::PipelineEvent;
 use wattline_config::{AtofConfig, AtofWriteMode, MetricTemporality, OtlpTransport};
 use wattline_exporters::{AtofExporter, FanOut, OtlpExporter, parse_metric_measurements};
+use wattline_model::events::PipelineEvent;
 
 const WAIT: Duration = Duration::from_secs(60);
 

@@ -5,10 +5,10 @@ mod support;
 
 use serde_json::json;
 use support::{gauge_f64, resource_measurements};
-use wattline_actors::events::{
+use wattline_exporters::{parse_metric_measurements, validate_metric_measurements};
+use wattline_model::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 };
-use wattline_exporters::{parse_metric_measurements, validate_metric_measurements};
 
 fn one(measurement: MetricMeasurement) -> MetricMeasurements {
     MetricMeasurements {

@@ -13,11 +13,11 @@ use support::{
     gpu_utilization, grpc_receiver, grpc_receiver_on, http_receiver, named, otel_config,
     resource_mark, string_attribute, uuid,
 };
-use wattline_actors::events::{
-    MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
-};
 use wattline_config::{MetricTemporality, OtlpTransport};
 use wattline_exporters::{BuildError, ExportError, Exporter, OtlpExporter};
+use wattline_model::events::{
+    MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
+};
 
 fn exporter(url: &str, transport: OtlpTransport, temporality: MetricTemporality) -> OtlpExporter {
     OtlpExporter::builder(otel_config(url, transport, temporality, 2_000))
@@ -455,8 +455,8 @@ fn instruments_are_capped_and_conflicts_refused_and_counted() {
     );
     // Same name, other kind: refused, the instrument keeps its first kind.
     let mut conflicting = support::gauge_f64("gen_ai.energy.consumed", 1.0, "kWh", &[]);
-    conflicting.kind = wattline_actors::events::MetricKind::Gauge;
-    let event = wattline_actors::events::PipelineEvent::Metrics {
+    conflicting.kind = wattline_model::events::MetricKind::Gauge;
+    let event = wattline_model::events::PipelineEvent::Metrics {
         timestamp: at(1, 0),
         measurements: vec![conflicting],
     };
@@ -684,7 +684,7 @@ fn default_cardinality_limit_keeps_ten_attribute_sets_apart() {
 
 /// One batch of each instrument kind (counter +2, histogram 1.0, up-down counter +3),
 /// with a gauge (4.0) when `with_gauge`.
-fn every_kind(seconds: i64, with_gauge: bool) -> wattline_actors::PipelineEvent {
+fn every_kind(seconds: i64, with_gauge: bool) -> wattline_model::events::PipelineEvent {
     let mut measurements = vec![
         measurement(
             "test.requests",

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use rotel_agent::{Agent, WAIT, agent_path, listening};
 use support::free_address;
-use wattline_actors::events::{
-    MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
-};
 use wattline_config::{MetricTemporality, OtlpTransport};
 use wattline_exporters::{Exporter, OtlpExporter};
+use wattline_model::events::{
+    MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
+};
 
 fn gauge(name: &str, value: f64) -> PipelineEvent {
     PipelineEvent::Metrics {

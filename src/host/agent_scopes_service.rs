@@ -119,7 +119,7 @@ impl AgentScopesService {
     }
 
     /// Ends every scope `activation_id` left open, flagging each end event
-    /// [`wattline_actors::events::ENDED_AT_PROGRAM_EXIT`]; how many it ended.
+    /// [`wattline_model::events::ENDED_AT_PROGRAM_EXIT`]; how many it ended.
     pub fn end_open_scopes(&self, activation_id: &str) -> usize {
         let mut left: Vec<Uuid> = Vec::new();
         self.open().retain(|_, (owner, uuid)| {
@@ -135,7 +135,7 @@ impl AgentScopesService {
         };
         left.into_iter()
             .filter(|uuid| {
-                control.end_scope(*uuid, &[wattline_actors::events::ENDED_AT_PROGRAM_EXIT])
+                control.end_scope(*uuid, &[wattline_model::events::ENDED_AT_PROGRAM_EXIT])
             })
             .count()
     }

@@ -8,11 +8,11 @@ use wattline_config::units::{BandwidthUnit, CapacityUnit, CountUnit, DataUnit};
 
 use super::{CategoryDescriptor, factory};
 use crate::diagnostics::SamplerCategory;
-use crate::events::AttributeValue;
 use crate::merger::convert::{bandwidth, capacity, count, data};
 use crate::merger::marks::{Gauge, MarkBuilder, whole_base};
 use crate::samplers::{CategoryReading, disk::DiskSampler};
 use crate::snapshot::{Measurement, Snapshot};
+use wattline_model::events::AttributeValue;
 
 /// The disk category's descriptor.
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {

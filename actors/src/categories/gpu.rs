@@ -8,11 +8,11 @@ use wattline_config::units::{CapacityUnit, MeasurementValue, UtilizationUnit};
 
 use super::CategoryDescriptor;
 use crate::diagnostics::SamplerCategory;
-use crate::events::AttributeValue;
 use crate::merger::convert::memory;
 use crate::merger::marks::{Gauge, MarkBuilder, whole_base};
 use crate::samplers::{CategoryReading, gpu::GpuReading};
 use crate::snapshot::{Measurement, Snapshot};
+use wattline_model::events::AttributeValue;
 
 /// The GPU category's descriptor. Its sampler has no OS factory: the pipeline builds
 /// it, since its source needs a runtime and feeds the energy stage.

@@ -8,11 +8,11 @@ use wattline_config::units::{BandwidthUnit, CountUnit, DataUnit};
 
 use super::{CategoryDescriptor, factory};
 use crate::diagnostics::SamplerCategory;
-use crate::events::AttributeValue;
 use crate::merger::convert::{bandwidth, count, data};
 use crate::merger::marks::{Gauge, MarkBuilder, whole_base};
 use crate::samplers::{CategoryReading, network::NetworkSampler};
 use crate::snapshot::{Measurement, MeasurementScope, Snapshot};
+use wattline_model::events::AttributeValue;
 
 /// The network category's descriptor.
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {

@@ -16,9 +16,9 @@ use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
 use crate::energy::record::{EnergyRecord, Epoch, power_record};
 use crate::energy::report::EnergyReport;
-use crate::events::{EventSink, PipelineEvent};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
+use wattline_model::events::{EventSink, PipelineEvent};
 
 /// Messages the energy actor answers.
 pub enum EnergyMessage {
@@ -286,9 +286,9 @@ mod tests {
 
     use super::*;
     use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
-    use crate::events::CollectingEventSink;
     use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
-    use crate::metric_names as names;
+    use wattline_model::events::CollectingEventSink;
+    use wattline_model::metric_names as names;
 
     fn sample(epoch: Epoch, seconds: f64, watts: f64, dense: bool) -> PowerSample {
         let taken_at = epoch.0 + Duration::from_secs_f64(seconds);

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use wattline_config::energy::EnergySettings;
 
 use super::account::ClosedInterval;
-use crate::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
 use crate::gpu::{GpuDeviceReading, GpuSample};
-use crate::metric_names as names;
+use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
+use wattline_model::metric_names as names;
 
 /// Bucket boundaries of `gen_ai.power.consumption`, W.
 pub const POWER_HISTOGRAM_BOUNDARIES: [f64; 12] = [
@@ -21,7 +21,7 @@ pub const POWER_HISTOGRAM_BOUNDARIES: [f64; 12] = [
 
 const MEBIBYTE: f64 = 1024.0 * 1024.0;
 
-pub use crate::metric_names::{INTERVAL_DURATION as INTERVAL_METRIC, METHOD_ATTRIBUTE};
+pub use wattline_model::metric_names::{INTERVAL_DURATION as INTERVAL_METRIC, METHOD_ATTRIBUTE};
 
 /// The gauges the reference exports as integers (NVML answers them in whole units):
 /// their points are `as_int` on the wire, as the reference's are.

@@ -24,9 +24,9 @@ use super::genai::measurement;
 use super::integrator::{JOULES_PER_KILOWATT_HOUR, counter_delta_joules};
 use super::record::Nanos;
 use super::report::EnergyDomain;
-use crate::events::{AttributeValue, MetricKind, MetricMeasurement};
 use crate::gpu::{GpuDeviceReading, GpuSample};
 use crate::platform::os::rapl::RaplZoneReading;
+use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement};
 
 /// `hw.gpu.utilization`.
 pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
@@ -333,8 +333,8 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::events::MetricValue;
     use crate::gpu::GpuVendor;
+    use wattline_model::events::MetricValue;
 
     fn sample(used: u64, corrected: u64) -> GpuSample {
         let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-aaaa");

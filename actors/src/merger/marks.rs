@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 use wattline_config::units::MeasurementValue;
 
-use crate::events::{
+use crate::snapshot::{LimitEvent, LimitEventKind, LimitResource, Measurement, Snapshot};
+use wattline_model::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
 };
-use crate::snapshot::{LimitEvent, LimitEventKind, LimitResource, Measurement, Snapshot};
 
 /// Whether a measurement's unit can ever produce a fraction, which fixes its number
 /// type for every poll (`f64`), or always gives whole numbers (`u64`).

@@ -33,7 +33,6 @@ use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
 use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
-use crate::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid};
 use crate::gpu::visible_devices::GpuSelection;
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
@@ -42,6 +41,9 @@ use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::rapl::RaplReader;
 use crate::scope::ScopeTarget;
 use crate::snapshot::Snapshot;
+use wattline_model::events::{
+    EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
+};
 
 /// Makes the GPU source (at start and after each restart of the GPU sampler), given
 /// where its events go. A factory that returns `None` turns GPU reading off.
@@ -618,7 +620,7 @@ impl RunningPipeline {
     }
 
     /// Starts an Agent scope carrying ATOF scope flags (e.g.
-    /// [`crate::events::REMOTE_SCOPE`]) on its start and end events; like
+    /// [`wattline_model::events::REMOTE_SCOPE`]) on its start and end events; like
     /// [`Self::start_agent_scope_in`] otherwise.
     pub fn start_agent_scope_with(
         &self,
@@ -666,7 +668,7 @@ impl RunningPipeline {
     }
 
     /// Ends an Agent scope adding `flags` to its end event (e.g.
-    /// [`crate::events::ENDED_AT_PROGRAM_EXIT`]); `false` when it was not live.
+    /// [`wattline_model::events::ENDED_AT_PROGRAM_EXIT`]); `false` when it was not live.
     pub fn end_agent_scope_with(&self, uuid: Uuid, flags: &[&'static str]) -> bool {
         let (at, wall) = (Instant::now(), Utc::now());
         let ended = self.end_scope_at(uuid, at, wall, flags);

@@ -22,11 +22,11 @@ use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::runtime::Runtime;
 use uuid::Uuid;
-use wattline_actors::events::{
+use wattline_config::{MetricTemporality, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
+use wattline_model::events::{
     AttributeValue, Mark, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
     MetricValueType, PipelineEvent, RESOURCE_MARK_NAME, ScopeCategory, ScopeEvent, ScopeKind,
 };
-use wattline_config::{MetricTemporality, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
 
 // ---------------------------------------------------------------------------- events
 

@@ -6,18 +6,7 @@ use std::path::Path;
 use super::{ParseError, parse_u64, read_file};
 use crate::platform::error::ReadError;
 
-/// One RAPL zone's counter.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RaplZoneReading {
-    /// Stable identifier: the directory name (`intel-rapl:0`, `intel-rapl:0:1`).
-    pub zone: String,
-    /// The zone's name (`package-0`, `dram`, `core`, `uncore`, `psys`).
-    pub name: String,
-    /// Energy counter, µJ.
-    pub energy_microjoules: u64,
-    /// The counter wraps to zero past this value, µJ.
-    pub max_energy_range_microjoules: Option<u64>,
-}
+pub use wattline_model::energy::RaplZoneReading;
 
 /// Reads every readable RAPL zone under `root/sys/class/powercap`. Zones whose counter
 /// is unreadable (root-only on recent kernels) are left out and their errors returned;

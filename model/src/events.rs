@@ -203,7 +203,7 @@ pub enum PipelineEvent {
         /// When it was recorded.
         timestamp: DateTime<Utc>,
         /// The record.
-        record: crate::energy::record::EnergyRecord,
+        record: crate::energy::EnergyRecord,
     },
 }
 

@@ -1,0 +1,11 @@
+//! wattline's data, with no runtime and no OS in it: what the pipeline produces and
+//! what the exporters, the report and the language packages read. The events that flow
+//! ([`events`]), the energy stage's records ([`energy`]), the GPU selection a run
+//! counts ([`gpu_selection`]) and the metric names on the wire ([`metric_names`]).
+
+#![warn(missing_docs)]
+
+pub mod energy;
+pub mod events;
+pub mod gpu_selection;
+pub mod metric_names;
