@@ -33,8 +33,8 @@ pub use wattline_model::metric_names;
 
 pub use wattline_actors::SamplingSeries;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};
-pub use wattline_actors::snapshot;
 pub use wattline_config as config;
+pub use wattline_model::snapshot;
 
 use wattline_actors::Collector;
 use wattline_actors::scope::identify_process;

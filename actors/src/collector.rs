@@ -12,7 +12,7 @@ use crate::readings::SamplingSeries;
 use crate::samplers::CategorySampler;
 use crate::samplers::environment::EnvironmentReader;
 use crate::scope::ScopeTarget;
-use crate::snapshot::Snapshot;
+use wattline_model::snapshot::Snapshot;
 
 /// Collects snapshots of one target with one configuration.
 pub struct Collector {

@@ -21,7 +21,6 @@ pub(crate) mod platform;
 pub(crate) mod readings;
 pub(crate) mod samplers;
 pub mod scope;
-pub mod snapshot;
 
 // The API other crates build on, by name: the rest stays reachable through its module
 // for the crate's integration tests and benchmarks.
@@ -32,6 +31,6 @@ pub use gpu::GpuSource;
 pub use platform::{ParseError, ReadError, ReadErrorClass};
 pub use readings::SamplingSeries;
 pub use scope::{ProcessIdentity, ScopeTarget};
-pub use snapshot::Snapshot;
 pub use wattline_model::energy::{EnergyRecord, Epoch};
 pub use wattline_model::events::{EventSink, PipelineEvent};
+pub use wattline_model::snapshot::Snapshot;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::snapshot::{LimitEventKind, LimitResource};
+use wattline_model::snapshot::{LimitEventKind, LimitResource};
 
 // Each category's reading lives with its record, conversion and marks
 // (`crate::categories`).

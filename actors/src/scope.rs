@@ -11,7 +11,7 @@ use crate::platform::ReadErrorClass;
 use crate::platform::os::cgroup_command::read_group_members;
 use crate::platform::os::process_list::{list_all_process_ids, read_children};
 use crate::platform::os::process_stat::{ProcessStat, read_process_stat};
-use crate::snapshot::MeasurementScope;
+use wattline_model::snapshot::MeasurementScope;
 
 /// A process's identity: a pid alone can be reused, pid + start time cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use wattline_actors::SamplingSeries;
 use wattline_actors::collector::Collector;
 use wattline_actors::scope::{ScopeTarget, identify_process};
-use wattline_actors::snapshot::Snapshot;
 use wattline_config::ResourceMetricsConfig;
+use wattline_model::snapshot::Snapshot;
 
 const ROLE: &str = "WATTLINE_REAL_WORK_ROLE";
 const WRITTEN_MIB: usize = 8;

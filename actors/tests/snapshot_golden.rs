@@ -1,8 +1,8 @@
 //! The spec's example snapshot (CPU only) deserializes and re-serializes to the same
 //! JSON, and the model keeps `null`, integers and decimals apart.
 
-use wattline_actors::snapshot::{MeasurementScope, Snapshot};
 use wattline_config::units::{DurationUnit, MeasurementValue};
+use wattline_model::snapshot::{MeasurementScope, Snapshot};
 
 const SPEC_EXAMPLE: &str = include_str!("golden/spec_cpu_only_snapshot.json");
 

@@ -1,11 +1,14 @@
 //! wattline's data, with no runtime and no OS in it: what the pipeline produces and
 //! what the exporters, the report and the language packages read. The events that flow
 //! ([`events`]), the energy stage's records ([`energy`]), the GPU selection a run
-//! counts ([`gpu_selection`]) and the metric names on the wire ([`metric_names`]).
+//! counts ([`gpu_selection`]) the metric names on the wire ([`metric_names`]), the snapshot records
+//! ([`snapshot`]) and the marks made from them ([`marks`]).
 
 #![warn(missing_docs)]
 
 pub mod energy;
 pub mod events;
 pub mod gpu_selection;
+pub mod marks;
 pub mod metric_names;
+pub mod snapshot;

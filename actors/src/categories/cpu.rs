@@ -1,18 +1,15 @@
-//! The CPU category: its reading in base units, its snapshot record, the conversion
-//! between them, its mark gauges and its descriptor. A new CPU field touches its OS
-//! reader, `samplers/cpu.rs` and this file.
+//! The CPU category: its reading in base units, the conversion to its snapshot
+//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
+//! descriptor.
 
-use serde::{Deserialize, Serialize};
 use wattline_config::resource_metrics::CpuUnits;
-use wattline_config::units::{CpuUnit, DurationUnit};
 
 use super::{CategoryDescriptor, rooted};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{cpu_amount, duration, limit_events};
-use crate::merger::marks::{CPU_TIME_RESOLUTION, Gauge, MarkBuilder, at, whole_base};
 use crate::readings::LimitEventReading;
 use crate::samplers::{CategoryReading, cpu::CpuSampler};
-use crate::snapshot::{LimitEvent, Measurement, Snapshot};
+use wattline_model::snapshot::CpuMetrics;
 
 /// The CPU category's descriptor.
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
@@ -24,7 +21,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
             snapshot.cpu = Some(cpu(&reading, &units.cpu));
         }
     },
-    marks: cpu_marks,
 };
 
 /// The CPU category in base units.
@@ -48,30 +44,6 @@ pub struct CpuReading {
     pub full_pressure_microseconds: Option<u64>,
     /// CPU limit events.
     pub limit_events: Vec<LimitEventReading>,
-}
-
-/// The CPU category.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CpuMetrics {
-    /// User-mode CPU time of the scope. Default unit milliseconds.
-    pub user_time: Option<Measurement<DurationUnit>>,
-    /// Kernel-mode CPU time of the scope.
-    pub system_time: Option<Measurement<DurationUnit>>,
-    /// User plus system time.
-    pub total_time: Option<Measurement<DurationUnit>>,
-    /// Average CPU use since the previous sample of the same series, in logical
-    /// processors by default; `null` on a series' first sample.
-    pub consumption_rate: Option<Measurement<CpuUnit>>,
-    /// Time the environment was throttled (exclusive cgroup only).
-    pub throttled_time: Option<Measurement<DurationUnit>>,
-    /// CPU capacity available to the environment.
-    pub effective_limit: Option<Measurement<CpuUnit>>,
-    /// Time some work stalled on CPU.
-    pub some_pressure_stall_time: Option<Measurement<DurationUnit>>,
-    /// Time all work stalled on CPU.
-    pub full_pressure_stall_time: Option<Measurement<DurationUnit>>,
-    /// Supported cumulative CPU limit-event counts.
-    pub limit_events: Vec<LimitEvent>,
 }
 
 /// The CPU category in output units.
@@ -101,62 +73,12 @@ pub fn cpu(reading: &CpuReading, units: &CpuUnits) -> CpuMetrics {
     }
 }
 
-/// The CPU category's gauges.
-const CPU_GAUGES: &[Gauge<CpuMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.cpu.user_time",
-        description: "User CPU time of the measured scope",
-        value: |cpu| at(&cpu.user_time, CPU_TIME_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.system_time",
-        description: "System CPU time of the measured scope",
-        value: |cpu| at(&cpu.system_time, CPU_TIME_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.total_time",
-        description: "User plus system CPU time",
-        value: |cpu| at(&cpu.total_time, CPU_TIME_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.consumption_rate",
-        description: "Average CPU use since the previous poll",
-        value: |cpu| whole_base(&cpu.consumption_rate),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.throttled_time",
-        description: "Time the environment was throttled",
-        value: |cpu| whole_base(&cpu.throttled_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.effective_limit",
-        description: "CPU capacity available to the environment",
-        value: |cpu| whole_base(&cpu.effective_limit),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.pressure.some_stall_time",
-        description: "Time some work stalled on CPU",
-        value: |cpu| whole_base(&cpu.some_pressure_stall_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.cpu.pressure.full_stall_time",
-        description: "Time all work stalled on CPU",
-        value: |cpu| whole_base(&cpu.full_pressure_stall_time),
-    },
-];
-
-/// The CPU category's part of a mark.
-pub(crate) fn cpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(cpu) = &snapshot.cpu {
-        mark.gauges(CPU_GAUGES, cpu, &[]);
-        mark.limit_events(&cpu.limit_events);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use wattline_config::units::MeasurementValue::{Decimal, Integer};
+    use wattline_config::units::*;
+    use wattline_model::snapshot::*;
 
     #[test]
     fn cpu_times_convert_with_configured_units() {

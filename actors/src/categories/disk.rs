@@ -1,18 +1,15 @@
-//! The disk category: its reading in base units, its snapshot record, the conversion
-//! between them, its mark gauges and its descriptor. A new disk field touches its OS
-//! reader, `samplers/disk.rs` and this file.
+//! The disk category: its reading in base units, the conversion to its snapshot
+//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
+//! descriptor.
 
-use serde::{Deserialize, Serialize};
 use wattline_config::resource_metrics::DiskUnits;
-use wattline_config::units::{BandwidthUnit, CapacityUnit, CountUnit, DataUnit};
+use wattline_config::units::CountUnit;
 
 use super::{CategoryDescriptor, factory};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{bandwidth, capacity, count, data};
-use crate::merger::marks::{Gauge, MarkBuilder, whole_base};
 use crate::samplers::{CategoryReading, disk::DiskSampler};
-use crate::snapshot::{Measurement, Snapshot};
-use wattline_model::events::AttributeValue;
+use wattline_model::snapshot::{DiskMetrics, FilesystemMetrics};
 
 /// The disk category's descriptor.
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
@@ -28,7 +25,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
             snapshot.disk = Some(disk_metrics(&reading, &units.disk));
         }
     },
-    marks: disk_marks,
 };
 
 /// Capacity of one configured path, bytes.
@@ -63,38 +59,6 @@ pub struct DiskReading {
     pub filesystems: Vec<FilesystemReading>,
 }
 
-/// Capacity of the filesystem holding one configured path.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FilesystemMetrics {
-    /// The configured path.
-    pub path: String,
-    /// Total capacity. Default unit bytes.
-    pub total_capacity: Option<Measurement<CapacityUnit>>,
-    /// Space available to the calling user.
-    pub available_capacity: Option<Measurement<CapacityUnit>>,
-    /// Free space including reserved blocks.
-    pub free_capacity: Option<Measurement<CapacityUnit>>,
-}
-
-/// The disk category.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DiskMetrics {
-    /// Storage bytes read by the scope.
-    pub read_data: Option<Measurement<DataUnit>>,
-    /// Storage bytes written by the scope.
-    pub write_data: Option<Measurement<DataUnit>>,
-    /// Read rate since the previous sample.
-    pub read_throughput: Option<Measurement<BandwidthUnit>>,
-    /// Write rate since the previous sample.
-    pub write_throughput: Option<Measurement<BandwidthUnit>>,
-    /// Read system calls.
-    pub read_operations: Option<Measurement<CountUnit>>,
-    /// Write system calls.
-    pub write_operations: Option<Measurement<CountUnit>>,
-    /// One entry per configured path; `[]` when none are configured.
-    pub filesystems: Vec<FilesystemMetrics>,
-}
-
 /// The disk category in output units.
 pub fn disk_metrics(reading: &DiskReading, units: &DiskUnits) -> DiskMetrics {
     DiskMetrics {
@@ -117,72 +81,5 @@ pub fn disk_metrics(reading: &DiskReading, units: &DiskUnits) -> DiskMetrics {
                 free_capacity: capacity(fs.free_bytes, units.filesystem_free_capacity),
             })
             .collect(),
-    }
-}
-
-/// The disk category's gauges.
-const DISK_GAUGES: &[Gauge<DiskMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.disk.read_data",
-        description: "Storage data read by the measured scope",
-        value: |disk| whole_base(&disk.read_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.write_data",
-        description: "Storage data written by the measured scope",
-        value: |disk| whole_base(&disk.write_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.read_throughput",
-        description: "Read rate since the previous poll",
-        value: |disk| whole_base(&disk.read_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.write_throughput",
-        description: "Write rate since the previous poll",
-        value: |disk| whole_base(&disk.write_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.read.operations",
-        description: "Read operations",
-        value: |disk| whole_base(&disk.read_operations),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.write.operations",
-        description: "Write operations",
-        value: |disk| whole_base(&disk.write_operations),
-    },
-];
-
-/// Each configured filesystem's gauges, under its path.
-const FILESYSTEM_GAUGES: &[Gauge<FilesystemMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.disk.filesystem.total_capacity",
-        description: "Filesystem capacity",
-        value: |filesystem| whole_base(&filesystem.total_capacity),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.filesystem.available_capacity",
-        description: "Space available to the caller",
-        value: |filesystem| whole_base(&filesystem.available_capacity),
-    },
-    Gauge {
-        name: "nemo.relay.resource.disk.filesystem.free_capacity",
-        description: "Free space including reserved blocks",
-        value: |filesystem| whole_base(&filesystem.free_capacity),
-    },
-];
-
-/// The disk category's part of a mark.
-pub(crate) fn disk_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(disk) = &snapshot.disk {
-        mark.gauges(DISK_GAUGES, disk, &[]);
-        for filesystem in &disk.filesystems {
-            let path = [(
-                "nemo_relay.resource.disk.filesystem_path",
-                AttributeValue::String(filesystem.path.clone()),
-            )];
-            mark.gauges(FILESYSTEM_GAUGES, filesystem, &path);
-        }
     }
 }

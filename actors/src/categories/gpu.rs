@@ -1,18 +1,17 @@
-//! The GPU category: its snapshot records, the conversion from the GPU sampler's
-//! reading, its mark gauges and its descriptor. The reading itself is the GPU layer's
-//! sample (`crate::gpu`), which the energy stage shares.
+//! The GPU category: its reading in base units, the conversion to its snapshot
+//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
+//! descriptor.
 
-use serde::{Deserialize, Serialize};
 use wattline_config::resource_metrics::GpuUnits;
-use wattline_config::units::{CapacityUnit, MeasurementValue, UtilizationUnit};
+use wattline_config::units::{MeasurementValue, UtilizationUnit};
 
 use super::CategoryDescriptor;
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::memory;
-use crate::merger::marks::{Gauge, MarkBuilder, whole_base};
 use crate::samplers::{CategoryReading, gpu::GpuReading};
-use crate::snapshot::{Measurement, Snapshot};
-use wattline_model::events::AttributeValue;
+use wattline_model::snapshot::{
+    AcceleratorDeviceMetrics, AcceleratorProcessMetrics, GpuMetrics, Measurement,
+};
 
 /// The GPU category's descriptor. Its sampler has no OS factory: the pipeline builds
 /// it, since its source needs a runtime and feeds the energy stage.
@@ -25,52 +24,7 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
             snapshot.gpu = Some(gpu_metrics(&reading, &units.gpu));
         }
     },
-    marks: gpu_marks,
 };
-
-/// The GPU vendor of a record (the GPU layer's vendor type, one definition).
-pub use crate::gpu::GpuVendor as AcceleratorVendor;
-
-/// A whole-device GPU record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AcceleratorDeviceMetrics {
-    /// The vendor.
-    pub vendor: AcceleratorVendor,
-    /// The backend's device ID (NVML: the UUID).
-    pub device_identifier: String,
-    /// The backend-local index, when supplied.
-    pub device_index: Option<u32>,
-    /// Device memory in use. Default unit KiB.
-    pub memory_used: Option<Measurement<CapacityUnit>>,
-    /// Device activity. Default unit percentage.
-    pub compute_utilization: Option<Measurement<UtilizationUnit>>,
-}
-
-/// A per-process GPU record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AcceleratorProcessMetrics {
-    /// The vendor.
-    pub vendor: AcceleratorVendor,
-    /// The backend's device ID.
-    pub device_identifier: String,
-    /// The backend-local index, when supplied.
-    pub device_index: Option<u32>,
-    /// The owning process.
-    pub process_id: u32,
-    /// GPU memory used by the process.
-    pub memory_used: Option<Measurement<CapacityUnit>>,
-    /// The process's GPU activity since the previous sample of the same series.
-    pub compute_utilization: Option<Measurement<UtilizationUnit>>,
-}
-
-/// The GPU category: each group `null` when disabled or collection cannot start.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuMetrics {
-    /// Device records.
-    pub device_metrics: Option<Vec<AcceleratorDeviceMetrics>>,
-    /// Process records.
-    pub process_metrics: Option<Vec<AcceleratorProcessMetrics>>,
-}
 
 /// GPU memory in bytes (truncated to KiB) and utilization in percent, in output units.
 fn utilization(
@@ -127,90 +81,11 @@ pub fn gpu_metrics(reading: &GpuReading, units: &GpuUnits) -> GpuMetrics {
     }
 }
 
-/// Each GPU device's gauges.
-const GPU_DEVICE_GAUGES: &[Gauge<AcceleratorDeviceMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.accelerator.device.memory_used",
-        description: "GPU memory in use",
-        value: |device| whole_base(&device.memory_used),
-    },
-    Gauge {
-        name: "nemo.relay.resource.accelerator.device.compute_utilization",
-        description: "GPU activity",
-        value: |device| whole_base(&device.compute_utilization),
-    },
-];
-
-/// Each GPU process's gauges.
-const GPU_PROCESS_GAUGES: &[Gauge<AcceleratorProcessMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.accelerator.process.memory_used",
-        description: "GPU memory used by the process",
-        value: |process| whole_base(&process.memory_used),
-    },
-    Gauge {
-        name: "nemo.relay.resource.accelerator.process.compute_utilization",
-        description: "GPU activity of the process",
-        value: |process| whole_base(&process.compute_utilization),
-    },
-];
-
-/// The attributes naming one GPU record's device.
-fn accelerator_attributes(
-    vendor: crate::snapshot::AcceleratorVendor,
-    device_identifier: &str,
-    device_index: Option<u32>,
-) -> Vec<(&'static str, AttributeValue)> {
-    let mut attributes = vec![
-        (
-            "nemo_relay.resource.accelerator.vendor",
-            AttributeValue::String(vendor.as_str().into()),
-        ),
-        (
-            "nemo_relay.resource.accelerator.device_identifier",
-            AttributeValue::String(device_identifier.to_string()),
-        ),
-    ];
-    if let Some(index) = device_index {
-        attributes.push((
-            "nemo_relay.resource.accelerator.device_index",
-            AttributeValue::Int(i64::from(index)),
-        ));
-    }
-    attributes
-}
-
-/// The GPU category's part of a mark.
-pub(crate) fn gpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    let Some(gpu) = &snapshot.gpu else {
-        return;
-    };
-    for device in gpu.device_metrics.iter().flatten() {
-        let attributes = accelerator_attributes(
-            device.vendor,
-            &device.device_identifier,
-            device.device_index,
-        );
-        mark.gauges(GPU_DEVICE_GAUGES, device, &attributes);
-    }
-    for process in gpu.process_metrics.iter().flatten() {
-        let mut attributes = accelerator_attributes(
-            process.vendor,
-            &process.device_identifier,
-            process.device_index,
-        );
-        attributes.push((
-            "nemo_relay.resource.process_id",
-            AttributeValue::Int(i64::from(process.process_id)),
-        ));
-        mark.gauges(GPU_PROCESS_GAUGES, process, &attributes);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use MeasurementValue::{Decimal, Integer};
+    use wattline_config::units::*;
 
     #[test]
     fn gpu_groups_are_null_when_off_or_unanswered_empty_when_no_record_and_converted_otherwise() {

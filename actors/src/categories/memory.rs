@@ -1,18 +1,16 @@
-//! The memory category: its reading in base units, its snapshot record, the conversion
-//! between them, its mark gauges and its descriptor. A new memory field touches its OS
-//! reader, `samplers/memory.rs` and this file.
+//! The memory category: its reading in base units, the conversion to its snapshot
+//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
+//! descriptor.
 
-use serde::{Deserialize, Serialize};
 use wattline_config::resource_metrics::MemoryUnits;
-use wattline_config::units::{CapacityUnit, CountUnit, DurationUnit};
+use wattline_config::units::CountUnit;
 
 use super::{CategoryDescriptor, rooted};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{count, duration, limit_events, memory};
-use crate::merger::marks::{Gauge, MarkBuilder, PROC_MEMORY_RESOLUTION, at, whole_base};
 use crate::readings::LimitEventReading;
 use crate::samplers::{CategoryReading, memory::MemorySampler};
-use crate::snapshot::{LimitEvent, Measurement, Snapshot};
+use wattline_model::snapshot::MemoryMetrics;
 
 /// The memory category's descriptor.
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
@@ -24,7 +22,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
             snapshot.memory = Some(memory_metrics(&reading, &units.memory));
         }
     },
-    marks: memory_marks,
 };
 
 /// The memory category in base units.
@@ -58,39 +55,6 @@ pub struct MemoryReading {
     pub limit_events: Vec<LimitEventReading>,
 }
 
-/// The memory category.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemoryMetrics {
-    /// System memory in use. Default unit KiB.
-    pub system_used: Option<Measurement<CapacityUnit>>,
-    /// Total system memory.
-    pub system_total: Option<Measurement<CapacityUnit>>,
-    /// System memory available.
-    pub system_available: Option<Measurement<CapacityUnit>>,
-    /// Resident memory of the scope.
-    pub resident: Option<Measurement<CapacityUnit>>,
-    /// Private memory of the scope.
-    pub private: Option<Measurement<CapacityUnit>>,
-    /// macOS physical footprint.
-    pub physical_footprint: Option<Measurement<CapacityUnit>>,
-    /// Virtual address space.
-    pub virtual_memory: Option<Measurement<CapacityUnit>>,
-    /// Peak resident memory of one process; `null` for trees.
-    pub peak_resident: Option<Measurement<CapacityUnit>>,
-    /// Memory limit of the environment.
-    pub limit: Option<Measurement<CapacityUnit>>,
-    /// Memory charged to the environment.
-    pub environment_accounted: Option<Measurement<CapacityUnit>>,
-    /// Time some work stalled on memory.
-    pub some_pressure_stall_time: Option<Measurement<DurationUnit>>,
-    /// Time all work stalled on memory.
-    pub full_pressure_stall_time: Option<Measurement<DurationUnit>>,
-    /// Cumulative OOM events.
-    pub out_of_memory_event_count: Option<Measurement<CountUnit>>,
-    /// Supported cumulative memory limit-event counts.
-    pub limit_events: Vec<LimitEvent>,
-}
-
 /// The memory category in output units.
 pub fn memory_metrics(reading: &MemoryReading, units: &MemoryUnits) -> MemoryMetrics {
     MemoryMetrics {
@@ -120,88 +84,13 @@ pub fn memory_metrics(reading: &MemoryReading, units: &MemoryUnits) -> MemoryMet
     }
 }
 
-/// The memory category's gauges.
-const MEMORY_GAUGES: &[Gauge<MemoryMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.memory.system.used",
-        description: "System memory in use",
-        value: |memory| at(&memory.system_used, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.system.total",
-        description: "Total system memory",
-        value: |memory| at(&memory.system_total, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.system.available",
-        description: "Available system memory",
-        value: |memory| at(&memory.system_available, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.resident",
-        description: "Resident memory of the measured scope",
-        value: |memory| at(&memory.resident, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.private",
-        description: "Private memory of the measured scope",
-        value: |memory| at(&memory.private, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.physical_footprint",
-        description: "Physical footprint",
-        value: |memory| whole_base(&memory.physical_footprint),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.virtual",
-        description: "Virtual memory of the measured scope",
-        value: |memory| at(&memory.virtual_memory, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.peak_resident",
-        description: "Peak resident memory of one process",
-        value: |memory| at(&memory.peak_resident, PROC_MEMORY_RESOLUTION),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.limit",
-        description: "Memory limit of the environment",
-        value: |memory| whole_base(&memory.limit),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.environment_accounted",
-        description: "Memory charged to the environment",
-        value: |memory| whole_base(&memory.environment_accounted),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.pressure.some_stall_time",
-        description: "Time some work stalled on memory",
-        value: |memory| whole_base(&memory.some_pressure_stall_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.pressure.full_stall_time",
-        description: "Time all work stalled on memory",
-        value: |memory| whole_base(&memory.full_pressure_stall_time),
-    },
-    Gauge {
-        name: "nemo.relay.resource.memory.out_of_memory_event_count",
-        description: "Cumulative out-of-memory events",
-        value: |memory| whole_base(&memory.out_of_memory_event_count),
-    },
-];
-
-/// The memory category's part of a mark.
-pub(crate) fn memory_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(memory) = &snapshot.memory {
-        mark.gauges(MEMORY_GAUGES, memory, &[]);
-        mark.limit_events(&memory.limit_events);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::merger::convert::capacity;
     use wattline_config::units::MeasurementValue::{Decimal, Integer};
+    use wattline_config::units::*;
+    use wattline_model::snapshot::*;
 
     #[test]
     fn memory_truncates_to_kibibytes_and_capacity_does_not() {

@@ -1,11 +1,11 @@
 //! The resource categories, one descriptor each: the single list that sampler
-//! spawning, snapshot assembly and marks loop over.
+//! spawning and snapshot assembly loop over.
 //!
-//! Each category is one file here holding its reading (base units), its snapshot
-//! record (output units), the conversion between them, its mark gauges (full metric
-//! names) and its descriptor. A new field touches its OS reader, its sampler and its
-//! category file; a new category adds its reader, its sampler, a file here, an entry in
-//! [`CATEGORIES`] and its config, and the loops pick it up.
+//! Each category is one file here holding its reading (base units), the conversion
+//! to its snapshot record (output units, `wattline_model::snapshot`, where its mark
+//! gauges are too) and its descriptor. A new category adds its reader, its sampler, a
+//! file here, an entry in [`CATEGORIES`], its record and gauges in the model, and its
+//! config; the loops pick it up.
 
 pub mod cpu;
 pub mod disk;
@@ -21,9 +21,8 @@ use wattline_config::ResourceMetricsConfig;
 use wattline_config::resource_metrics::UnitsConfig;
 
 use crate::diagnostics::SamplerCategory;
-use crate::merger::marks::MarkBuilder;
 use crate::samplers::{CategoryReading, CategorySampler, SamplerFactory};
-use crate::snapshot::Snapshot;
+use wattline_model::snapshot::Snapshot;
 
 /// What wattline knows of one category.
 pub(crate) struct CategoryDescriptor {
@@ -36,8 +35,6 @@ pub(crate) struct CategoryDescriptor {
     pub os_sampler: Option<fn(&Path, &ResourceMetricsConfig) -> SamplerFactory>,
     /// Fills the category's snapshot slot from its reading, in output units.
     pub fill: fn(&mut Snapshot, CategoryReading, &UnitsConfig),
-    /// Adds the category's gauges to a mark.
-    pub marks: fn(&Snapshot, &mut MarkBuilder),
 }
 
 pub(crate) fn factory<S: CategorySampler>(
@@ -52,7 +49,7 @@ pub(crate) fn rooted<S: CategorySampler>(root: &Path, make: fn(PathBuf) -> S) ->
     factory(move || make(root.clone()))
 }
 
-/// Every category, in the order its gauges appear in a mark.
+/// Every category, in the order of the snapshot (and of its gauges in a mark).
 pub(crate) const CATEGORIES: &[CategoryDescriptor] = &[
     cpu::DESCRIPTOR,
     memory::DESCRIPTOR,

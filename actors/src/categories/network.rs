@@ -1,18 +1,17 @@
-//! The network category: its reading in base units, its snapshot record, the
-//! conversion between them, its mark gauges and its descriptor. A new network field
-//! touches its OS reader, `samplers/network.rs` and this file.
+//! The network category: its reading in base units, the conversion to its snapshot
+//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
+//! descriptor.
 
-use serde::{Deserialize, Serialize};
 use wattline_config::resource_metrics::NetworkTrafficUnits;
-use wattline_config::units::{BandwidthUnit, CountUnit, DataUnit};
+use wattline_config::units::CountUnit;
 
 use super::{CategoryDescriptor, factory};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{bandwidth, count, data};
-use crate::merger::marks::{Gauge, MarkBuilder, whole_base};
 use crate::samplers::{CategoryReading, network::NetworkSampler};
-use crate::snapshot::{Measurement, MeasurementScope, Snapshot};
-use wattline_model::events::AttributeValue;
+use wattline_model::snapshot::{
+    MeasurementScope, NetworkInterfaceMetrics, NetworkMetrics, NetworkTrafficMetrics,
+};
 
 /// The network category's descriptor.
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
@@ -32,7 +31,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
             ));
         }
     },
-    marks: network_marks,
 };
 
 /// Traffic of one network record in base units.
@@ -63,47 +61,6 @@ pub struct NetworkReading {
     pub system: TrafficReading,
     /// Selected visible interfaces, by name.
     pub interfaces: Vec<(String, TrafficReading)>,
-}
-
-/// Traffic counters of one network record.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct NetworkTrafficMetrics {
-    /// Bytes received.
-    pub received_data: Option<Measurement<DataUnit>>,
-    /// Bytes sent.
-    pub transmitted_data: Option<Measurement<DataUnit>>,
-    /// Receive rate since the previous sample.
-    pub receive_throughput: Option<Measurement<BandwidthUnit>>,
-    /// Send rate since the previous sample.
-    pub transmit_throughput: Option<Measurement<BandwidthUnit>>,
-    /// Packets received.
-    pub received_packets: Option<Measurement<CountUnit>>,
-    /// Packets sent.
-    pub transmitted_packets: Option<Measurement<CountUnit>>,
-    /// Receive errors.
-    pub receive_errors: Option<Measurement<CountUnit>>,
-    /// Send errors.
-    pub transmit_errors: Option<Measurement<CountUnit>>,
-}
-
-/// One selected interface.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NetworkInterfaceMetrics {
-    /// Interface name.
-    pub name: String,
-    /// Its counters.
-    pub traffic: NetworkTrafficMetrics,
-}
-
-/// The network category: always system-wide.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NetworkMetrics {
-    /// Always `global`.
-    pub measurement_scope: MeasurementScope,
-    /// The aggregate of the selected interfaces.
-    pub system: NetworkTrafficMetrics,
-    /// One record per selected visible interface.
-    pub interfaces: Vec<NetworkInterfaceMetrics>,
 }
 
 fn traffic(reading: &TrafficReading, units: &NetworkTrafficUnits) -> NetworkTrafficMetrics {
@@ -142,112 +99,12 @@ pub fn network_metrics(
     }
 }
 
-/// The system-wide network record's gauges.
-const NETWORK_SYSTEM_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.network.system.received_data",
-        description: "Data received",
-        value: |traffic| whole_base(&traffic.received_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmitted_data",
-        description: "Data sent",
-        value: |traffic| whole_base(&traffic.transmitted_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.received_packets",
-        description: "Packets received",
-        value: |traffic| whole_base(&traffic.received_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmitted_packets",
-        description: "Packets sent",
-        value: |traffic| whole_base(&traffic.transmitted_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.receive_errors",
-        description: "Receive errors",
-        value: |traffic| whole_base(&traffic.receive_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmit_errors",
-        description: "Send errors",
-        value: |traffic| whole_base(&traffic.transmit_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.receive_throughput",
-        description: "Receive rate since the previous poll",
-        value: |traffic| whole_base(&traffic.receive_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.system.transmit_throughput",
-        description: "Send rate since the previous poll",
-        value: |traffic| whole_base(&traffic.transmit_throughput),
-    },
-];
-
-/// Each selected interface's gauges, under its name.
-const NETWORK_INTERFACE_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.network.interface.received_data",
-        description: "Data received",
-        value: |traffic| whole_base(&traffic.received_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmitted_data",
-        description: "Data sent",
-        value: |traffic| whole_base(&traffic.transmitted_data),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.received_packets",
-        description: "Packets received",
-        value: |traffic| whole_base(&traffic.received_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmitted_packets",
-        description: "Packets sent",
-        value: |traffic| whole_base(&traffic.transmitted_packets),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.receive_errors",
-        description: "Receive errors",
-        value: |traffic| whole_base(&traffic.receive_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmit_errors",
-        description: "Send errors",
-        value: |traffic| whole_base(&traffic.transmit_errors),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.receive_throughput",
-        description: "Receive rate since the previous poll",
-        value: |traffic| whole_base(&traffic.receive_throughput),
-    },
-    Gauge {
-        name: "nemo.relay.resource.network.interface.transmit_throughput",
-        description: "Send rate since the previous poll",
-        value: |traffic| whole_base(&traffic.transmit_throughput),
-    },
-];
-
-/// The network category's part of a mark.
-pub(crate) fn network_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(network) = &snapshot.network {
-        mark.gauges(NETWORK_SYSTEM_GAUGES, &network.system, &[]);
-        for interface in &network.interfaces {
-            let name = [(
-                "nemo_relay.resource.network.interface_name",
-                AttributeValue::String(interface.name.clone()),
-            )];
-            mark.gauges(NETWORK_INTERFACE_GAUGES, &interface.traffic, &name);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use wattline_config::units::MeasurementValue::{Decimal, Integer};
+    use wattline_config::units::*;
+    use wattline_model::snapshot::*;
 
     #[test]
     fn network_system_and_interface_units_are_separate() {

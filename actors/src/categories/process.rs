@@ -1,17 +1,15 @@
-//! The process category: its reading in base units, its snapshot record, the
-//! conversion between them, its mark gauges and its descriptor. A new process field
-//! touches its OS reader, `samplers/process.rs` and this file.
+//! The process category: its reading in base units, the conversion to its snapshot
+//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
+//! descriptor.
 
-use serde::{Deserialize, Serialize};
 use wattline_config::units::CountUnit;
 
 use super::{CategoryDescriptor, rooted};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{count, limit_events};
-use crate::merger::marks::{Gauge, MarkBuilder, whole_base};
 use crate::readings::LimitEventReading;
 use crate::samplers::{CategoryReading, process::ProcessSampler};
-use crate::snapshot::{LimitEvent, Measurement, Snapshot};
+use wattline_model::snapshot::ProcessMetrics;
 
 /// The process category's descriptor.
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
@@ -23,7 +21,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
             snapshot.process = Some(process_metrics(&reading));
         }
     },
-    marks: process_marks,
 };
 
 /// The process category in base units.
@@ -41,25 +38,6 @@ pub struct ProcessReading {
     pub limit_events: Vec<LimitEventReading>,
 }
 
-/// The process category.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcessMetrics {
-    /// Process IDs found when collection began.
-    pub active_count: Option<Measurement<CountUnit>>,
-    /// Live descendants, excluding the root.
-    pub descendant_count: Option<Measurement<CountUnit>>,
-    /// Threads across the scope.
-    pub thread_count: Option<Measurement<CountUnit>>,
-    /// Windows Job Object creations.
-    pub lifetime_creation_count: Option<Measurement<CountUnit>>,
-    /// Open file descriptors across the scope.
-    pub open_file_descriptor_count: Option<Measurement<CountUnit>>,
-    /// Windows kernel handles.
-    pub windows_handle_count: Option<Measurement<CountUnit>>,
-    /// Supported cumulative process-limit event counts.
-    pub limit_events: Vec<LimitEvent>,
-}
-
 /// The process category in output units.
 pub fn process_metrics(reading: &ProcessReading) -> ProcessMetrics {
     ProcessMetrics {
@@ -73,47 +51,5 @@ pub fn process_metrics(reading: &ProcessReading) -> ProcessMetrics {
         ),
         windows_handle_count: None,
         limit_events: limit_events(&reading.limit_events),
-    }
-}
-
-/// The process category's gauges.
-const PROCESS_GAUGES: &[Gauge<ProcessMetrics>] = &[
-    Gauge {
-        name: "nemo.relay.resource.process.active_count",
-        description: "Processes in the measured scope",
-        value: |process| whole_base(&process.active_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.descendant_count",
-        description: "Live descendants of the root",
-        value: |process| whole_base(&process.descendant_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.thread.count",
-        description: "Threads in the measured scope",
-        value: |process| whole_base(&process.thread_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.lifetime_creation_count",
-        description: "Processes created in the job",
-        value: |process| whole_base(&process.lifetime_creation_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.open_file_descriptor_count",
-        description: "Open file descriptors",
-        value: |process| whole_base(&process.open_file_descriptor_count),
-    },
-    Gauge {
-        name: "nemo.relay.resource.process.windows_handle_count",
-        description: "Windows kernel handles",
-        value: |process| whole_base(&process.windows_handle_count),
-    },
-];
-
-/// The process category's part of a mark.
-pub(crate) fn process_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
-    if let Some(process) = &snapshot.process {
-        mark.gauges(PROCESS_GAUGES, process, &[]);
-        mark.limit_events(&process.limit_events);
     }
 }

@@ -34,34 +34,7 @@ use serde::{Deserialize, Serialize};
 pub use events::{CollectingEventSink, GpuEvent, GpuEventSeverity, GpuEventSink, NoopEventSink};
 pub use selection::{CompositeGpuSource, GpuSourceEnv, select_default_sources, selector_matches};
 
-/// The company that makes a GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuVendor {
-    /// NVIDIA, read through NVML or `nvidia-smi`.
-    Nvidia,
-    /// AMD, read through DRM sysfs and `fdinfo`.
-    Amd,
-    /// Intel, read through DRM sysfs and `fdinfo`.
-    Intel,
-    /// Apple silicon (macOS registry diagnostics; no reader here yet).
-    Apple,
-    /// Any other vendor (DRM `fdinfo` process readings only).
-    Other,
-}
-
-impl GpuVendor {
-    /// The lower-case name used in snapshots (`"nvidia"`, `"amd"`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GpuVendor::Nvidia => "nvidia",
-            GpuVendor::Amd => "amd",
-            GpuVendor::Intel => "intel",
-            GpuVendor::Apple => "apple",
-            GpuVendor::Other => "other",
-        }
-    }
-}
+pub use wattline_model::snapshot::GpuVendor;
 
 /// Device-wide readings for one GPU at one time. Units are base units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

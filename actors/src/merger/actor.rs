@@ -13,7 +13,6 @@ use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
-use crate::merger::marks::resource_measurements;
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::pipeline::registry::SamplerRegistry;
 use crate::readings::SamplingSeries;
@@ -21,8 +20,9 @@ use crate::samplers::SampleRequest;
 use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
 use crate::scope::ScopeTarget;
-use crate::snapshot::Snapshot;
 use wattline_model::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
+use wattline_model::marks::resource_measurements;
+use wattline_model::snapshot::Snapshot;
 
 /// Messages the merger answers.
 pub enum MergerMessage {

@@ -7,7 +7,7 @@ use wattline_config::units::{
 };
 
 use crate::readings::LimitEventReading;
-use crate::snapshot::{LimitEvent, Measurement};
+use wattline_model::snapshot::{LimitEvent, Measurement};
 
 /// A duration in microseconds, in `unit`.
 pub fn duration(
@@ -76,7 +76,7 @@ pub fn bandwidth(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{LimitEventKind, LimitResource};
+    use wattline_model::snapshot::{LimitEventKind, LimitResource};
 
     #[test]
     fn a_count_keeps_its_number_and_unit_and_an_unknown_count_stays_null() {

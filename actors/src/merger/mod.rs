@@ -3,6 +3,5 @@
 
 pub mod actor;
 pub mod convert;
-pub mod marks;
 pub mod snapshot_builder;
 pub mod tick;

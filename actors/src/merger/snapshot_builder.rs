@@ -8,7 +8,7 @@ use wattline_config::ResourceMetricsConfig;
 use crate::readings::FieldCoverage;
 use crate::samplers::{CategoryReading, SamplerOutput};
 use crate::scope::ResolvedScope;
-use crate::snapshot::{OperatingSystem, ProcessSampling, Snapshot};
+use wattline_model::snapshot::{OperatingSystem, ProcessSampling, Snapshot};
 
 /// Builds the snapshot. A category whose output is missing (disabled, or its sampler
 /// missed the deadline) is `null`.

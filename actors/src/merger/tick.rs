@@ -14,7 +14,7 @@ use crate::readings::SamplingSeries;
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::{CategoryReading, ReadProblems, SampleRequest, SamplerOutput};
 use crate::scope::{ResolvedScope, ScopeTarget, add_group_members, resolve_scope};
-use crate::snapshot::Snapshot;
+use wattline_model::snapshot::Snapshot;
 
 /// What every sampler of one tick gets: the scope, resolved once, and the
 /// environment (cgroup, pressure) read once for it.

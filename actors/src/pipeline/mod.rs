@@ -40,10 +40,10 @@ use crate::samplers::CategorySampler;
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::rapl::RaplReader;
 use crate::scope::ScopeTarget;
-use crate::snapshot::Snapshot;
 use wattline_model::events::{
     EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
 };
+use wattline_model::snapshot::Snapshot;
 
 /// Makes the GPU source (at start and after each restart of the GPU sampler), given
 /// where its events go. A factory that returns `None` turns GPU reading off.

@@ -12,7 +12,7 @@ use crate::platform::os::system_stat::{SystemCpuTimes, read_system_cpu_times};
 use crate::readings::{CpuReading, FieldCoverage, LimitEventReading};
 use crate::samplers::environment::Environment;
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
-use crate::snapshot::{LimitEventKind, LimitResource};
+use wattline_model::snapshot::{LimitEventKind, LimitResource};
 
 /// Canonical coverage keys of the CPU time sums.
 pub const USER_TIME_FIELD: &str = "cpu.user_time";

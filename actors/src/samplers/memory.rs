@@ -13,7 +13,7 @@ use crate::platform::os::system_constants::page_size_bytes;
 use crate::readings::{FieldCoverage, LimitEventReading, MemoryReading};
 use crate::samplers::environment::Environment;
 use crate::scope::{ResolvedScope, ScopeTarget};
-use crate::snapshot::{LimitEventKind, LimitResource};
+use wattline_model::snapshot::{LimitEventKind, LimitResource};
 
 /// Canonical coverage keys of the memory sums.
 pub const RESIDENT_FIELD: &str = "memory.resident";

@@ -8,7 +8,7 @@ use super::{ReadProblems, SampleRequest, SamplerOutput};
 use crate::platform::os::fd_count::read_fd_count;
 use crate::readings::{FieldCoverage, LimitEventReading, ProcessReading};
 use crate::scope::ScopeTarget;
-use crate::snapshot::{LimitEventKind, LimitResource};
+use wattline_model::snapshot::{LimitEventKind, LimitResource};
 
 /// Canonical coverage key of the thread sum.
 pub const THREAD_COUNT_FIELD: &str = "process.thread_count";

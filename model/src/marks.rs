@@ -3,17 +3,17 @@
 //!
 //! This file holds what every category's gauges share (the number-type rule, the
 //! builder, limit events, the sample count and process coverage); each category's
-//! gauges are a table of full metric names in its own file under `crate::categories`,
+//! gauges are a table of full metric names in its own file under `crate::snapshot`,
 //! so every name a mark can carry is written out once and greppable.
 
 use std::collections::BTreeMap;
 
 use wattline_config::units::MeasurementValue;
 
-use crate::snapshot::{LimitEvent, LimitEventKind, LimitResource, Measurement, Snapshot};
-use wattline_model::events::{
+use crate::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
 };
+use crate::snapshot::{LimitEvent, LimitEventKind, LimitResource, Measurement, Snapshot};
 
 /// Whether a measurement's unit can ever produce a fraction, which fixes its number
 /// type for every poll (`f64`), or always gives whole numbers (`u64`).
@@ -228,7 +228,7 @@ pub(crate) const CPU_TIME_RESOLUTION: u64 = 1_000;
 pub(crate) const PROC_MEMORY_RESOLUTION: u64 = 1024;
 
 /// The measurements of the resource mark for `snapshot`: the sample count, each
-/// category's gauges in [`crate::categories::CATEGORIES`] order, then the coverage of
+/// category's gauges in [`crate::snapshot::CATEGORY_MARKS`] order, then the coverage of
 /// the process sums.
 pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
     let common = BTreeMap::from([
@@ -251,8 +251,8 @@ pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
         "Resource metric samples collected in this poll",
         &[],
     );
-    for descriptor in crate::categories::CATEGORIES {
-        (descriptor.marks)(snapshot, &mut mark);
+    for category_marks in crate::snapshot::CATEGORY_MARKS {
+        category_marks(snapshot, &mut mark);
     }
     if let Some(sampling) = &snapshot.process_sampling {
         mark.push(

@@ -8,17 +8,31 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use wattline_config::units::{CountUnit, MeasurementValue};
 
-// Each category's records live with its conversion and marks (`crate::categories`).
-pub use crate::categories::cpu::CpuMetrics;
-pub use crate::categories::disk::{DiskMetrics, FilesystemMetrics};
-pub use crate::categories::gpu::{
-    AcceleratorDeviceMetrics, AcceleratorProcessMetrics, AcceleratorVendor, GpuMetrics,
+mod cpu;
+mod disk;
+mod gpu;
+mod memory;
+mod network;
+mod process;
+
+pub use cpu::CpuMetrics;
+pub use disk::{DiskMetrics, FilesystemMetrics};
+pub use gpu::{
+    AcceleratorDeviceMetrics, AcceleratorProcessMetrics, AcceleratorVendor, GpuMetrics, GpuVendor,
 };
-pub use crate::categories::memory::MemoryMetrics;
-pub use crate::categories::network::{
-    NetworkInterfaceMetrics, NetworkMetrics, NetworkTrafficMetrics,
-};
-pub use crate::categories::process::ProcessMetrics;
+pub use memory::MemoryMetrics;
+pub use network::{NetworkInterfaceMetrics, NetworkMetrics, NetworkTrafficMetrics};
+pub use process::ProcessMetrics;
+
+/// Each category's part of a mark, in the order its gauges appear.
+pub(crate) const CATEGORY_MARKS: &[fn(&Snapshot, &mut crate::marks::MarkBuilder)] = &[
+    cpu::cpu_marks,
+    memory::memory_marks,
+    process::process_marks,
+    disk::disk_marks,
+    gpu::gpu_marks,
+    network::network_marks,
+];
 
 /// One available reading: a number and its unit. An unavailable reading is `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,108 @@
+//! The disk and filesystem category's snapshot records and the gauges a mark carries for
+//! them, one full metric name per row.
+
+use serde::{Deserialize, Serialize};
+use wattline_config::units::{BandwidthUnit, CapacityUnit, CountUnit, DataUnit};
+
+use super::{Measurement, Snapshot};
+use crate::events::AttributeValue;
+use crate::marks::{Gauge, MarkBuilder, whole_base};
+
+/// Capacity of the filesystem holding one configured path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilesystemMetrics {
+    /// The configured path.
+    pub path: String,
+    /// Total capacity. Default unit bytes.
+    pub total_capacity: Option<Measurement<CapacityUnit>>,
+    /// Space available to the calling user.
+    pub available_capacity: Option<Measurement<CapacityUnit>>,
+    /// Free space including reserved blocks.
+    pub free_capacity: Option<Measurement<CapacityUnit>>,
+}
+
+/// The disk category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskMetrics {
+    /// Storage bytes read by the scope.
+    pub read_data: Option<Measurement<DataUnit>>,
+    /// Storage bytes written by the scope.
+    pub write_data: Option<Measurement<DataUnit>>,
+    /// Read rate since the previous sample.
+    pub read_throughput: Option<Measurement<BandwidthUnit>>,
+    /// Write rate since the previous sample.
+    pub write_throughput: Option<Measurement<BandwidthUnit>>,
+    /// Read system calls.
+    pub read_operations: Option<Measurement<CountUnit>>,
+    /// Write system calls.
+    pub write_operations: Option<Measurement<CountUnit>>,
+    /// One entry per configured path; `[]` when none are configured.
+    pub filesystems: Vec<FilesystemMetrics>,
+}
+
+/// The disk category's gauges.
+const DISK_GAUGES: &[Gauge<DiskMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.disk.read_data",
+        description: "Storage data read by the measured scope",
+        value: |disk| whole_base(&disk.read_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.write_data",
+        description: "Storage data written by the measured scope",
+        value: |disk| whole_base(&disk.write_data),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.read_throughput",
+        description: "Read rate since the previous poll",
+        value: |disk| whole_base(&disk.read_throughput),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.write_throughput",
+        description: "Write rate since the previous poll",
+        value: |disk| whole_base(&disk.write_throughput),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.read.operations",
+        description: "Read operations",
+        value: |disk| whole_base(&disk.read_operations),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.write.operations",
+        description: "Write operations",
+        value: |disk| whole_base(&disk.write_operations),
+    },
+];
+
+/// Each configured filesystem's gauges, under its path.
+const FILESYSTEM_GAUGES: &[Gauge<FilesystemMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.disk.filesystem.total_capacity",
+        description: "Filesystem capacity",
+        value: |filesystem| whole_base(&filesystem.total_capacity),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.filesystem.available_capacity",
+        description: "Space available to the caller",
+        value: |filesystem| whole_base(&filesystem.available_capacity),
+    },
+    Gauge {
+        name: "nemo.relay.resource.disk.filesystem.free_capacity",
+        description: "Free space including reserved blocks",
+        value: |filesystem| whole_base(&filesystem.free_capacity),
+    },
+];
+
+/// The disk category's part of a mark.
+pub fn disk_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    if let Some(disk) = &snapshot.disk {
+        mark.gauges(DISK_GAUGES, disk, &[]);
+        for filesystem in &disk.filesystems {
+            let path = [(
+                "nemo_relay.resource.disk.filesystem_path",
+                AttributeValue::String(filesystem.path.clone()),
+            )];
+            mark.gauges(FILESYSTEM_GAUGES, filesystem, &path);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The process category's snapshot records and the gauges a mark carries for
+//! them, one full metric name per row.
+
+use serde::{Deserialize, Serialize};
+use wattline_config::units::CountUnit;
+
+use super::{LimitEvent, Measurement, Snapshot};
+use crate::marks::{Gauge, MarkBuilder, whole_base};
+
+/// The process category.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessMetrics {
+    /// Process IDs found when collection began.
+    pub active_count: Option<Measurement<CountUnit>>,
+    /// Live descendants, excluding the root.
+    pub descendant_count: Option<Measurement<CountUnit>>,
+    /// Threads across the scope.
+    pub thread_count: Option<Measurement<CountUnit>>,
+    /// Windows Job Object creations.
+    pub lifetime_creation_count: Option<Measurement<CountUnit>>,
+    /// Open file descriptors across the scope.
+    pub open_file_descriptor_count: Option<Measurement<CountUnit>>,
+    /// Windows kernel handles.
+    pub windows_handle_count: Option<Measurement<CountUnit>>,
+    /// Supported cumulative process-limit event counts.
+    pub limit_events: Vec<LimitEvent>,
+}
+
+/// The process category's gauges.
+const PROCESS_GAUGES: &[Gauge<ProcessMetrics>] = &[
+    Gauge {
+        name: "nemo.relay.resource.process.active_count",
+        description: "Processes in the measured scope",
+        value: |process| whole_base(&process.active_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.descendant_count",
+        description: "Live descendants of the root",
+        value: |process| whole_base(&process.descendant_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.thread.count",
+        description: "Threads in the measured scope",
+        value: |process| whole_base(&process.thread_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.lifetime_creation_count",
+        description: "Processes created in the job",
+        value: |process| whole_base(&process.lifetime_creation_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.open_file_descriptor_count",
+        description: "Open file descriptors",
+        value: |process| whole_base(&process.open_file_descriptor_count),
+    },
+    Gauge {
+        name: "nemo.relay.resource.process.windows_handle_count",
+        description: "Windows kernel handles",
+        value: |process| whole_base(&process.windows_handle_count),
+    },
+];
+
+/// The process category's part of a mark.
+pub fn process_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
+    if let Some(process) = &snapshot.process {
+        mark.gauges(PROCESS_GAUGES, process, &[]);
+        mark.limit_events(&process.limit_events);
+    }
+}
