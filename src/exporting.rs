@@ -25,7 +25,7 @@ pub enum ExporterError {
         /// Why.
         source: BuildError,
     },
-    /// The fan-out's actors could not start.
+    /// The fan-out's tasks could not start.
     #[error("exporters: {0}")]
     FanOut(#[from] FanOutError),
 }

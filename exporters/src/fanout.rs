@@ -1,9 +1,10 @@
-//! The fan-out: every exporter runs as its own ractor actor behind a bounded mailbox, so
-//! a slow, failing or dead exporter never delays the sender or another exporter.
+//! The fan-out: every exporter runs as its own tokio task fed by a bounded channel (its
+//! mailbox), so a slow, failing or dead exporter never delays the sender or another
+//! exporter.
 //!
 //! [`FanOut::send`] never waits: per exporter it either queues the event or, when that
 //! exporter already has `mailbox_capacity` events waiting (or has stopped), drops it
-//! and counts the drop. Each actor runs its exporter's (possibly blocking) calls on the
+//! and counts the drop. Each task runs its exporter's (possibly blocking) calls on the
 //! blocking thread pool, one at a time, in order. Failures and drops are counted per
 //! exporter ([`FanOut::stats`]), logged with `tracing` at the first occurrence and then
 //! every `log_every`-th, and handed (with the exact count since the last report) to an
@@ -14,9 +15,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ractor::concurrency::{JoinHandle, OneshotReceiver, oneshot};
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use tokio::time::Instant;
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::sync::oneshot::{self, error::RecvError};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio::time::{Instant, error::Elapsed};
 use wattline_actors::diagnostics::{ExporterCode, FailureClass, PipelineCode, PipelineDiagnostics};
 use wattline_model::events::PipelineEvent;
 
@@ -26,8 +28,8 @@ use crate::exporter::{ExportError, Exporter, ExporterKind};
 pub const DEFAULT_MAILBOX_CAPACITY: usize = 1024;
 /// Default spacing of repeated failure and drop reports (the first is always reported).
 pub const DEFAULT_LOG_EVERY: u64 = 100;
-/// How long shutdown waits for an actor to end once it was told to stop.
-const ACTOR_STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long shutdown waits for a task to end once it was told to stop.
+const TASK_STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Receives exporter failures and drops, rate-limited: called at the first occurrence
 /// and then at every `log_every`-th, with the number of occurrences since the previous
@@ -138,7 +140,7 @@ pub enum LaneOutcome {
     Failed(ExportError),
     /// No answer before the deadline (the call may still finish later).
     TimedOut,
-    /// The exporter's actor had stopped (shut down, or its exporter panicked).
+    /// The exporter's task had ended (shut down, or its exporter panicked).
     Stopped,
 }
 
@@ -195,7 +197,7 @@ impl FanOutReport {
     }
 }
 
-/// What the sender and the actor of one lane share.
+/// What the sender and the task of one lane share.
 struct LaneShared {
     name: String,
     kind: ExporterKind,
@@ -279,112 +281,170 @@ impl LaneShared {
     }
 }
 
+/// Where a lane's task answers a flush or shutdown.
+type Reply = oneshot::Sender<Result<(), ExportError>>;
+
 enum LaneMessage {
     Export(Arc<PipelineEvent>),
-    Flush(RpcReplyPort<Result<(), ExportError>>),
-    Shutdown(RpcReplyPort<Result<(), ExportError>>),
+    Flush(Reply),
+    Shutdown(Reply),
 }
 
-struct LaneActor;
+/// Drops `value` on the blocking pool: dropping an exporter can block (a meter
+/// provider's last export), which must not stall an async worker.
+fn drop_off_runtime<T: Send + 'static>(value: T) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => drop(runtime.spawn_blocking(move || drop(value))),
+        Err(_) => drop(value),
+    }
+}
 
-struct LaneState {
+/// One exporter's task: takes its messages in order and runs each exporter call on the
+/// blocking pool, one at a time.
+struct LaneTask {
+    receiver: mpsc::Receiver<LaneMessage>,
+    /// Away while a call runs; gone for good once the exporter panicked.
     exporter: Option<Box<dyn Exporter>>,
     shared: Arc<LaneShared>,
 }
 
-impl LaneState {
-    /// Runs one exporter call on the blocking pool. An exporter that panicked is gone:
-    /// the error stops the actor, and later events count as dropped.
-    async fn run<R: Send + 'static>(
-        &mut self,
-        call: impl FnOnce(&mut dyn Exporter) -> Result<R, ExportError> + Send + 'static,
-    ) -> Result<Result<R, ExportError>, ActorProcessingErr> {
-        let Some(mut exporter) = self.exporter.take() else {
-            return Ok(Err(ExportError::ShutDown(self.shared.kind.as_str())));
-        };
-        let (exporter, result) = tokio::task::spawn_blocking(move || {
-            let result = call(exporter.as_mut());
-            (exporter, result)
-        })
-        .await
-        .map_err(|error| {
-            tracing::error!(exporter = %self.shared.name, %error, "exporter panicked; it receives nothing more");
-            ActorProcessingErr::from(format!("exporter {} panicked: {error}", self.shared.name))
-        })?;
-        self.shared.lost.store(exporter.lost(), Ordering::Relaxed);
-        self.exporter = Some(exporter);
-        if let Err(error) = &result {
-            self.shared.note_failure(error);
+impl Drop for LaneTask {
+    fn drop(&mut self) {
+        // Also reached when shutdown aborts the task between two calls.
+        if let Some(exporter) = self.exporter.take() {
+            drop_off_runtime(exporter);
         }
-        Ok(result)
     }
 }
 
-impl Actor for LaneActor {
-    type Msg = LaneMessage;
-    type State = LaneState;
-    type Arguments = (Box<dyn Exporter>, Arc<LaneShared>);
-
-    async fn pre_start(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        (exporter, shared): Self::Arguments,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(LaneState {
-            exporter: Some(exporter),
-            shared,
-        })
-    }
-
-    async fn handle(
-        &self,
-        myself: ActorRef<Self::Msg>,
-        message: Self::Msg,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        match message {
-            LaneMessage::Export(event) => {
-                state.shared.queued.fetch_sub(1, Ordering::Relaxed);
-                if state
-                    .run(move |exporter| exporter.export(&event))
-                    .await?
-                    .is_ok()
-                {
-                    state.shared.exported.fetch_add(1, Ordering::Relaxed);
+impl LaneTask {
+    /// Ends after a shutdown, once the exporter panicked, or when every sender is gone.
+    async fn run(mut self) {
+        while let Some(message) = self.receiver.recv().await {
+            match message {
+                LaneMessage::Export(event) => {
+                    self.shared.queued.fetch_sub(1, Ordering::Relaxed);
+                    let Some(result) = self.call(move |exporter| exporter.export(&event)).await
+                    else {
+                        return;
+                    };
+                    if result.is_ok() {
+                        self.shared.exported.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                LaneMessage::Flush(reply) => {
+                    let Some(result) = self.call(|exporter| exporter.flush()).await else {
+                        return;
+                    };
+                    // The caller may have given up waiting; nothing to do then.
+                    let _ = reply.send(result);
+                }
+                LaneMessage::Shutdown(reply) => {
+                    let Some(result) = self.call(|exporter| exporter.shutdown()).await else {
+                        return;
+                    };
+                    // Closed before answering: once the caller hears back, sends are drops.
+                    self.receiver.close();
+                    self.shared.report_remainders();
+                    let _ = reply.send(result);
+                    return;
                 }
             }
-            LaneMessage::Flush(reply) => {
-                let result = state.run(|exporter| exporter.flush()).await?;
-                // The caller may have given up waiting; nothing to do then.
-                let _ = reply.send(result);
-            }
-            LaneMessage::Shutdown(reply) => {
-                let result = state.run(|exporter| exporter.shutdown()).await?;
-                state.shared.report_remainders();
-                let _ = reply.send(result);
-                myself.stop(Some("shut down".into()));
-            }
         }
-        Ok(())
     }
 
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<Self::Msg>,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        // Dropping an exporter can block (a meter provider's last export): not here.
-        if let Some(exporter) = state.exporter.take() {
-            drop(tokio::task::spawn_blocking(move || drop(exporter)));
+    /// Runs one exporter call on the blocking pool. `None` when the exporter panicked:
+    /// it is gone, the lane closes, and later events count as dropped.
+    async fn call<R: Send + 'static>(
+        &mut self,
+        call: impl FnOnce(&mut dyn Exporter) -> Result<R, ExportError> + Send + 'static,
+    ) -> Option<Result<R, ExportError>> {
+        let Some(mut exporter) = self.exporter.take() else {
+            return Some(Err(ExportError::ShutDown(self.shared.kind.as_str())));
+        };
+        let outcome = tokio::task::spawn_blocking(move || {
+            let result = call(exporter.as_mut());
+            (exporter, result)
+        })
+        .await;
+        match outcome {
+            Ok((exporter, result)) => {
+                self.shared.lost.store(exporter.lost(), Ordering::Relaxed);
+                self.exporter = Some(exporter);
+                if let Err(error) = &result {
+                    self.shared.note_failure(error);
+                }
+                Some(result)
+            }
+            Err(error) => {
+                tracing::error!(exporter = %self.shared.name, %error, "exporter panicked; it receives nothing more");
+                // Closed before the pending replies are dropped, so a caller told
+                // `Stopped` finds the lane closed.
+                self.receiver.close();
+                None
+            }
         }
-        Ok(())
+    }
+}
+
+/// A flush or shutdown request on its way to one lane.
+enum Asked {
+    /// Queued; the answer comes on this.
+    Queued(oneshot::Receiver<Result<(), ExportError>>),
+    /// The lane was full: a task waits for room, then for the answer, by the deadline.
+    Waiting(JoinHandle<LaneOutcome>),
+    /// The lane's task had ended.
+    Stopped,
+}
+
+impl Asked {
+    async fn outcome(self, deadline: Instant) -> LaneOutcome {
+        match self {
+            Asked::Queued(answer) => answered(tokio::time::timeout_at(deadline, answer).await),
+            // The task gives up by the deadline on its own.
+            Asked::Waiting(task) => task.await.unwrap_or(LaneOutcome::Stopped),
+            Asked::Stopped => LaneOutcome::Stopped,
+        }
+    }
+}
+
+fn answered(answer: Result<Result<Result<(), ExportError>, RecvError>, Elapsed>) -> LaneOutcome {
+    match answer {
+        Ok(Ok(Ok(()))) => LaneOutcome::Done,
+        Ok(Ok(Err(error))) => LaneOutcome::Failed(error),
+        Ok(Err(_closed)) => LaneOutcome::Stopped,
+        Err(_elapsed) => LaneOutcome::TimedOut,
     }
 }
 
 struct Lane {
-    actor: ActorRef<LaneMessage>,
+    sender: mpsc::Sender<LaneMessage>,
     shared: Arc<LaneShared>,
-    stopped: std::sync::Mutex<Option<JoinHandle<()>>>,
+    abort: AbortHandle,
+    task: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Lane {
+    /// Queues a flush or shutdown behind the events already queued, without waiting.
+    fn ask(&self, message: fn(Reply) -> LaneMessage, deadline: Instant) -> Asked {
+        let (reply, answer) = oneshot::channel();
+        match self.sender.try_send(message(reply)) {
+            Ok(()) => Asked::Queued(answer),
+            Err(TrySendError::Closed(_)) => Asked::Stopped,
+            // Unlike an event, a request is not dropped for a busy exporter: it takes
+            // the next free place (waiting senders go before `try_send`) or times out.
+            Err(TrySendError::Full(request)) => {
+                let sender = self.sender.clone();
+                Asked::Waiting(tokio::spawn(async move {
+                    match tokio::time::timeout_at(deadline, sender.send(request)).await {
+                        Ok(Ok(())) => answered(tokio::time::timeout_at(deadline, answer).await),
+                        Ok(Err(_closed)) => LaneOutcome::Stopped,
+                        Err(_elapsed) => LaneOutcome::TimedOut,
+                    }
+                }))
+            }
+        }
+    }
 }
 
 /// Builds a [`FanOut`].
@@ -428,12 +488,12 @@ pub enum FanOutError {
     /// Two exporters were added under one name.
     #[error("two exporters are named {0:?}")]
     DuplicateName(String),
-    /// An exporter's actor did not start.
-    #[error("the actor of exporter {name:?} did not start: {message}")]
+    /// An exporter's task did not start (no tokio runtime).
+    #[error("the task of exporter {name:?} did not start: {message}")]
     Spawn {
         /// The exporter.
         name: String,
-        /// What ractor said.
+        /// What tokio said.
         message: String,
     },
 }
@@ -486,18 +546,31 @@ impl FanOutBuilder {
         self
     }
 
-    /// Spawns one actor per exporter. Needs a tokio runtime.
+    /// Spawns one task per exporter on the current tokio runtime.
     pub async fn start(self) -> Result<FanOut, FanOutError> {
+        let duplicate = self
+            .exporters
+            .iter()
+            .enumerate()
+            .find_map(|(at, (name, ..))| {
+                self.exporters[..at]
+                    .iter()
+                    .any(|(earlier, ..)| earlier == name)
+                    .then(|| name.clone())
+            });
+        if let Some(name) = duplicate {
+            drop_off_runtime(self.exporters);
+            return Err(FanOutError::DuplicateName(name));
+        }
         let mut lanes: Vec<Lane> = Vec::with_capacity(self.exporters.len());
         for (name, exporter, capacity) in self.exporters {
-            if lanes.iter().any(|lane| lane.shared.name == name) {
-                for lane in &lanes {
-                    lane.actor.kill();
-                }
-                return Err(FanOutError::DuplicateName(name));
-            }
+            let runtime =
+                tokio::runtime::Handle::try_current().map_err(|error| FanOutError::Spawn {
+                    name: name.clone(),
+                    message: error.to_string(),
+                })?;
             let shared = Arc::new(LaneShared {
-                name: name.clone(),
+                name,
                 kind: exporter.kind(),
                 capacity: capacity.unwrap_or(self.mailbox_capacity),
                 log_every: self.log_every,
@@ -511,22 +584,19 @@ impl FanOutBuilder {
                 drops_reported: AtomicU64::new(0),
                 last_error: std::sync::Mutex::new(None),
             });
-            match Actor::spawn(None, LaneActor, (exporter, Arc::clone(&shared))).await {
-                Ok((actor, join)) => lanes.push(Lane {
-                    actor,
-                    shared,
-                    stopped: std::sync::Mutex::new(Some(join)),
-                }),
-                Err(error) => {
-                    for lane in &lanes {
-                        lane.actor.kill();
-                    }
-                    return Err(FanOutError::Spawn {
-                        name,
-                        message: error.to_string(),
-                    });
-                }
-            }
+            let (sender, receiver) = mpsc::channel(shared.capacity);
+            let lane = LaneTask {
+                receiver,
+                exporter: Some(exporter),
+                shared: Arc::clone(&shared),
+            };
+            let task = runtime.spawn(lane.run());
+            lanes.push(Lane {
+                sender,
+                shared,
+                abort: task.abort_handle(),
+                task: std::sync::Mutex::new(Some(task)),
+            });
         }
         Ok(FanOut {
             lanes: Arc::new(lanes),
@@ -564,14 +634,14 @@ impl FanOut {
         let mut accepted = 0;
         for lane in self.lanes.iter() {
             let shared = &lane.shared;
-            if shared.queued.fetch_add(1, Ordering::Relaxed) >= shared.capacity {
-                shared.queued.fetch_sub(1, Ordering::Relaxed);
-                shared.note_drop();
-                continue;
-            }
-            match lane.actor.cast(LaneMessage::Export(Arc::clone(&event))) {
+            // Counted before the send, so the task's count on receipt never goes below zero.
+            shared.queued.fetch_add(1, Ordering::Relaxed);
+            match lane
+                .sender
+                .try_send(LaneMessage::Export(Arc::clone(&event)))
+            {
                 Ok(()) => accepted += 1,
-                Err(_) => {
+                Err(TrySendError::Full(_) | TrySendError::Closed(_)) => {
                     shared.queued.fetch_sub(1, Ordering::Relaxed);
                     shared.note_drop();
                 }
@@ -602,57 +672,43 @@ impl FanOut {
     /// Asks every exporter to shut down after the events queued before this call, and
     /// waits at most `timeout`. Exporters that did not answer in time are stopped (a
     /// blocked call finishes on its own thread). When this returns, every exporter's
-    /// actor has ended; later events count as dropped.
+    /// task has ended; later events count as dropped.
     pub async fn shutdown(&self, timeout: Duration) -> FanOutReport {
         let report = self.ask(timeout, LaneMessage::Shutdown).await;
         for (lane, answer) in self.lanes.iter().zip(&report.lanes) {
             if !matches!(answer.outcome, LaneOutcome::Done | LaneOutcome::Failed(_)) {
-                lane.actor.kill();
+                lane.abort.abort();
                 lane.shared.report_remainders();
             }
-            let join = lane
-                .stopped
+            let task = lane
+                .task
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .take();
-            if let Some(join) = join {
-                // A stop or kill ends the actor at its next await point: promptly.
-                if tokio::time::timeout(ACTOR_STOP_GRACE, join).await.is_err() {
-                    tracing::warn!(exporter = %lane.shared.name, "exporter actor did not end in time");
+            if let Some(task) = task {
+                // An aborted task ends at its next await point: promptly.
+                if tokio::time::timeout(TASK_STOP_GRACE, task).await.is_err() {
+                    tracing::warn!(exporter = %lane.shared.name, "exporter task did not end in time");
                 }
             }
         }
         report
     }
 
-    async fn ask(
-        &self,
-        timeout: Duration,
-        message: fn(RpcReplyPort<Result<(), ExportError>>) -> LaneMessage,
-    ) -> FanOutReport {
+    async fn ask(&self, timeout: Duration, message: fn(Reply) -> LaneMessage) -> FanOutReport {
         let deadline = Instant::now() + timeout;
-        let pending: Vec<Option<OneshotReceiver<Result<(), ExportError>>>> = self
+        // Every lane is asked before any answer is awaited, so each request lands right
+        // behind the events already queued for it.
+        let asked: Vec<Asked> = self
             .lanes
             .iter()
-            .map(|lane| {
-                let (reply, answer) = oneshot();
-                lane.actor.cast(message(reply.into())).ok().map(|()| answer)
-            })
+            .map(|lane| lane.ask(message, deadline))
             .collect();
-        let mut lanes = Vec::with_capacity(pending.len());
-        for (lane, answer) in self.lanes.iter().zip(pending) {
-            let outcome = match answer {
-                None => LaneOutcome::Stopped,
-                Some(answer) => match tokio::time::timeout_at(deadline, answer).await {
-                    Ok(Ok(Ok(()))) => LaneOutcome::Done,
-                    Ok(Ok(Err(error))) => LaneOutcome::Failed(error),
-                    Ok(Err(_closed)) => LaneOutcome::Stopped,
-                    Err(_elapsed) => LaneOutcome::TimedOut,
-                },
-            };
+        let mut lanes = Vec::with_capacity(asked.len());
+        for (lane, asked) in self.lanes.iter().zip(asked) {
             lanes.push(LaneReport {
                 exporter: lane.shared.name.clone(),
-                outcome,
+                outcome: asked.outcome(deadline).await,
             });
         }
         FanOutReport { lanes }

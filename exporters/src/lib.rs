@@ -1,5 +1,5 @@
 //! wattline's exporters: the ATOF JSON-lines file, OTLP metrics (gRPC and HTTP/protobuf),
-//! a stdout printer for debugging, and the fan-out that runs each as its own actor with
+//! a stdout printer for debugging, and the fan-out that runs each as its own task with
 //! a bounded mailbox and drop counters.
 //!
 //! Every exporter implements [`Exporter`]; build them from the `atof` and

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use support::{at, resource_mark, uuid};
 use wattline_actors::diagnostics::{Diagnostics, DiagnosticsLimits, PipelineDiagnostics};
-use wattline_exporters::{ExportError, ExportFailureSink, Exporter, ExporterKind, FanOut};
+use wattline_exporters::{
+    ExportError, ExportFailureSink, Exporter, ExporterKind, FanOut, FanOutError,
+};
 use wattline_model::events::PipelineEvent;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -365,7 +367,7 @@ async fn shutdown_of_a_stuck_exporter_times_out_and_the_rest_still_shut_down() {
         [("stuck", "timed_out"), ("counting", "done")]
     );
     gate.open();
-    // The stuck exporter's actor was stopped: nothing more reaches it.
+    // The stuck exporter's task was stopped: nothing more reaches it.
     assert_eq!(fanout.send(event(2)), 0);
 }
 
@@ -408,4 +410,77 @@ async fn pipeline_diagnostics_receive_exact_failure_and_drop_counts() {
     assert_eq!(occurrences("exporter.atof.write_failed"), Some(50));
     assert_eq!(occurrences("exporter.otlp.dropped"), Some(dropped));
     assert_eq!(occurrences("exporter.otlp.export_failed"), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flush_asked_while_the_mailbox_is_full_waits_for_room_and_still_answers_last() {
+    let gate = Gate::default();
+    let _open_at_exit = OpenOnDrop(gate.clone());
+    let exported = Arc::new(AtomicU64::new(0));
+    let fanout = FanOut::builder()
+        .exporter_with_capacity(
+            "slow",
+            Stuck {
+                gate: gate.clone(),
+                exported: Arc::clone(&exported),
+            },
+            2,
+        )
+        .start()
+        .await
+        .unwrap();
+    // One event in the exporter's hands and two waiting: the mailbox is full.
+    assert_eq!(fanout.send(event(1)), 1);
+    wait_until(|| fanout.stats_of("slow").unwrap().queued == 0).await;
+    assert_eq!(fanout.send(event(2)) + fanout.send(event(3)), 2);
+    assert_eq!(fanout.send(event(4)), 0);
+
+    let opener = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        gate.open();
+    });
+    let report = fanout.flush(WAIT).await;
+    assert!(report.all_done(), "{report:?}");
+    assert_eq!(
+        exported.load(Ordering::SeqCst),
+        3,
+        "flushed after the queued events"
+    );
+    opener.await.unwrap();
+    let slow = fanout.stats_of("slow").unwrap();
+    assert_eq!((slow.exported, slow.dropped, slow.queued), (3, 1, 0));
+    assert!(fanout.shutdown(WAIT).await.all_done());
+}
+
+#[tokio::test]
+async fn two_exporters_under_one_name_are_refused() {
+    let error = FanOut::builder()
+        .exporter("a", Counting::default())
+        .exporter("b", Counting::default())
+        .exporter("a", Counting::default())
+        .start()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, FanOutError::DuplicateName(name) if name == "a"),
+        "{error}"
+    );
+}
+
+#[test]
+fn starting_outside_a_tokio_runtime_is_an_error_not_a_panic() {
+    let start = std::pin::pin!(
+        FanOut::builder()
+            .exporter("counting", Counting::default())
+            .start()
+    );
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    let std::task::Poll::Ready(result) = start.poll(&mut context) else {
+        panic!("start awaits nothing");
+    };
+    let error = result.unwrap_err();
+    assert!(
+        matches!(&error, FanOutError::Spawn { name, .. } if name == "counting"),
+        "{error}"
+    );
 }
