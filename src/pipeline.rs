@@ -536,6 +536,8 @@ impl Pipeline {
     /// each exporter dropped.
     pub async fn flush(&self) -> Result<EnergyReport, Error> {
         self.check_process()?;
+        // Scope events before this call go out with this flush.
+        self.inner.scope_events_written().await;
         let mut report = self.inner.energy_report().await?;
         report.health = self.inner.health().problems;
         if let Some(exporters) = &self.exporters {

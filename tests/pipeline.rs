@@ -419,16 +419,23 @@ async fn agent_scopes_start_and_end_while_a_poll_is_stuck_in_flight() {
             })
             .count()
     };
-    // Neither call waits for the poll: both events are out while it is still stuck.
+    // Neither call waits for the poll, and the merger, which writes the events in
+    // order with its polls, writes both while the poll is still stuck.
     let agent = tokio::time::timeout(Duration::from_secs(10), pipeline.agent_scope("planner"))
         .await
         .expect("agent_scope waited for the poll in flight")
         .unwrap();
+    wait_for(
+        || scopes(ScopeCategory::Start) == 1,
+        Duration::from_secs(10),
+    )
+    .await;
     assert_eq!(scopes(ScopeCategory::Start), 1);
     tokio::time::timeout(Duration::from_secs(10), agent.end())
         .await
         .expect("end waited for the poll in flight")
         .unwrap();
+    wait_for(|| scopes(ScopeCategory::End) == 1, Duration::from_secs(10)).await;
     assert_eq!(scopes(ScopeCategory::End), 1);
     assert!(!open.load(Ordering::SeqCst), "the gate was shut throughout");
     open.store(true, Ordering::SeqCst);

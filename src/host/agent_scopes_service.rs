@@ -33,7 +33,7 @@ pub trait ScopeControl: Send + Sync + 'static {
     /// Starts an Agent scope named `name` started by another process; its UUID.
     fn start_remote_scope(&self, name: &str) -> Uuid;
     /// Ends scope `uuid`, adding `flags` to its end event; `false` when it was not
-    /// live (the pipeline already ended it).
+    /// live any more (the pipeline has shut down, which ended it).
     fn end_scope(&self, uuid: Uuid, flags: &[&'static str]) -> bool;
 }
 

@@ -1,24 +1,30 @@
 //! The merger actor: on each tick resolves the scope once, asks every sampler with a
 //! deadline, assembles the snapshot (a late sampler's category is `null`), and for
-//! polls emits one mark per live Agent scope (or one under the root scope).
+//! polls emits one mark per live Agent scope (or one under the root scope). It owns the
+//! Agent-scope table: scopes start and end by message, in order with the polls.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
 
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
+use crate::merger::scopes::{LiveScope, ScopeTable};
 use crate::merger::tick::{finish_tick, prepare_tick};
-use crate::pipeline::registry::SamplerRegistry;
 use crate::readings::SamplingSeries;
 use crate::samplers::SampleRequest;
 use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
+use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
 use wattline_model::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
 use wattline_model::marks::resource_measurements;
@@ -26,16 +32,50 @@ use wattline_model::snapshot::Snapshot;
 
 /// Messages the merger answers.
 pub enum MergerMessage {
-    /// Take a snapshot; polls (no reply) also emit marks.
-    Tick {
+    /// An on-demand snapshot: replied, no mark.
+    Collect {
         /// Which series' baselines to use.
         series: SamplingSeries,
-        /// Where to send the snapshot (on-demand collection).
-        reply: Option<RpcReplyPort<Snapshot>>,
+        /// Where the snapshot goes.
+        reply: RpcReplyPort<Snapshot>,
     },
-    /// Emits no more marks (shutdown); replies once any poll in flight is done.
-    Close(RpcReplyPort<()>),
-    /// Replies once every message sent before it has been handled.
+    /// A poll: a snapshot on the polling series, its mark copied under every live
+    /// Agent scope; `done` is dropped when it is over (the poll clock's in-flight
+    /// signal).
+    Poll {
+        /// Dropped once the poll's marks are out.
+        done: tokio::sync::oneshot::Sender<()>,
+    },
+    /// An Agent scope went live: its start event goes out, later marks are copied
+    /// under it.
+    ScopeStarted(LiveScope),
+    /// An Agent scope ended at `wall`: its end event goes out, with `flags` added.
+    ScopeEnded {
+        /// The scope.
+        uuid: Uuid,
+        /// When it ended.
+        wall: DateTime<Utc>,
+        /// ATOF flags added to its end event.
+        flags: Vec<&'static str>,
+    },
+    /// Ends every live Agent scope at `wall` (the final report's instant); replies with
+    /// each scope ended and its end time.
+    EndLiveScopes {
+        /// When they end.
+        wall: DateTime<Utc>,
+        /// Where the ended scopes go.
+        reply: RpcReplyPort<Vec<(Uuid, DateTime<Utc>)>>,
+    },
+    /// Emits no more marks and ends every live Agent scope now (shutdown); replies,
+    /// once any poll in flight is done, with each scope ended and its end time.
+    Close(RpcReplyPort<Vec<(Uuid, DateTime<Utc>)>>),
+    /// The poll in flight is done (sent by its own task).
+    PollFinished,
+    /// Replies once every scope message sent before it has been handled (its event
+    /// written), without waiting for a poll in flight.
+    ScopesWritten(RpcReplyPort<()>),
+    /// Replies once every message sent before it has been handled, and the poll in
+    /// flight is done.
     Sync(RpcReplyPort<()>),
 }
 
@@ -59,11 +99,6 @@ pub struct MergerArguments {
     pub diagnostics: Option<PipelineDiagnostics>,
     /// How long a tick waits for its samplers.
     pub deadline: Duration,
-    /// Set by the poll clock, cleared when a poll is done: a tick that finds it set is
-    /// missed rather than queued.
-    pub tick_in_flight: Arc<AtomicBool>,
-    /// The live Agent scopes (started and ended by the API at the instant it is called).
-    pub agents: crate::pipeline::AgentScopes,
     /// The root scope: marks go under it while no Agent scope is live.
     pub root_scope: Uuid,
 }
@@ -76,16 +111,29 @@ pub struct MergerActor;
 
 /// Its state.
 pub struct MergerState {
+    runner: Arc<TickRunner>,
+    closed: bool,
+    scopes: ScopeTable,
+    /// The poll whose samplers are being asked, and the poll clock's in-flight signal
+    /// (dropped when the poll's marks are out).
+    poll_in_flight: Option<(JoinHandle<Snapshot>, oneshot::Sender<()>)>,
+}
+
+/// What a tick needs, shared with the task that runs it: the merger stays free for
+/// scope messages while the samplers are asked.
+struct TickRunner {
     arguments: MergerArguments,
     environment: Arc<EnvironmentReader>,
-    closed: bool,
     /// One outstanding tick request per sampler: a sampler still reading an earlier
     /// tick gets no new one (its category is `null` for this tick).
     outstanding: HashMap<SamplerCategory, Arc<AtomicBool>>,
+    /// One tick at a time: an on-demand collection waits for a poll in flight.
+    one_at_a_time: tokio::sync::Mutex<()>,
 }
 
-impl MergerState {
-    async fn tick(&mut self, series: SamplingSeries) -> Snapshot {
+impl TickRunner {
+    async fn tick(&self, series: SamplingSeries) -> Snapshot {
+        let _one_at_a_time = self.one_at_a_time.lock().await;
         let root = self.arguments.root.clone();
         let target = self.arguments.target;
         let environment = Arc::clone(&self.environment);
@@ -131,7 +179,9 @@ impl MergerState {
             let Some(actor) = self.arguments.registry.get(category) else {
                 continue;
             };
-            let slot = self.outstanding.entry(category).or_default();
+            let Some(slot) = self.outstanding.get(&category) else {
+                continue;
+            };
             let Some(outstanding) = Outstanding::claim(slot) else {
                 self.deadline_missed(category, "still reading an earlier tick".to_owned());
                 continue;
@@ -187,21 +237,30 @@ impl MergerState {
             diagnostics.record_deadline_missed(category, &detail);
         }
     }
+}
+
+impl MergerState {
+    fn sink(&self) -> &dyn EventSink {
+        self.runner.arguments.sink.as_ref()
+    }
+
+    /// Waits for the poll in flight, if any, and sends its marks (none once closed).
+    async fn finish_poll(&mut self) {
+        let Some((poll, done)) = self.poll_in_flight.take() else {
+            return;
+        };
+        match poll.await {
+            Ok(snapshot) if !self.closed => self.emit_marks(&snapshot),
+            Ok(_) => {}
+            Err(error) => tracing::error!(%error, "a poll failed"),
+        }
+        drop(done);
+    }
 
     fn emit_marks(&self, snapshot: &Snapshot) {
         let data = resource_measurements(snapshot);
-        // The scope table stays locked while the copies go out, so a scope's start
-        // and end events never land inside its own marks.
-        let agents = match self.arguments.agents.lock() {
-            Ok(agents) => agents,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let mut parents: Vec<Uuid> = agents.iter().map(|scope| scope.uuid).collect();
-        if parents.is_empty() {
-            parents.push(self.arguments.root_scope);
-        }
-        for parent in parents {
-            self.arguments.sink.send(PipelineEvent::Mark(Mark {
+        for parent in self.scopes.mark_parents() {
+            self.sink().send(PipelineEvent::Mark(Mark {
                 uuid: new_uuid(),
                 parent_uuid: Some(parent),
                 timestamp: snapshot.timestamp,
@@ -225,44 +284,74 @@ impl Actor for MergerActor {
         let root = arguments.root.clone();
         let environment =
             tokio::task::spawn_blocking(move || EnvironmentReader::new(&root)).await?;
+        let outstanding = arguments
+            .categories
+            .iter()
+            .map(|category| (*category, Arc::default()))
+            .collect();
         let state = MergerState {
-            environment: Arc::new(environment),
             closed: false,
-            arguments,
-            outstanding: HashMap::new(),
+            scopes: ScopeTable::new(arguments.root_scope),
+            runner: Arc::new(TickRunner {
+                environment: Arc::new(environment),
+                arguments,
+                outstanding,
+                one_at_a_time: tokio::sync::Mutex::new(()),
+            }),
+            poll_in_flight: None,
         };
         Ok(state)
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            MergerMessage::Tick { series, reply } => {
-                let snapshot = state.tick(series).await;
-                if reply.is_none() && !state.closed {
-                    state.emit_marks(&snapshot);
-                }
-                if series == SamplingSeries::Polling {
-                    state
-                        .arguments
-                        .tick_in_flight
-                        .store(false, Ordering::Release);
-                }
-                if let Some(reply) = reply {
-                    let _ = reply.send(snapshot);
-                }
+            MergerMessage::Collect { series, reply } => {
+                let runner = Arc::clone(&state.runner);
+                tokio::spawn(async move {
+                    let _ = reply.send(runner.tick(series).await);
+                });
+            }
+            MergerMessage::Poll { done } => {
+                state.finish_poll().await;
+                let runner = Arc::clone(&state.runner);
+                let poll = tokio::spawn(async move {
+                    let snapshot = runner.tick(SamplingSeries::Polling).await;
+                    let _ = myself.cast(MergerMessage::PollFinished);
+                    snapshot
+                });
+                state.poll_in_flight = Some((poll, done));
+            }
+            MergerMessage::PollFinished => state.finish_poll().await,
+            MergerMessage::ScopeStarted(scope) => {
+                let sink = Arc::clone(&state.runner.arguments.sink);
+                state.scopes.start(scope, sink.as_ref());
+            }
+            MergerMessage::ScopeEnded { uuid, wall, flags } => {
+                let sink = Arc::clone(&state.runner.arguments.sink);
+                state.scopes.end(uuid, wall, &flags, sink.as_ref());
+            }
+            MergerMessage::ScopesWritten(reply) => {
+                let _ = reply.send(());
             }
             MergerMessage::Sync(reply) => {
+                state.finish_poll().await;
                 let _ = reply.send(());
             }
-            // No mark after this: the pipeline writes the scope ends next.
+            MergerMessage::EndLiveScopes { wall, reply } => {
+                let sink = Arc::clone(&state.runner.arguments.sink);
+                let _ = reply.send(state.scopes.end_all(wall, sink.as_ref()));
+            }
+            // No mark after this, and no scope left live.
             MergerMessage::Close(reply) => {
+                state.finish_poll().await;
                 state.closed = true;
-                let _ = reply.send(());
+                let sink = Arc::clone(&state.runner.arguments.sink);
+                let _ = reply.send(state.scopes.end_all(Utc::now(), sink.as_ref()));
             }
         }
         Ok(())

@@ -3,5 +3,6 @@
 
 pub mod actor;
 pub mod convert;
+pub mod scopes;
 pub mod snapshot_builder;
 pub mod tick;

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use tokio::sync::oneshot::{self, error::TryRecvError};
+
 use crate::samplers::rapl::RaplReader;
 use std::time::Duration;
 
@@ -11,13 +13,12 @@ use ractor::ActorRef;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use super::registry::SamplerRegistry;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::EnergyMessage;
 use crate::merger::actor::MergerMessage;
-use crate::readings::SamplingSeries;
 use crate::samplers::actor::{Outstanding, PowerRequest, SamplerMessage};
 use crate::samplers::gpu::GpuSourceStatus;
+use crate::samplers::registry::SamplerRegistry;
 
 /// Ticks that were not run because the previous poll was still running or the clock
 /// fell behind.
@@ -29,7 +30,6 @@ pub struct MissedTicks(pub AtomicU64);
 pub fn spawn_poll_clock(
     merger: ActorRef<MergerMessage>,
     period: Duration,
-    in_flight: Arc<AtomicBool>,
     missed: Arc<MissedTicks>,
     diagnostics: Option<PipelineDiagnostics>,
     cancel: CancellationToken,
@@ -39,6 +39,8 @@ pub fn spawn_poll_clock(
         // Skip: after a stall the clock returns to its grid instead of bursting.
         interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let mut previous: Option<Instant> = None;
+        // The poll in flight: its sender is dropped when the merger is done with it.
+        let mut in_flight: Option<oneshot::Receiver<()>> = None;
         loop {
             let scheduled = tokio::select! {
                 _ = cancel.cancelled() => return,
@@ -50,16 +52,17 @@ pub fn spawn_poll_clock(
                 u64::try_from(steps.saturating_sub(1)).unwrap_or(u64::MAX)
             });
             previous = Some(scheduled);
-            if in_flight.swap(true, Ordering::AcqRel) {
+            let still_running = in_flight
+                .as_mut()
+                .is_some_and(|done| matches!(done.try_recv(), Err(TryRecvError::Empty)));
+            if still_running {
                 skipped += 1;
-            } else if merger
-                .cast(MergerMessage::Tick {
-                    series: SamplingSeries::Polling,
-                    reply: None,
-                })
-                .is_err()
-            {
-                return;
+            } else {
+                let (done, finished) = oneshot::channel();
+                if merger.cast(MergerMessage::Poll { done }).is_err() {
+                    return;
+                }
+                in_flight = Some(finished);
             }
             if skipped > 0 {
                 missed.0.fetch_add(skipped, Ordering::Relaxed);

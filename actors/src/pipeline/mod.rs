@@ -6,7 +6,6 @@
 pub mod clock;
 pub mod gpu_events;
 pub mod health;
-pub mod registry;
 pub mod supervisor;
 
 use std::path::PathBuf;
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use ractor::rpc::CallResult;
-use ractor::{Actor, ActorRef};
+use ractor::{Actor, ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
@@ -26,7 +25,6 @@ use wattline_config::energy::EnergySettings;
 
 use self::clock::{MissedTicks, sample_energy_now, spawn_energy_clock, spawn_poll_clock};
 use self::health::{HealthBoard, PipelineHealth, watch_task};
-use self::registry::SamplerRegistry;
 use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
@@ -36,13 +34,14 @@ use crate::energy::report::EnergyReport;
 use crate::gpu::visible_devices::GpuSelection;
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+pub use crate::merger::scopes::ROOT_SCOPE_NAME;
+use crate::merger::scopes::{LiveScope, scope_event, strictly_after};
 use crate::samplers::CategorySampler;
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::rapl::RaplReader;
+use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
-use wattline_model::events::{
-    EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
-};
+use wattline_model::events::{EventSink, ScopeCategory, new_uuid};
 use wattline_model::snapshot::Snapshot;
 
 /// Makes the GPU source (at start and after each restart of the GPU sampler), given
@@ -182,67 +181,6 @@ pub async fn prepare_gpu_source(
 /// How long a diagnostics read keeps asking a context busy with another call.
 pub const DIAGNOSTICS_BUSY_LIMIT: Duration = Duration::from_millis(500);
 
-/// The name of the scope every event of a pipeline sits in.
-pub const ROOT_SCOPE_NAME: &str = "wattline";
-
-/// A scope event under `root` (the root's own events have no parent; everything else
-/// is an Agent scope, under `parent` when it is nested in one, else under the root).
-fn scope_event(
-    root: Uuid,
-    uuid: Uuid,
-    parent: Option<Uuid>,
-    name: &str,
-    timestamp: DateTime<Utc>,
-    category: ScopeCategory,
-    mut attributes: Vec<&'static str>,
-) -> PipelineEvent {
-    let is_root = uuid == root;
-    attributes.sort_unstable();
-    attributes.dedup();
-    PipelineEvent::Scope(ScopeEvent {
-        uuid,
-        parent_uuid: (!is_root).then(|| parent.unwrap_or(root)),
-        timestamp,
-        name: name.to_owned(),
-        scope_category: category,
-        kind: if is_root {
-            ScopeKind::Custom
-        } else {
-            ScopeKind::Agent
-        },
-        attributes,
-    })
-}
-
-/// `now`, or a microsecond after `earlier` when the clock has not moved past it: an
-/// end is strictly later than its start.
-fn strictly_after(earlier: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
-    if now > earlier {
-        now
-    } else {
-        earlier + chrono::Duration::microseconds(1)
-    }
-}
-
-/// The live Agent scopes, shared by the API (which starts and ends them at the instant
-/// it is called) and the merger (which copies each mark under them).
-pub type AgentScopes = Arc<Mutex<Vec<LiveScope>>>;
-
-/// One live Agent scope.
-#[derive(Debug, Clone)]
-pub struct LiveScope {
-    /// Its UUID (the parent of its marks).
-    pub uuid: Uuid,
-    /// Its name.
-    pub name: String,
-    /// When it started.
-    pub started: DateTime<Utc>,
-    /// The Agent scope it is nested in, if any.
-    pub parent: Option<Uuid>,
-    /// Its ATOF flags, repeated on its end event.
-    pub attributes: Vec<&'static str>,
-}
-
 /// Why the pipeline could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
@@ -277,7 +215,6 @@ pub struct RunningPipeline {
     energy_interval: Duration,
     gpu_source_name: Arc<Mutex<Option<String>>>,
     clock_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    agents: AgentScopes,
     root_scope: Uuid,
     root_started: DateTime<Utc>,
     root_ended: AtomicBool,
@@ -459,8 +396,6 @@ impl RunningPipeline {
                 .mul_f64(0.8)
                 .clamp(Duration::from_millis(50), Duration::from_secs(10))
         });
-        let tick_in_flight = Arc::new(AtomicBool::new(false));
-        let agents: AgentScopes = Arc::default();
         let (merger, _) = Actor::spawn(
             None,
             MergerActor,
@@ -474,8 +409,6 @@ impl RunningPipeline {
                 sink: Arc::clone(&spec.sink),
                 diagnostics: pipeline_diagnostics.clone(),
                 deadline,
-                tick_in_flight: Arc::clone(&tick_in_flight),
-                agents: Arc::clone(&agents),
                 root_scope,
             },
         )
@@ -492,7 +425,6 @@ impl RunningPipeline {
             let clock = spawn_poll_clock(
                 merger.clone(),
                 interval,
-                tick_in_flight,
                 Arc::clone(&missed_ticks),
                 pipeline_diagnostics.clone(),
                 cancel.clone(),
@@ -542,7 +474,6 @@ impl RunningPipeline {
             energy_interval,
             gpu_source_name,
             clock_tasks: Mutex::new(clock_tasks),
-            agents,
             root_scope,
             root_started,
             root_ended: AtomicBool::new(false),
@@ -593,9 +524,9 @@ impl RunningPipeline {
         match self
             .merger
             .call(
-                |reply| MergerMessage::Tick {
+                |reply| MergerMessage::Collect {
                     series: crate::readings::SamplingSeries::OnDemand,
-                    reply: Some(reply),
+                    reply,
                 },
                 None,
             )
@@ -630,30 +561,15 @@ impl RunningPipeline {
     ) -> Uuid {
         let (at, wall) = (Instant::now(), Utc::now());
         let uuid = new_uuid();
-        {
-            // Under the lock the merger holds while it writes marks: no mark under
-            // this scope can come before its start event.
-            let mut agents = match self.agents.lock() {
-                Ok(agents) => agents,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            self.sink.send(scope_event(
-                self.root_scope,
-                uuid,
-                parent,
-                name,
-                wall,
-                ScopeCategory::Start,
-                attributes.to_vec(),
-            ));
-            agents.push(LiveScope {
-                uuid,
-                name: name.to_owned(),
-                started: wall,
-                parent,
-                attributes: attributes.to_vec(),
-            });
-        }
+        // The merger writes the start event in order with its polls: no mark under
+        // this scope comes before it.
+        let _ = self.merger.cast(MergerMessage::ScopeStarted(LiveScope {
+            uuid,
+            name: name.to_owned(),
+            started: wall,
+            parent,
+            attributes: attributes.to_vec(),
+        }));
         if let Some(energy) = &self.energy {
             let _ = energy.cast(EnergyMessage::ScopeStarted(uuid, name.to_owned(), at, wall));
         }
@@ -668,67 +584,66 @@ impl RunningPipeline {
     }
 
     /// Ends an Agent scope adding `flags` to its end event (e.g.
-    /// [`wattline_model::events::ENDED_AT_PROGRAM_EXIT`]); `false` when it was not live.
+    /// [`wattline_model::events::ENDED_AT_PROGRAM_EXIT`]); `false` when the pipeline
+    /// has shut down, which ended every scope still live. Ending a scope that is not
+    /// live does nothing.
     pub fn end_agent_scope_with(&self, uuid: Uuid, flags: &[&'static str]) -> bool {
+        if self.root_ended.load(std::sync::atomic::Ordering::Acquire) {
+            return false;
+        }
         let (at, wall) = (Instant::now(), Utc::now());
-        let ended = self.end_scope_at(uuid, at, wall, flags);
-        if ended {
-            self.boundary_reading();
-        }
-        ended
-    }
-
-    /// Ends every live Agent scope at `at` (shutdown: the report's instant).
-    fn end_live_scopes(&self, at: Instant, wall: DateTime<Utc>) {
-        let live: Vec<Uuid> = match self.agents.lock() {
-            Ok(agents) => agents.iter().map(|scope| scope.uuid).collect(),
-            Err(_) => Vec::new(),
-        };
-        for uuid in live {
-            self.end_scope_at(uuid, at, wall, &[]);
-        }
-    }
-
-    fn end_scope_at(
-        &self,
-        uuid: Uuid,
-        at: Instant,
-        wall: DateTime<Utc>,
-        flags: &[&'static str],
-    ) -> bool {
-        let wall = {
-            // Under the merger's mark lock: no mark under this scope after its end.
-            let mut agents = match self.agents.lock() {
-                Ok(agents) => agents,
-                Err(poisoned) => poisoned.into_inner(),
-            };
-            let Some(position) = agents.iter().position(|scope| scope.uuid == uuid) else {
-                return false;
-            };
-            let LiveScope {
-                name,
-                started,
-                parent,
-                mut attributes,
-                ..
-            } = agents.remove(position);
-            attributes.extend_from_slice(flags);
-            let wall = strictly_after(started, wall);
-            self.sink.send(scope_event(
-                self.root_scope,
-                uuid,
-                parent,
-                &name,
-                wall,
-                ScopeCategory::End,
-                attributes,
-            ));
-            wall
-        };
+        let _ = self.merger.cast(MergerMessage::ScopeEnded {
+            uuid,
+            wall,
+            flags: flags.to_vec(),
+        });
         if let Some(energy) = &self.energy {
             let _ = energy.cast(EnergyMessage::ScopeEnded(uuid, at, wall));
         }
+        self.boundary_reading();
         true
+    }
+
+    /// Waits until the start and end events of every scope started or ended before
+    /// this call are written to the sink (the merger writes them, in order with its
+    /// polls), without waiting for a poll in flight: a flush then carries them.
+    pub async fn scope_events_written(&self) {
+        let _ = self
+            .merger
+            .call(MergerMessage::ScopesWritten, Some(Duration::from_secs(10)))
+            .await;
+    }
+
+    /// Ends every live Agent scope at `at` (wall-clock `wall`).
+    async fn end_live_scopes(&self, at: Instant, wall: DateTime<Utc>) {
+        let ended = self
+            .ask_merger(|reply| MergerMessage::EndLiveScopes { wall, reply })
+            .await;
+        self.energy_ends(at, ended);
+    }
+
+    /// Asks the merger for the scopes it ends; none when it does not answer in 10 s.
+    async fn ask_merger(
+        &self,
+        message: impl FnOnce(RpcReplyPort<Vec<(Uuid, DateTime<Utc>)>>) -> MergerMessage,
+    ) -> Vec<(Uuid, DateTime<Utc>)> {
+        match self
+            .merger
+            .call(message, Some(Duration::from_secs(10)))
+            .await
+        {
+            Ok(CallResult::Success(ended)) => ended,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Tells the energy stage that the scopes `ended` ended (monotonic `at`).
+    fn energy_ends(&self, at: Instant, ended: Vec<(Uuid, DateTime<Utc>)>) {
+        if let Some(energy) = &self.energy {
+            for (uuid, wall) in ended {
+                let _ = energy.cast(EnergyMessage::ScopeEnded(uuid, at, wall));
+            }
+        }
     }
 
     /// A power (and counter) reading for a scope boundary, in the background.
@@ -816,7 +731,7 @@ impl RunningPipeline {
             .get()
             .copied()
             .unwrap_or_else(|| (Instant::now(), Utc::now()));
-        self.end_live_scopes(at, wall);
+        self.end_live_scopes(at, wall).await;
         self.energy_report_at(at, wall).await
     }
 
@@ -879,11 +794,8 @@ impl RunningPipeline {
     pub async fn shutdown(&self) {
         self.cancel.cancel();
         // After the last mark (a poll in flight finishes first), the scopes end.
-        let _ = self
-            .merger
-            .call(MergerMessage::Close, Some(Duration::from_secs(10)))
-            .await;
-        self.end_live_scopes(Instant::now(), Utc::now());
+        let ended = self.ask_merger(MergerMessage::Close).await;
+        self.energy_ends(Instant::now(), ended);
         if !self
             .root_ended
             .swap(true, std::sync::atomic::Ordering::AcqRel)

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
-use super::registry::SamplerRegistry;
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
 use crate::samplers::actor::SamplerActor;
+use crate::samplers::registry::SamplerRegistry;
 
 /// Builds a fresh sampler for a category (at start and after each restart).
 pub use crate::samplers::SamplerFactory;

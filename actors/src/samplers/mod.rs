@@ -11,6 +11,7 @@ pub mod network;
 pub mod per_process;
 pub mod process;
 pub mod rapl;
+pub mod registry;
 
 use std::sync::Arc;
 use std::time::Instant;

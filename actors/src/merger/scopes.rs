@@ -1,0 +1,146 @@
+//! The Agent-scope table, which the merger owns: scopes start and end by message, in
+//! mailbox order with the polls, so every mark copied under a scope lies between its
+//! start and end events, and no lock is shared between the API and the actors.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+use wattline_model::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
+
+/// The name of the scope every event of a pipeline sits in.
+pub const ROOT_SCOPE_NAME: &str = "wattline";
+
+/// A scope event under `root` (the root's own events have no parent; everything else
+/// is an Agent scope, under `parent` when it is nested in one, else under the root).
+pub fn scope_event(
+    root: Uuid,
+    uuid: Uuid,
+    parent: Option<Uuid>,
+    name: &str,
+    timestamp: DateTime<Utc>,
+    category: ScopeCategory,
+    mut attributes: Vec<&'static str>,
+) -> PipelineEvent {
+    let is_root = uuid == root;
+    attributes.sort_unstable();
+    attributes.dedup();
+    PipelineEvent::Scope(ScopeEvent {
+        uuid,
+        parent_uuid: (!is_root).then(|| parent.unwrap_or(root)),
+        timestamp,
+        name: name.to_owned(),
+        scope_category: category,
+        kind: if is_root {
+            ScopeKind::Custom
+        } else {
+            ScopeKind::Agent
+        },
+        attributes,
+    })
+}
+
+/// `now`, or a microsecond after `earlier` when the clock has not moved past it: an
+/// end is strictly later than its start.
+pub fn strictly_after(earlier: DateTime<Utc>, now: DateTime<Utc>) -> DateTime<Utc> {
+    if now > earlier {
+        now
+    } else {
+        earlier + chrono::Duration::microseconds(1)
+    }
+}
+
+/// One live Agent scope.
+#[derive(Debug, Clone)]
+pub struct LiveScope {
+    /// Its UUID (the parent of its marks).
+    pub uuid: Uuid,
+    /// Its name.
+    pub name: String,
+    /// When it started.
+    pub started: DateTime<Utc>,
+    /// The Agent scope it is nested in, if any.
+    pub parent: Option<Uuid>,
+    /// Its ATOF flags, repeated on its end event.
+    pub attributes: Vec<&'static str>,
+}
+
+/// The live Agent scopes, in the order they started.
+pub struct ScopeTable {
+    root: Uuid,
+    live: Vec<LiveScope>,
+}
+
+impl ScopeTable {
+    /// An empty table under the pipeline's root scope `root`.
+    pub fn new(root: Uuid) -> Self {
+        ScopeTable {
+            root,
+            live: Vec::new(),
+        }
+    }
+
+    /// Writes `scope`'s start event and copies later marks under it.
+    pub fn start(&mut self, scope: LiveScope, sink: &dyn EventSink) {
+        sink.send(scope_event(
+            self.root,
+            scope.uuid,
+            scope.parent,
+            &scope.name,
+            scope.started,
+            ScopeCategory::Start,
+            scope.attributes.clone(),
+        ));
+        self.live.push(scope);
+    }
+
+    /// Ends the live scope `uuid` at `wall` (strictly after its start), writing its
+    /// end event with `flags` added; the end's time, or `None` when it was not live.
+    pub fn end(
+        &mut self,
+        uuid: Uuid,
+        wall: DateTime<Utc>,
+        flags: &[&'static str],
+        sink: &dyn EventSink,
+    ) -> Option<DateTime<Utc>> {
+        let position = self.live.iter().position(|scope| scope.uuid == uuid)?;
+        let LiveScope {
+            name,
+            started,
+            parent,
+            mut attributes,
+            ..
+        } = self.live.remove(position);
+        attributes.extend_from_slice(flags);
+        let wall = strictly_after(started, wall);
+        sink.send(scope_event(
+            self.root,
+            uuid,
+            parent,
+            &name,
+            wall,
+            ScopeCategory::End,
+            attributes,
+        ));
+        Some(wall)
+    }
+
+    /// Ends every live scope at `wall`; each one's UUID and end time.
+    pub fn end_all(
+        &mut self,
+        wall: DateTime<Utc>,
+        sink: &dyn EventSink,
+    ) -> Vec<(Uuid, DateTime<Utc>)> {
+        let live: Vec<Uuid> = self.live.iter().map(|scope| scope.uuid).collect();
+        live.into_iter()
+            .filter_map(|uuid| Some((uuid, self.end(uuid, wall, &[], sink)?)))
+            .collect()
+    }
+
+    /// Where a poll's mark goes: one copy under each live scope, or one under the root.
+    pub fn mark_parents(&self) -> Vec<Uuid> {
+        if self.live.is_empty() {
+            vec![self.root]
+        } else {
+            self.live.iter().map(|scope| scope.uuid).collect()
+        }
+    }
+}
