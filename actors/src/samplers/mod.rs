@@ -11,6 +11,9 @@ pub mod network;
 pub mod per_process;
 pub mod process;
 pub mod rapl;
+mod read_problems;
+
+pub use read_problems::record_read_problems;
 
 use std::sync::Arc;
 use std::time::Instant;
