@@ -33,7 +33,8 @@ pub use error::{DeclarationProblem, DiagnosticError, ObservationProblem};
 pub use limits::{
     DiagnosticsLimits, DiagnosticsLimitsError, MAX_CODES_PER_COMPONENT, MAX_DETAIL_BYTES,
     MAX_EXTENSION_DECLARATIONS, MAX_HISTORY_CAPACITY, MAX_INPUT_TEXT_BYTES, MAX_LIVE_COMPONENTS,
-    MAX_REGISTRATION_TEXT_BYTES,
+    MAX_REGISTRATION_TEXT_BYTES, MAX_WORKER_EXTENSION_CLASSES,
+    MAX_WORKER_EXTENSION_DESCRIPTION_BYTES, MAX_WORKER_EXTENSION_NAME_BYTES,
 };
 pub use observation::{
     Correlation, EvidenceDisposition, Observation, Provenance, RecordOutcome, RecordReceipt,
