@@ -19,7 +19,7 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::sync::oneshot::{self, error::RecvError};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio::time::{Instant, error::Elapsed};
-use wattline_actors::diagnostics::{ExporterCode, FailureClass, PipelineCode, PipelineDiagnostics};
+use wattline_diagnostics::{ExporterCode, FailureClass, PipelineCode, PipelineDiagnostics};
 use wattline_model::events::PipelineEvent;
 
 use crate::exporter::{ExportError, Exporter, ExporterKind};

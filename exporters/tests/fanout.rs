@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use support::{at, resource_mark, uuid};
-use wattline_actors::diagnostics::{Diagnostics, DiagnosticsLimits, PipelineDiagnostics};
+use wattline_diagnostics::{Diagnostics, DiagnosticsLimits, PipelineDiagnostics};
 use wattline_exporters::{
     ExportError, ExportFailureSink, Exporter, ExporterKind, FanOut, FanOutError,
 };

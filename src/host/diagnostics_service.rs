@@ -30,8 +30,9 @@ pub mod limits {
     pub const MAX_COMPONENTS: usize = 8;
     /// Extension code declarations per session.
     pub const MAX_EXTENSIONS: usize = 16;
-    /// Codes per component.
-    pub const MAX_CODES: usize = 32;
+    // Codes per component, the bound of every diagnostics context; the worker SDK
+    // checks it too.
+    pub use wattline_actors::diagnostics::MAX_CODES_PER_COMPONENT as MAX_CODES;
     /// Registration metadata (names and descriptions) per session, bytes.
     pub const MAX_METADATA_BYTES: usize = 16 * 1024;
     /// One encoded submission, bytes.
@@ -55,12 +56,13 @@ pub mod limits {
     /// How long the host takes at most to answer an admitted call.
     pub const CALL_DEADLINE: std::time::Duration =
         std::time::Duration::from_millis(RETRY_TIMEOUT_MILLIS as u64);
-    /// Extension names, bytes.
-    pub const MAX_EXTENSION_NAME_BYTES: usize = 32;
-    /// Extension descriptions, bytes.
-    pub const MAX_EXTENSION_DESCRIPTION_BYTES: usize = 256;
-    /// Failure classes per extension.
-    pub const MAX_EXTENSION_CLASSES: usize = 16;
+    // An extension's name and description (bytes) and failure classes: the protocol's
+    // bounds, which the worker SDK checks before sending.
+    pub use wattline_actors::diagnostics::{
+        MAX_WORKER_EXTENSION_CLASSES as MAX_EXTENSION_CLASSES,
+        MAX_WORKER_EXTENSION_DESCRIPTION_BYTES as MAX_EXTENSION_DESCRIPTION_BYTES,
+        MAX_WORKER_EXTENSION_NAME_BYTES as MAX_EXTENSION_NAME_BYTES,
+    };
 }
 
 /// The metadata that tells a client its request was not consumed.

@@ -1,85 +1,19 @@
-//! Declaring a component's codes: [`extension_code`], [`builtin_code`] with the
-//! plugin built-ins a worker may select, and the registration checks the SDK makes
-//! before anything is queued (the host stays the authority).
+//! Declaring a component's codes: [`extension_code`], [`builtin_code`] over the
+//! built-in codes of `wattline-diagnostics` (the host's own list; a worker selects the
+//! `plugin.*` ones), and the registration checks the SDK makes before anything is
+//! queued, at the protocol's limits from the same crate (the host stays the authority).
 
 use nemo_relay_worker_proto::v1::{
     DiagnosticCodeDefinition, DiagnosticComponentRegistration, DiagnosticExtensionDefinition,
     DiagnosticObservationOutcome, diagnostic_code_definition,
 };
+use wattline_diagnostics::{
+    BuiltinDiagnosticCode, MAX_CODES_PER_COMPONENT, MAX_WORKER_EXTENSION_CLASSES,
+    MAX_WORKER_EXTENSION_DESCRIPTION_BYTES, MAX_WORKER_EXTENSION_NAME_BYTES,
+};
 
 use crate::error::DiagnosticDeliveryError;
 use crate::negotiate::Limits;
-
-/// Codes per component.
-pub(crate) const MAX_CODES: usize = 32;
-/// Extension names, bytes.
-pub(crate) const MAX_EXTENSION_NAME_BYTES: usize = 32;
-/// Extension descriptions, bytes.
-pub(crate) const MAX_EXTENSION_DESCRIPTION_BYTES: usize = 256;
-/// Failure classes per extension.
-pub(crate) const MAX_EXTENSION_CLASSES: usize = 16;
-
-/// The common plugin failure codes a worker may declare (`plugin.*`). The host's
-/// lifecycle codes are not among them: plugins cannot author those.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BuiltinDiagnosticCode {
-    /// `plugin.configuration_invalid`: configuration was rejected.
-    PluginConfigurationInvalid,
-    /// `plugin.internal`: an internal invariant failed.
-    PluginInternal,
-    /// `plugin.io_failed`: an I/O operation failed.
-    PluginIoFailed,
-    /// `plugin.timeout`: an operation passed its deadline.
-    PluginTimeout,
-    /// `plugin.unavailable`: a dependency was unavailable.
-    PluginUnavailable,
-    /// `plugin.permission_denied`: access was denied.
-    PluginPermissionDenied,
-    /// `plugin.unsupported`: the operation is unsupported here.
-    PluginUnsupported,
-    /// `plugin.resource_exhausted`: a bounded resource ran out.
-    PluginResourceExhausted,
-    /// `plugin.invalid_input`: input was malformed or out of range.
-    PluginInvalidInput,
-    /// `plugin.invalid_state`: an operation was attempted in the wrong state.
-    PluginInvalidState,
-    /// `plugin.not_found`: a required resource does not exist.
-    PluginNotFound,
-    /// `plugin.conflict`: an operation conflicted with existing state.
-    PluginConflict,
-    /// `plugin.authentication_failed`: credentials were missing or rejected.
-    PluginAuthenticationFailed,
-    /// `plugin.incompatible`: two parts are incompatible.
-    PluginIncompatible,
-    /// `plugin.execution_failed`: an external execution failed.
-    PluginExecutionFailed,
-    /// `plugin.policy_rejected`: a policy rejected the operation.
-    PluginPolicyRejected,
-}
-
-impl BuiltinDiagnosticCode {
-    /// The canonical name the wire carries.
-    pub fn name(self) -> &'static str {
-        match self {
-            BuiltinDiagnosticCode::PluginConfigurationInvalid => "plugin.configuration_invalid",
-            BuiltinDiagnosticCode::PluginInternal => "plugin.internal",
-            BuiltinDiagnosticCode::PluginIoFailed => "plugin.io_failed",
-            BuiltinDiagnosticCode::PluginTimeout => "plugin.timeout",
-            BuiltinDiagnosticCode::PluginUnavailable => "plugin.unavailable",
-            BuiltinDiagnosticCode::PluginPermissionDenied => "plugin.permission_denied",
-            BuiltinDiagnosticCode::PluginUnsupported => "plugin.unsupported",
-            BuiltinDiagnosticCode::PluginResourceExhausted => "plugin.resource_exhausted",
-            BuiltinDiagnosticCode::PluginInvalidInput => "plugin.invalid_input",
-            BuiltinDiagnosticCode::PluginInvalidState => "plugin.invalid_state",
-            BuiltinDiagnosticCode::PluginNotFound => "plugin.not_found",
-            BuiltinDiagnosticCode::PluginConflict => "plugin.conflict",
-            BuiltinDiagnosticCode::PluginAuthenticationFailed => "plugin.authentication_failed",
-            BuiltinDiagnosticCode::PluginIncompatible => "plugin.incompatible",
-            BuiltinDiagnosticCode::PluginExecutionFailed => "plugin.execution_failed",
-            BuiltinDiagnosticCode::PluginPolicyRejected => "plugin.policy_rejected",
-        }
-    }
-}
 
 /// Declares a component-local extension code (counts toward the session's extension
 /// budget; its name is local to the host-assigned namespace).
@@ -89,7 +23,8 @@ pub fn extension_code(extension: DiagnosticExtensionDefinition) -> DiagnosticCod
     }
 }
 
-/// Declares a built-in plugin code.
+/// Declares a built-in code by its canonical name. Plugins may select the `plugin.*`
+/// codes only; the host refuses the pipeline's own (`BuiltinDiagnosticCode::Pipeline`).
 pub fn builtin_code(code: BuiltinDiagnosticCode) -> DiagnosticCodeDefinition {
     DiagnosticCodeDefinition {
         definition: Some(diagnostic_code_definition::Definition::BuiltinName(
@@ -107,7 +42,7 @@ pub(crate) fn check_registration(
     let invalid = Err(DiagnosticDeliveryError::Invalid);
     if registration.local_name.trim().is_empty()
         || registration.codes.is_empty()
-        || registration.codes.len() > MAX_CODES
+        || registration.codes.len() > MAX_CODES_PER_COMPONENT
     {
         return invalid;
     }
@@ -146,9 +81,9 @@ fn extension_is_valid(extension: &DiagnosticExtensionDefinition) -> bool {
         Ok(_) => classes == 0,
         Err(_) => false,
     };
-    (1..=MAX_EXTENSION_NAME_BYTES).contains(&extension.name.len())
-        && extension.description.len() <= MAX_EXTENSION_DESCRIPTION_BYTES
-        && classes <= MAX_EXTENSION_CLASSES
+    (1..=MAX_WORKER_EXTENSION_NAME_BYTES).contains(&extension.name.len())
+        && extension.description.len() <= MAX_WORKER_EXTENSION_DESCRIPTION_BYTES
+        && classes <= MAX_WORKER_EXTENSION_CLASSES
         && extension
             .allowed_failure_classes
             .iter()
@@ -202,7 +137,7 @@ mod tests {
             builtin_code(BuiltinDiagnosticCode::PluginTimeout),
         ]);
         assert_eq!(check_registration(&good, &limits), Ok(()));
-        let too_many: Vec<_> = (0..=MAX_CODES)
+        let too_many: Vec<_> = (0..=MAX_CODES_PER_COMPONENT)
             .map(|_| builtin_code(BuiltinDiagnosticCode::PluginInternal))
             .collect();
         let cases = [

@@ -9,7 +9,7 @@ use nemo_relay_worker_proto::v1::{
     DiagnosticComponentRegistration, DiagnosticReceiptStatus, diagnostic_submission,
 };
 
-pub use crate::codes::{BuiltinDiagnosticCode, builtin_code, extension_code};
+pub use crate::codes::{builtin_code, extension_code};
 pub use crate::component::DiagnosticComponent;
 pub use crate::error::DiagnosticDeliveryError;
 pub use crate::queue::DiagnosticDeliveryStats;
@@ -17,6 +17,9 @@ pub use nemo_relay_worker_proto::v1::{
     DiagnosticCodeDefinition, DiagnosticExtensionDefinition, DiagnosticObservation,
     DiagnosticObservationOutcome, DiagnosticObservationSeverity,
 };
+/// The built-in codes [`builtin_code`] declares: the host's own list, shared through
+/// `wattline-diagnostics`.
+pub use wattline_diagnostics::BuiltinDiagnosticCode;
 
 use crate::codes::check_registration;
 use crate::delivery::{Delivery, Submitter};

@@ -12,7 +12,9 @@ use super::snapshot_builder::assemble_snapshot;
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::readings::SamplingSeries;
 use crate::samplers::environment::EnvironmentReader;
-use crate::samplers::{CategoryReading, ReadProblems, SampleRequest, SamplerOutput};
+use crate::samplers::{
+    CategoryReading, ReadProblems, SampleRequest, SamplerOutput, record_read_problems,
+};
 use crate::scope::{ResolvedScope, ScopeTarget, add_group_members, resolve_scope};
 use wattline_model::snapshot::Snapshot;
 
@@ -55,7 +57,7 @@ pub fn finish_tick(
 ) -> Snapshot {
     if let Some(diagnostics) = diagnostics {
         for (category, output) in &outputs {
-            crate::diagnostics::record_read_problems(diagnostics, *category, &output.problems);
+            record_read_problems(diagnostics, *category, &output.problems);
         }
     }
     let outputs = outputs.into_iter().map(|(_, output)| output).collect();
@@ -78,7 +80,7 @@ fn record_environment_errors(
             .iter()
             .filter(|error| environment_category(error.path()) == category)
             .for_each(|error| problems.add(error));
-        crate::diagnostics::record_read_problems(diagnostics, category, &problems);
+        record_read_problems(diagnostics, category, &problems);
     }
 }
 

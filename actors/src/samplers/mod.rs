@@ -11,7 +11,10 @@ pub mod network;
 pub mod per_process;
 pub mod process;
 pub mod rapl;
+mod read_problems;
 pub mod registry;
+
+pub use read_problems::record_read_problems;
 
 use std::sync::Arc;
 use std::time::Instant;

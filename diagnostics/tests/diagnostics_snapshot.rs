@@ -5,7 +5,7 @@ mod diagnostics_support;
 
 use std::collections::HashSet;
 
-use wattline_actors::diagnostics::{
+use wattline_diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, DeclarationProblem, DiagnosticCode,
     DiagnosticError, DiagnosticOutcome, Diagnostics, DiagnosticsLimits, DiagnosticsSnapshot,
     FailureClass, Observation, ObservationProblem, Severity,

@@ -9,7 +9,7 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use wattline_actors::diagnostics::{
+use wattline_diagnostics::{
     Availability, ComponentDeclaration, ComponentState, DiagnosticComponent, DiagnosticError,
     Diagnostics, DiagnosticsLimits, EvidenceDisposition, FailureClass, Observation,
     PipelineDiagnostics, RecordOutcome,

@@ -6,7 +6,7 @@ mod diagnostics_support;
 use std::io;
 use std::num::NonZeroU64;
 
-use wattline_actors::diagnostics::{
+use wattline_diagnostics::{
     CodeOrigin, ComponentDeclaration, DiagnosticCode, DiagnosticComponent, DiagnosticOutcome,
     Diagnostics, ExporterCode, FailureClass, GpuCode, PipelineCode, PipelineComponent,
     PipelineDiagnostics, RecordOutcome, SamplerCategory, SamplerFailure, Severity,
@@ -83,7 +83,7 @@ fn the_pipeline_starts_under_the_lowest_limits_a_configuration_can_set() {
     let plugin = diagnostics.component_lazy(|| ComponentDeclaration {
         name: "p",
         codes: &[DiagnosticCode::Builtin(
-            wattline_actors::diagnostics::BuiltinDiagnosticCode::PluginUnavailable,
+            wattline_diagnostics::BuiltinDiagnosticCode::PluginUnavailable,
         )],
     });
     assert!(

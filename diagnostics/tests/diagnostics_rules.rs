@@ -5,7 +5,7 @@ mod diagnostics_support;
 
 use std::num::NonZeroU64;
 
-use wattline_actors::diagnostics::{
+use wattline_diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, ComponentState, DeclarationProblem,
     DiagnosticCode, DiagnosticError, DiagnosticOutcome, FailureClass, Observation,
     ObservationProblem, PipelineCode,

@@ -4,7 +4,7 @@
 
 use std::num::NonZeroU64;
 
-use wattline_actors::diagnostics::{
+use wattline_diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, DiagnosticCode, DiagnosticComponent,
     DiagnosticError, DiagnosticOutcome, Diagnostics, DiagnosticsLimits, DiagnosticsSnapshot,
     FailureClass, RecordOutcome, RecordReceipt,

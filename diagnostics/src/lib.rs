@@ -1,4 +1,5 @@
-//! In-process diagnostics: typed components and codes, lifetime counters and bounded evidence.
+//! wattline's diagnostics vocabulary and in-process context: typed components and
+//! codes, lifetime counters and bounded evidence.
 //!
 //! A [`Diagnostics`] context stores lifetime counters per (component, code) and a
 //! bounded ring of recent events. Producers register a [`ComponentDeclaration`] with
@@ -7,6 +8,12 @@
 //! calls on one context get [`DiagnosticError::Busy`]. Readers take a serializable
 //! [`DiagnosticsSnapshot`]. The pipeline's own vocabulary lives in
 //! [`pipeline_components`].
+//!
+//! The crate links no runtime and reads no OS, so the pipeline (`wattline-actors`),
+//! the exporters, the host endpoint and the worker SDK (`wattline-worker`, which never
+//! links the pipeline) share one list of built-in codes and one set of limits.
+
+#![warn(missing_docs)]
 
 mod context;
 mod declaration;
@@ -14,7 +21,6 @@ mod error;
 mod limits;
 mod observation;
 pub mod pipeline_components;
-mod sampler_problems;
 mod snapshot;
 mod store;
 mod vocabulary;
@@ -27,7 +33,8 @@ pub use error::{DeclarationProblem, DiagnosticError, ObservationProblem};
 pub use limits::{
     DiagnosticsLimits, DiagnosticsLimitsError, MAX_CODES_PER_COMPONENT, MAX_DETAIL_BYTES,
     MAX_EXTENSION_DECLARATIONS, MAX_HISTORY_CAPACITY, MAX_INPUT_TEXT_BYTES, MAX_LIVE_COMPONENTS,
-    MAX_REGISTRATION_TEXT_BYTES,
+    MAX_REGISTRATION_TEXT_BYTES, MAX_WORKER_EXTENSION_CLASSES,
+    MAX_WORKER_EXTENSION_DESCRIPTION_BYTES, MAX_WORKER_EXTENSION_NAME_BYTES,
 };
 pub use observation::{
     Correlation, EvidenceDisposition, Observation, Provenance, RecordOutcome, RecordReceipt,
@@ -36,7 +43,6 @@ pub use pipeline_components::{
     ExporterCode, GpuCode, PipelineCode, PipelineComponent, PipelineDiagnostics, SamplerCategory,
     SamplerFailure,
 };
-pub use sampler_problems::record_read_problems;
 pub use snapshot::{
     AdmissionUsage, CodeSnapshot, ComponentSnapshot, ComponentState, DeliveryStats,
     DiagnosticEvent, DiagnosticsSnapshot, EventCorrelation, HistoryStats,

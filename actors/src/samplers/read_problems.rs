@@ -3,12 +3,11 @@
 
 use std::num::NonZeroU64;
 
-use super::pipeline_components::{
-    PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure,
+use super::ReadProblems;
+use crate::diagnostics::{
+    FailureClass, PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure,
 };
-use super::vocabulary::FailureClass;
 use crate::platform::ReadErrorClass;
-use crate::samplers::ReadProblems;
 
 /// Records each class of `problems` as one observation of `category`'s matching code.
 pub fn record_read_problems(

@@ -5,7 +5,7 @@ mod diagnostics_support;
 
 use std::num::NonZeroU64;
 
-use wattline_actors::diagnostics::{
+use wattline_diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, DiagnosticCode, DiagnosticComponent,
     DiagnosticError, DiagnosticOutcome, Diagnostics, EvidenceDisposition, FailureClass,
     Observation, ObservationProblem, RecordOutcome, Severity,
