@@ -234,7 +234,8 @@ fn storage_factor_bytes(decimal_power: u32, binary_power: u32) -> u128 {
 }
 
 impl DurationUnit {
-    fn microseconds_per_unit(self) -> u128 {
+    /// Microseconds in one of this unit.
+    pub fn microseconds_per_unit(self) -> u128 {
         match self {
             DurationUnit::Microseconds => 1,
             DurationUnit::Milliseconds => 1_000,
@@ -288,6 +289,11 @@ impl CapacityUnit {
 }
 
 impl DataUnit {
+    /// Bytes in one of this unit.
+    pub fn bytes_per_unit(self) -> u128 {
+        bytes_per_storage_unit(self.name())
+    }
+
     /// Converts bytes to this unit.
     pub fn from_bytes(self, value: MeasurementValue) -> Option<MeasurementValue> {
         scale(value, 1, bytes_per_storage_unit(self.name()))

@@ -194,33 +194,18 @@ macro_rules! unit_number {
 use wattline_config::units::{
     BandwidthUnit, CapacityUnit, CountUnit, CpuUnit, DataUnit, DurationUnit, UtilizationUnit,
 };
-unit_number!(DurationUnit, |unit| Some(match unit {
-    DurationUnit::Microseconds => 1,
-    DurationUnit::Milliseconds => 1_000,
-    DurationUnit::Seconds => 1_000_000,
-    DurationUnit::Minutes => 60_000_000,
-}));
-unit_number!(CapacityUnit, |unit| Some(byte_size(unit.name())));
-unit_number!(DataUnit, |unit| Some(byte_size(unit.name())));
+// The sizes are config's unit factors: one home for them.
+unit_number!(DurationUnit, |unit| u64::try_from(
+    unit.microseconds_per_unit()
+)
+.ok());
+unit_number!(CapacityUnit, |unit| u64::try_from(unit.bytes_per_unit())
+    .ok());
+unit_number!(DataUnit, |unit| u64::try_from(unit.bytes_per_unit()).ok());
 unit_number!(BandwidthUnit, |_unit| None);
 unit_number!(CpuUnit, |_unit| None);
 unit_number!(UtilizationUnit, |_unit| None);
 unit_number!(CountUnit, |_unit| Some(1));
-
-/// Bytes in a capacity or data unit, by its name (the two families share names).
-fn byte_size(name: &str) -> u64 {
-    match name {
-        "kilobytes" => 1_000,
-        "megabytes" => 1_000_000,
-        "gigabytes" => 1_000_000_000,
-        "terabytes" => 1_000_000_000_000,
-        "kibibytes" => 1 << 10,
-        "mebibytes" => 1 << 20,
-        "gibibytes" => 1 << 30,
-        "tebibytes" => 1 << 40,
-        _ => 1,
-    }
-}
 
 /// CPU times come from clock ticks, at least a millisecond (µs).
 pub(crate) const CPU_TIME_RESOLUTION: u64 = 1_000;
@@ -228,7 +213,7 @@ pub(crate) const CPU_TIME_RESOLUTION: u64 = 1_000;
 pub(crate) const PROC_MEMORY_RESOLUTION: u64 = 1024;
 
 /// The measurements of the resource mark for `snapshot`: the sample count, each
-/// category's gauges in [`crate::snapshot::CATEGORY_MARKS`] order, then the coverage of
+/// category's gauges in the snapshot's order (CPU, memory, process, disk, GPU, network), then the coverage of
 /// the process sums.
 pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
     let common = BTreeMap::from([
