@@ -10,5 +10,6 @@ pub mod energy;
 pub mod events;
 pub mod gpu_selection;
 pub mod marks;
+pub mod measurement;
 pub mod metric_names;
 pub mod snapshot;

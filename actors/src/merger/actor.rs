@@ -27,8 +27,8 @@ use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
 use wattline_model::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
-use wattline_model::marks::resource_measurements;
 use wattline_model::snapshot::Snapshot;
+use wattline_model::snapshot::resource_measurements;
 
 /// Messages the merger answers.
 pub enum MergerMessage {

@@ -133,7 +133,12 @@ pub async fn sample_energy_now(
     if let Ok(Some(status)) = &outcome {
         let _ = energy.cast(EnergyMessage::GpuStatus(status.clone()));
     }
-    rapl.read_into(energy).await;
+    if let Some(read) = rapl.read().await {
+        let _ = energy.cast(EnergyMessage::CpuStatus(read.unavailable));
+        if !read.zones.is_empty() {
+            let _ = energy.cast(EnergyMessage::Rapl(read.at, read.zones));
+        }
+    }
     outcome
 }
 

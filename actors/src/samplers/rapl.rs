@@ -5,12 +5,20 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ractor::ActorRef;
-
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory, SamplerFailure};
-use crate::energy::actor::EnergyMessage;
 use crate::platform::ReadErrorClass;
 use crate::platform::os::rapl::{RaplZoneReading, read_rapl_zones};
+
+/// One reading of every RAPL zone.
+#[derive(Debug)]
+pub struct RaplRead {
+    /// When the counters were read.
+    pub at: std::time::Instant,
+    /// The readable zones.
+    pub zones: Vec<RaplZoneReading>,
+    /// Why CPU energy is not measured, when it is not.
+    pub unavailable: Option<String>,
+}
 
 /// Reads RAPL for the energy stage and explains, once and loudly, a counter that is
 /// there but unreadable.
@@ -31,9 +39,9 @@ impl RaplReader {
         }
     }
 
-    /// Reads every zone on a blocking worker and sends what was readable, and why the
-    /// rest was not, to the energy actor.
-    pub async fn read_into(&self, energy: &ActorRef<EnergyMessage>) {
+    /// Reads every zone on a blocking worker: what was readable, and why the rest was
+    /// not (for the energy stage); `None` when the worker failed.
+    pub async fn read(&self) -> Option<RaplRead> {
         let root = self.root.clone();
         let Ok(((zones, errors), at, present)) = tokio::task::spawn_blocking(move || {
             // Stamped when read, not when the answer reaches the async side.
@@ -43,14 +51,15 @@ impl RaplReader {
         })
         .await
         else {
-            return;
+            return None;
         };
         let unavailable = rapl_unavailable(&zones, &errors, present);
         self.record_problems(&errors, unavailable.as_deref());
-        let _ = energy.cast(EnergyMessage::CpuStatus(unavailable));
-        if !zones.is_empty() {
-            let _ = energy.cast(EnergyMessage::Rapl(at, zones));
-        }
+        Some(RaplRead {
+            at,
+            zones,
+            unavailable,
+        })
     }
 
     /// Records each unreadable counter in diagnostics, and warns once per pipeline

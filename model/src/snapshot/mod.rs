@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use wattline_config::units::{CountUnit, MeasurementValue};
 
 mod cpu;
 mod disk;
@@ -24,8 +23,12 @@ pub use memory::MemoryMetrics;
 pub use network::{NetworkInterfaceMetrics, NetworkMetrics, NetworkTrafficMetrics};
 pub use process::ProcessMetrics;
 
+use crate::events::{AttributeValue, MetricMeasurements};
+use crate::marks::{MarkBuilder, count};
+pub use crate::measurement::{LimitEvent, LimitEventKind, LimitResource, Measurement};
+
 /// Each category's part of a mark, in the order its gauges appear.
-pub(crate) const CATEGORY_MARKS: &[fn(&Snapshot, &mut crate::marks::MarkBuilder)] = &[
+const CATEGORY_MARKS: &[fn(&Snapshot, &mut MarkBuilder)] = &[
     cpu::cpu_marks,
     memory::memory_marks,
     process::process_marks,
@@ -33,22 +36,6 @@ pub(crate) const CATEGORY_MARKS: &[fn(&Snapshot, &mut crate::marks::MarkBuilder)
     gpu::gpu_marks,
     network::network_marks,
 ];
-
-/// One available reading: a number and its unit. An unavailable reading is `None`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Measurement<U> {
-    /// The number, an exact integer where the conversion allowed one.
-    pub value: MeasurementValue,
-    /// The output unit.
-    pub unit: U,
-}
-
-impl<U> Measurement<U> {
-    /// A measurement from a value and its unit.
-    pub fn new(value: MeasurementValue, unit: U) -> Self {
-        Measurement { value, unit }
-    }
-}
 
 /// The operating system the snapshot was taken on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,41 +138,57 @@ pub struct ProcessSampling {
     pub field_sampled_processes: BTreeMap<String, u64>,
 }
 
-/// Which resource a limit event is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitResource {
-    /// CPU.
-    Cpu,
-    /// Memory.
-    Memory,
-    /// Process count.
-    Processes,
+/// The measurements of the resource mark for `snapshot`: the sample count, each
+/// category's gauges in the snapshot's order (CPU, memory, process, disk, GPU, network), then the coverage of
+/// the process sums.
+pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
+    let common = BTreeMap::from([
+        (
+            "nemo_relay.resource.operating_system".to_string(),
+            AttributeValue::String(snapshot.operating_system.name().into()),
+        ),
+        (
+            "nemo_relay.resource.measurement_scope".to_string(),
+            AttributeValue::String(snapshot.measurement_scope.name().into()),
+        ),
+    ]);
+    let mut mark = MarkBuilder::new(common);
+    mark.push(
+        "nemo.relay.resource.sample_count",
+        count(1, "events"),
+        "Resource metric samples collected in this poll",
+        &[],
+    );
+    for category_marks in CATEGORY_MARKS {
+        category_marks(snapshot, &mut mark);
+    }
+    if let Some(sampling) = &snapshot.process_sampling {
+        mark.push(
+            "nemo.relay.resource.process_sampling.visible_count",
+            count(sampling.visible_processes, "processes"),
+            "Processes listed when collection began",
+            &[],
+        );
+        mark.push(
+            "nemo.relay.resource.process_sampling.sampled_count",
+            count(sampling.sampled_processes, "processes"),
+            "Processes whose base query succeeded",
+            &[],
+        );
+        for (field, sampled) in &sampling.field_sampled_processes {
+            mark.push(
+                "nemo.relay.resource.process_sampling.field_sampled_count",
+                count(*sampled, "processes"),
+                "Processes that supplied a process-summed field",
+                &[(
+                    "nemo_relay.resource.field",
+                    AttributeValue::String(field.clone()),
+                )],
+            );
+        }
+    }
+    mark.finish()
 }
 
-/// What kind of limit event was counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitEventKind {
-    /// CPU throttling periods.
-    Throttled,
-    /// The memory high boundary was crossed.
-    High,
-    /// The maximum was hit.
-    Maximum,
-    /// The OOM killer ran.
-    OutOfMemory,
-    /// Processes were terminated.
-    Terminated,
-}
-
-/// A cumulative limit-event count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LimitEvent {
-    /// The limited resource.
-    pub resource: LimitResource,
-    /// The event.
-    pub event: LimitEventKind,
-    /// The cumulative count, in `events`.
-    pub count: Option<Measurement<CountUnit>>,
-}
+#[cfg(test)]
+mod mark_tests;
