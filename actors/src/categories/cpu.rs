@@ -1,13 +1,13 @@
-//! The CPU category: its reading in base units, the conversion to its snapshot
-//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
-//! descriptor.
+//! The CPU category: the conversion from its base-unit reading
+//! (`crate::readings`) to its snapshot record (whose mark gauges are beside it in
+//! `wattline_model::snapshot`), and its descriptor.
 
 use wattline_config::resource_metrics::CpuUnits;
 
 use super::{CategoryDescriptor, rooted};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{cpu_amount, duration, limit_events};
-use crate::readings::LimitEventReading;
+use crate::readings::CpuReading;
 use crate::samplers::{CategoryReading, cpu::CpuSampler};
 use wattline_model::snapshot::CpuMetrics;
 
@@ -22,29 +22,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
         }
     },
 };
-
-/// The CPU category in base units.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct CpuReading {
-    /// User time, µs.
-    pub user_microseconds: Option<u64>,
-    /// System time, µs.
-    pub system_microseconds: Option<u64>,
-    /// User + system, µs.
-    pub total_microseconds: Option<u64>,
-    /// Logical processors used since the previous sample of the series.
-    pub consumption_logical_processors: Option<f64>,
-    /// Throttled time, µs.
-    pub throttled_microseconds: Option<u64>,
-    /// Effective CPU limit, logical processors.
-    pub effective_limit_logical_processors: Option<f64>,
-    /// Some-pressure stall, µs.
-    pub some_pressure_microseconds: Option<u64>,
-    /// Full-pressure stall, µs.
-    pub full_pressure_microseconds: Option<u64>,
-    /// CPU limit events.
-    pub limit_events: Vec<LimitEventReading>,
-}
 
 /// The CPU category in output units.
 pub fn cpu(reading: &CpuReading, units: &CpuUnits) -> CpuMetrics {

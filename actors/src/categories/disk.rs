@@ -1,6 +1,6 @@
-//! The disk category: its reading in base units, the conversion to its snapshot
-//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
-//! descriptor.
+//! The disk category: the conversion from its base-unit reading
+//! (`crate::readings`) to its snapshot record (whose mark gauges are beside it in
+//! `wattline_model::snapshot`), and its descriptor.
 
 use wattline_config::resource_metrics::DiskUnits;
 use wattline_config::units::CountUnit;
@@ -8,6 +8,7 @@ use wattline_config::units::CountUnit;
 use super::{CategoryDescriptor, factory};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{bandwidth, capacity, count, data};
+use crate::readings::DiskReading;
 use crate::samplers::{CategoryReading, disk::DiskSampler};
 use wattline_model::snapshot::{DiskMetrics, FilesystemMetrics};
 
@@ -26,38 +27,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
         }
     },
 };
-
-/// Capacity of one configured path, bytes.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct FilesystemReading {
-    /// The configured path.
-    pub path: String,
-    /// Total, bytes.
-    pub total_bytes: Option<u64>,
-    /// Available to the caller, bytes.
-    pub available_bytes: Option<u64>,
-    /// Free including reserved, bytes.
-    pub free_bytes: Option<u64>,
-}
-
-/// The disk category in base units.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct DiskReading {
-    /// Bytes read.
-    pub read_bytes: Option<u64>,
-    /// Bytes written.
-    pub write_bytes: Option<u64>,
-    /// Read rate, bytes per second.
-    pub read_bytes_per_second: Option<f64>,
-    /// Write rate, bytes per second.
-    pub write_bytes_per_second: Option<f64>,
-    /// Read system calls.
-    pub read_operations: Option<u64>,
-    /// Write system calls.
-    pub write_operations: Option<u64>,
-    /// Configured filesystems.
-    pub filesystems: Vec<FilesystemReading>,
-}
 
 /// The disk category in output units.
 pub fn disk_metrics(reading: &DiskReading, units: &DiskUnits) -> DiskMetrics {

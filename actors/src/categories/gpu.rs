@@ -1,6 +1,6 @@
-//! The GPU category: its reading in base units, the conversion to its snapshot
-//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
-//! descriptor.
+//! The GPU category: the conversion from its base-unit reading
+//! (`crate::readings`) to its snapshot record (whose mark gauges are beside it in
+//! `wattline_model::snapshot`), and its descriptor.
 
 use wattline_config::resource_metrics::GpuUnits;
 use wattline_config::units::{MeasurementValue, UtilizationUnit};

@@ -1,6 +1,6 @@
-//! The memory category: its reading in base units, the conversion to its snapshot
-//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
-//! descriptor.
+//! The memory category: the conversion from its base-unit reading
+//! (`crate::readings`) to its snapshot record (whose mark gauges are beside it in
+//! `wattline_model::snapshot`), and its descriptor.
 
 use wattline_config::resource_metrics::MemoryUnits;
 use wattline_config::units::CountUnit;
@@ -8,7 +8,7 @@ use wattline_config::units::CountUnit;
 use super::{CategoryDescriptor, rooted};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{count, duration, limit_events, memory};
-use crate::readings::LimitEventReading;
+use crate::readings::MemoryReading;
 use crate::samplers::{CategoryReading, memory::MemorySampler};
 use wattline_model::snapshot::MemoryMetrics;
 
@@ -23,37 +23,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
         }
     },
 };
-
-/// The memory category in base units.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct MemoryReading {
-    /// System memory in use, bytes.
-    pub system_used_bytes: Option<u64>,
-    /// Total system memory, bytes.
-    pub system_total_bytes: Option<u64>,
-    /// Available system memory, bytes.
-    pub system_available_bytes: Option<u64>,
-    /// Resident memory of the scope, bytes.
-    pub resident_bytes: Option<u64>,
-    /// Private memory of the scope, bytes.
-    pub private_bytes: Option<u64>,
-    /// Virtual memory of the scope, bytes.
-    pub virtual_bytes: Option<u64>,
-    /// Peak resident memory (one process), bytes.
-    pub peak_resident_bytes: Option<u64>,
-    /// Environment limit, bytes.
-    pub limit_bytes: Option<u64>,
-    /// Memory charged to the environment, bytes.
-    pub environment_accounted_bytes: Option<u64>,
-    /// Some-pressure stall, µs.
-    pub some_pressure_microseconds: Option<u64>,
-    /// Full-pressure stall, µs.
-    pub full_pressure_microseconds: Option<u64>,
-    /// OOM events.
-    pub out_of_memory_events: Option<u64>,
-    /// Memory limit events.
-    pub limit_events: Vec<LimitEventReading>,
-}
 
 /// The memory category in output units.
 pub fn memory_metrics(reading: &MemoryReading, units: &MemoryUnits) -> MemoryMetrics {

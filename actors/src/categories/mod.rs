@@ -1,9 +1,9 @@
 //! The resource categories, one descriptor each: the single list that sampler
 //! spawning and snapshot assembly loop over.
 //!
-//! Each category is one file here holding its reading (base units), the conversion
-//! to its snapshot record (output units, `wattline_model::snapshot`, where its mark
-//! gauges are too) and its descriptor. A new category adds its reader, its sampler, a
+//! Each category is one file here holding the conversion from its base-unit reading
+//! (`crate::readings`) to its snapshot record (output units, in
+//! `wattline_model::snapshot` with its mark gauges) and its descriptor. A new category adds its reader, its sampler, a
 //! file here, an entry in [`CATEGORIES`], its record and gauges in the model, and its
 //! config; the loops pick it up.
 

@@ -1,6 +1,6 @@
-//! The network category: its reading in base units, the conversion to its snapshot
-//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
-//! descriptor.
+//! The network category: the conversion from its base-unit reading
+//! (`crate::readings`) to its snapshot record (whose mark gauges are beside it in
+//! `wattline_model::snapshot`), and its descriptor.
 
 use wattline_config::resource_metrics::NetworkTrafficUnits;
 use wattline_config::units::CountUnit;
@@ -8,6 +8,7 @@ use wattline_config::units::CountUnit;
 use super::{CategoryDescriptor, factory};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{bandwidth, count, data};
+use crate::readings::{NetworkReading, TrafficReading};
 use crate::samplers::{CategoryReading, network::NetworkSampler};
 use wattline_model::snapshot::{
     MeasurementScope, NetworkInterfaceMetrics, NetworkMetrics, NetworkTrafficMetrics,
@@ -32,36 +33,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
         }
     },
 };
-
-/// Traffic of one network record in base units.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct TrafficReading {
-    /// Bytes received.
-    pub received_bytes: Option<u64>,
-    /// Bytes sent.
-    pub transmitted_bytes: Option<u64>,
-    /// Receive rate, bytes per second.
-    pub receive_bytes_per_second: Option<f64>,
-    /// Send rate, bytes per second.
-    pub transmit_bytes_per_second: Option<f64>,
-    /// Packets received.
-    pub received_packets: Option<u64>,
-    /// Packets sent.
-    pub transmitted_packets: Option<u64>,
-    /// Receive errors.
-    pub receive_errors: Option<u64>,
-    /// Send errors.
-    pub transmit_errors: Option<u64>,
-}
-
-/// The network category in base units.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct NetworkReading {
-    /// Aggregate of the selected interfaces.
-    pub system: TrafficReading,
-    /// Selected visible interfaces, by name.
-    pub interfaces: Vec<(String, TrafficReading)>,
-}
 
 fn traffic(reading: &TrafficReading, units: &NetworkTrafficUnits) -> NetworkTrafficMetrics {
     NetworkTrafficMetrics {

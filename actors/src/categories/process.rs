@@ -1,13 +1,13 @@
-//! The process category: its reading in base units, the conversion to its snapshot
-//! record (whose mark gauges are beside it in `wattline_model::snapshot`), and its
-//! descriptor.
+//! The process category: the conversion from its base-unit reading
+//! (`crate::readings`) to its snapshot record (whose mark gauges are beside it in
+//! `wattline_model::snapshot`), and its descriptor.
 
 use wattline_config::units::CountUnit;
 
 use super::{CategoryDescriptor, rooted};
 use crate::diagnostics::SamplerCategory;
 use crate::merger::convert::{count, limit_events};
-use crate::readings::LimitEventReading;
+use crate::readings::ProcessReading;
 use crate::samplers::{CategoryReading, process::ProcessSampler};
 use wattline_model::snapshot::ProcessMetrics;
 
@@ -22,21 +22,6 @@ pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
         }
     },
 };
-
-/// The process category in base units.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ProcessReading {
-    /// Processes listed when collection began.
-    pub active_count: Option<u64>,
-    /// Live descendants excluding the root.
-    pub descendant_count: Option<u64>,
-    /// Threads.
-    pub thread_count: Option<u64>,
-    /// Open file descriptors.
-    pub open_file_descriptor_count: Option<u64>,
-    /// Process limit events.
-    pub limit_events: Vec<LimitEventReading>,
-}
 
 /// The process category in output units.
 pub fn process_metrics(reading: &ProcessReading) -> ProcessMetrics {
