@@ -7,7 +7,7 @@ mod csv_file;
 mod doctor;
 mod output;
 mod report;
-mod report_pictures;
+mod report_output;
 mod run;
 mod status;
 

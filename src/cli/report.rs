@@ -28,28 +28,17 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     let (report, series) =
         wattline::report_and_series_from_atof(&args.file).map_err(|error| error.to_string())?;
-    match args.report {
-        ReportFormat::Table => {
-            super::output::print_stdout(&super::report_pictures::table(&report, &series))?
-        }
-        ReportFormat::Json => super::output::print_stdout(&format!(
-            "{}\n",
-            report
-                .to_json()
-                .map_err(|error| format!("cannot write the report: {error}"))?
-        ))?,
-        ReportFormat::Csv => super::output::print_stdout(&format!(
-            "{}\n{}\n",
-            wattline::report_csv::csv_header(),
-            wattline::report_csv::csv_row(&report, Default::default())
-        ))?,
-    }
-    if let Some(path) = &args.csv_file {
-        let row = wattline::report_csv::csv_row(&report, Default::default());
-        super::csv_file::append_row(path, &wattline::report_csv::csv_header(), &row)?;
-    }
-    if let Some(path) = &args.html {
-        super::report_pictures::write_page(path, &report, &series, Default::default())?;
+    let outputs = super::report_output::ReportOutputs {
+        format: args.report,
+        table_on_stderr: false,
+        csv_file: args.csv_file.as_deref(),
+        html: args.html.as_deref(),
+    };
+    let file_problems =
+        super::report_output::write_report(&outputs, &report, &series, Default::default())?;
+    // Writing files is this command's whole job: one that failed fails it.
+    if !file_problems.is_empty() {
+        return Err(file_problems.join("\n"));
     }
     Ok(ExitCode::SUCCESS)
 }

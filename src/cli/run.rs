@@ -343,52 +343,29 @@ async fn run_async(
                 problem.component, problem.detail
             ))?;
         }
-        match args.report {
-            ReportFormat::Table => {
-                if let Some(summary) = super::status::resource_summary(
-                    started.elapsed().as_secs_f64(),
-                    &status_for_summary.figures(),
-                ) {
-                    super::output::print_stderr(&summary)?;
-                }
-                super::output::print_stderr(&super::report_pictures::table(
-                    &report,
-                    &series.series(),
-                ))?;
-            }
-            ReportFormat::Json => super::output::print_stdout(&format!(
-                "{}\n",
-                report
-                    .to_json()
-                    .map_err(|error| format!("cannot write the report: {error}"))?
-            ))?,
-            ReportFormat::Csv => super::output::print_stdout(&format!(
-                "{}\n{}\n",
-                wattline::report_csv::csv_header(),
-                wattline::report_csv::csv_row(&report, run_description)
-            ))?,
+        if args.report == ReportFormat::Table
+            && let Some(summary) = super::status::resource_summary(
+                started.elapsed().as_secs_f64(),
+                &status_for_summary.figures(),
+            )
+        {
+            super::output::print_stderr(&summary)?;
         }
-        if let Some(path) = &args.csv_file {
-            let row = wattline::report_csv::csv_row(&report, run_description);
-            // The report was printed; a file that cannot take the row is said, and the
-            // command's exit code stands.
-            if let Err(message) =
-                super::csv_file::append_row(path, &wattline::report_csv::csv_header(), &row)
-            {
-                super::output::print_stderr(&format!("wattline: {message}\n"))?;
-            }
-        }
-        if let Some(path) = &args.html {
-            // As for the CSV row: said, and the command's exit code stands.
-            let written = super::report_pictures::write_page(
-                path,
-                &report,
-                &series.series(),
-                run_description,
-            );
-            if let Err(message) = written {
-                super::output::print_stderr(&format!("wattline: {message}\n"))?;
-            }
+        let outputs = super::report_output::ReportOutputs {
+            format: args.report,
+            table_on_stderr: true,
+            csv_file: args.csv_file.as_deref(),
+            html: args.html.as_deref(),
+        };
+        // The report was printed; a file that cannot be written is said, and the
+        // command's exit code stands.
+        for problem in super::report_output::write_report(
+            &outputs,
+            &report,
+            &series.series(),
+            run_description,
+        )? {
+            super::output::print_stderr(&format!("wattline: {problem}\n"))?;
         }
     }
     if lost_data && args.strict {
