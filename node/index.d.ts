@@ -86,10 +86,15 @@ export interface NetworkTrafficMetrics {
   receiveErrors: M<CountUnit>; transmitErrors: M<CountUnit>;
 }
 
+export interface NetworkInterfaceMetrics {
+  name: string;
+  traffic: NetworkTrafficMetrics;
+}
+
 export interface NetworkMetrics {
   measurementScope: 'global';
   system: NetworkTrafficMetrics;
-  interfaces: { name: string; traffic: NetworkTrafficMetrics }[];
+  interfaces: NetworkInterfaceMetrics[];
 }
 
 export interface Snapshot {
