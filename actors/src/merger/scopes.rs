@@ -102,13 +102,41 @@ impl ScopeTable {
         sink: &dyn EventSink,
     ) -> Option<DateTime<Utc>> {
         let position = self.live.iter().position(|scope| scope.uuid == uuid)?;
+        let scope = self.live.remove(position);
+        Some(self.write_end(scope, wall, flags, sink))
+    }
+
+    /// Ends every live scope at `wall`; each one's UUID and end time.
+    pub fn end_all(
+        &mut self,
+        wall: DateTime<Utc>,
+        sink: &dyn EventSink,
+    ) -> Vec<(Uuid, DateTime<Utc>)> {
+        std::mem::take(&mut self.live)
+            .into_iter()
+            .map(|scope| {
+                let uuid = scope.uuid;
+                (uuid, self.write_end(scope, wall, &[], sink))
+            })
+            .collect()
+    }
+
+    /// Writes `scope`'s end event at `wall` (strictly after its start) with `flags`
+    /// added; the end's time.
+    fn write_end(
+        &self,
+        scope: LiveScope,
+        wall: DateTime<Utc>,
+        flags: &[&'static str],
+        sink: &dyn EventSink,
+    ) -> DateTime<Utc> {
         let LiveScope {
+            uuid,
             name,
             started,
             parent,
             mut attributes,
-            ..
-        } = self.live.remove(position);
+        } = scope;
         attributes.extend_from_slice(flags);
         let wall = strictly_after(started, wall);
         sink.send(scope_event(
@@ -120,19 +148,7 @@ impl ScopeTable {
             ScopeCategory::End,
             attributes,
         ));
-        Some(wall)
-    }
-
-    /// Ends every live scope at `wall`; each one's UUID and end time.
-    pub fn end_all(
-        &mut self,
-        wall: DateTime<Utc>,
-        sink: &dyn EventSink,
-    ) -> Vec<(Uuid, DateTime<Utc>)> {
-        let live: Vec<Uuid> = self.live.iter().map(|scope| scope.uuid).collect();
-        live.into_iter()
-            .filter_map(|uuid| Some((uuid, self.end(uuid, wall, &[], sink)?)))
-            .collect()
+        wall
     }
 
     /// Where a poll's mark goes: one copy under each live scope, or one under the root.
