@@ -155,6 +155,46 @@ fn one_kilowatt_for_one_hour_is_one_kilowatt_hour_with_its_cost_and_co2() {
 }
 
 #[test]
+fn each_device_is_integrated_from_its_own_read_instant_not_its_records() {
+    // Two records of two devices, stamped when each read began (0 and 2 s), while
+    // device b's counter is read 30 ms later each time (its own `at`). Both counters
+    // rise 2000 J between reads; the window opens at 1 s, the report is at 2.03 s.
+    let mut feed = Feed::new(settings(false));
+    feed.from(1.0);
+    let device = |id: &str, joules: u64, read_at: Option<f64>| DevicePower {
+        id: id.into(),
+        counter_millijoules: Some(joules * 1000),
+        at: read_at.map(at),
+        ..gpu_a(1000.0)
+    };
+    for (seconds, joules) in [(0.0, 0), (2.0, 2000)] {
+        feed.apply(EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: at(seconds),
+            devices: Some(vec![
+                device("GPU-a", joules, None),
+                device("GPU-b", joules, Some(seconds + 0.03)),
+            ]),
+            power_field: None,
+        }));
+    }
+    let report = feed.report(2.03);
+    let joules = |id: &str| {
+        report
+            .devices
+            .iter()
+            .find(|device| device.device_identifier == id)
+            .map(|device| device.energy_kwh * 3_600_000.0)
+            .unwrap()
+    };
+    // a: 2000 J over its record instants [0, 2], the window keeps [1, 2]: 1000 J.
+    assert!(close(joules("GPU-a"), 1000.0, 1e-9), "{}", joules("GPU-a"));
+    // b: 2000 J over its reads [0.03, 2.03], the window keeps [1, 2.03]: 1030 J.
+    // Stamped at the record instants it would be 1000 J.
+    assert!(close(joules("GPU-b"), 1030.0, 1e-9), "{}", joules("GPU-b"));
+}
+
+#[test]
 fn a_ramp_and_a_step_are_integrated_exactly_and_a_gap_is_not() {
     let mut feed = Feed::new(settings(false));
     // P(t) = 100 + 2t over [0, 300] s: E = 100*300 + 300^2 = 120000 J.
