@@ -61,7 +61,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Default::default()
     })?;
     diagnostics.flush(Duration::from_secs(2)).await?;
-    println!("planner step done ({checksum:x})");
+    println!(
+        "planner step done ({checksum:x}) in pid {}",
+        std::process::id()
+    );
 
     if leave_open {
         let executor = host.agent_scope("executor").await?;

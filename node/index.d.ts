@@ -122,7 +122,19 @@ export interface EnergyReport {
     dramEnergyKwh: number | null; cost: number | null; co2Grams: number | null;
     [field: string]: unknown;
   };
-  agentScopes: { uuid: string; name: string; gpuEnergyKwh: number | null; energyKwh: number | null; cost: number | null; startedAt: Date; endedAt: Date | null }[];
+  /**
+   * Per step: window figures (`gpuEnergyKwh`, `energyKwh`, `cost`: the device's energy
+   * while the step was live; concurrent steps each count all of it) and attributed ones
+   * (`attributed*`: the step's part; with each domain's `unattributedKwh` they add up).
+   */
+  agentScopes: {
+    uuid: string; name: string; parentUuid: string | null; processId: number | null; weight: number | null;
+    gpuEnergyKwh: number | null; energyKwh: number | null; cost: number | null;
+    attributedGpuEnergyKwh: number | null; attributedEnergyKwh: number | null; attributedCost: number | null;
+    startedAt: Date; endedAt: Date | null;
+  }[];
+  /** How attributed energy was divided (`process-share-then-weight`). */
+  scopeAttribution: string | null;
   [field: string]: unknown;
   /** The CLI's table. */
   toString(): string;
@@ -156,10 +168,16 @@ export class AgentScope {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** How a step is started beyond its name. */
+export interface ScopeOptions {
+  /** Its share among the steps live beside it (tokens, batch size): positive, finite; 1 when absent. */
+  weight?: number;
+}
+
 export class Pipeline {
   static start(options?: Options): Promise<Pipeline>;
   collect(): Promise<Snapshot>;
-  agentScope(name: string): Promise<AgentScope>;
+  agentScope(name: string, options?: ScopeOptions): Promise<AgentScope>;
   flush(): Promise<EnergyReport>;
   shutdown(): Promise<EnergyReport | null>;
   readonly report: EnergyReport | null | undefined;
@@ -167,7 +185,7 @@ export class Pipeline {
 }
 
 export function collect(options?: Pick<Options, 'config' | 'scope' | 'pid'>): Promise<Snapshot>;
-export function agentScope(name: string): Promise<AgentScope>;
+export function agentScope(name: string, options?: ScopeOptions): Promise<AgentScope>;
 export function defaultPipelineReport(): Promise<EnergyReport | null>;
 export function underWattlineRun(): boolean;
 export function toCamel(name: string): string;

@@ -164,6 +164,16 @@ function checkName(name) {
   if (typeof name !== 'string' || name.trim() === '') throw new WattlineError('agent scope name must be a non-blank string');
 }
 
+/** The `weight` of `{ weight }` (tokens, batch size), checked; `undefined` means 1. */
+function weightOf(options = {}) {
+  const { weight } = options;
+  if (weight === undefined || weight === null) return undefined;
+  if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0) {
+    throw new WattlineError(`agent scope weight ${weight}: a positive, finite number`);
+  }
+  return weight;
+}
+
 class Pipeline {
   constructor(inner) {
     this._inner = inner;
@@ -186,11 +196,15 @@ class Pipeline {
     return snapshotOf(await call(this._running().collectJson()));
   }
 
-  /** Starts an Agent scope; `await step.end()` (or `await using step = ...`). */
-  async agentScope(name) {
+  /**
+   * Starts an Agent scope; `await step.end()` (or `await using step = ...`).
+   * `{ weight }`: its share among the steps live beside it (1 when absent).
+   */
+  async agentScope(name, options) {
     checkName(name);
+    const weight = weightOf(options);
     const inner = this._running();
-    const uuid = await call(inner.startScope(name));
+    const uuid = await call(inner.startScope(name, weight));
     const step = new AgentScope(name, () => inner.endScope(uuid));
     step.uuid = uuid;
     return step;
@@ -231,14 +245,15 @@ let defaultPipeline;
  * An Agent scope for this program: under `wattline run` it marks the step in the run's
  * pipeline over its host endpoint; elsewhere in a process-wide default pipeline.
  */
-async function agentScope(name) {
+async function agentScope(name, options) {
   checkName(name);
+  const weight = weightOf(options);
   if (underWattlineRun()) {
-    const id = await call(native.hostStartScope(name));
+    const id = await call(native.hostStartScope(name, weight));
     return new AgentScope(name, () => native.hostEndScope(id));
   }
   if (!defaultPipeline) defaultPipeline = Pipeline.start();
-  return (await defaultPipeline).agentScope(name);
+  return (await defaultPipeline).agentScope(name, { weight });
 }
 
 /** Stops the process-wide pipeline and returns its report (`null` if none ran). */

@@ -227,9 +227,19 @@ impl EmbeddedPipeline {
         self.pipeline.collect().await.map_err(Self::other)
     }
 
-    /// Starts an Agent scope; its UUID names it in [`Self::end_scope`].
-    pub async fn start_scope(&self, name: &str) -> Result<String, EmbeddedError> {
-        let scope = self.pipeline.agent_scope(name).await.map_err(Self::other)?;
+    /// Starts an Agent scope of `weight` (1 when `None`) among the scopes live beside
+    /// it; its UUID names it in [`Self::end_scope`].
+    pub async fn start_scope(
+        &self,
+        name: &str,
+        weight: Option<f64>,
+    ) -> Result<String, EmbeddedError> {
+        let options = crate::ScopeOptions { weight };
+        let scope = self
+            .pipeline
+            .agent_scope_with(name, options)
+            .await
+            .map_err(Self::other)?;
         let uuid = scope.uuid().to_string();
         self.scopes().insert(uuid.clone(), scope);
         Ok(uuid)
@@ -295,10 +305,10 @@ pub mod host_scopes {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Starts scope `name` in the run's pipeline; its id.
-    pub async fn start(name: &str) -> Result<String, EmbeddedError> {
+    /// Starts scope `name` (of `weight`, 1 when `None`) in the run's pipeline; its id.
+    pub async fn start(name: &str, weight: Option<f64>) -> Result<String, EmbeddedError> {
         let scope = connection()?
-            .agent_scope(name)
+            .weighted_agent_scope(name, weight)
             .await
             .map_err(|error| EmbeddedError::Other(error.to_string()))?;
         let id = scope.scope_id().to_owned();

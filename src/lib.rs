@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 pub use pipeline::{
     AgentScope, DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
-    library_default_config,
+    ScopeOptions, library_default_config,
 };
 pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;

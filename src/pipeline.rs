@@ -17,8 +17,8 @@ use wattline_actors::gpu::visible_devices::GpuSelection;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_actors::pipeline::DIAGNOSTICS_BUSY_LIMIT;
 use wattline_actors::pipeline::{
-    GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
-    prepare_gpu_source,
+    GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, ScopeStart,
+    open_diagnostics, prepare_gpu_source,
 };
 use wattline_config::energy::EnvironmentError;
 use wattline_config::{
@@ -43,6 +43,14 @@ pub enum Error {
     /// An exporter could not start.
     #[error(transparent)]
     Exporter(#[from] crate::exporting::ExporterError),
+    /// A scope's weight was not a positive, finite number.
+    #[error("scope weight {weight} for {name:?} is not a positive, finite number")]
+    ScopeWeight {
+        /// The scope's name.
+        name: String,
+        /// The weight given.
+        weight: f64,
+    },
     /// This process is a child forked from the one that started the pipeline.
     #[error(
         "this pipeline belongs to process {owner}; after a fork, start a new pipeline in the child (this is process {current})"
@@ -521,8 +529,21 @@ impl Pipeline {
     /// poll's mark is copied under it until the guard is dropped or
     /// [`AgentScope::end`] is called.
     pub async fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
+        self.agent_scope_with(name, ScopeOptions::default()).await
+    }
+
+    /// Starts an Agent scope like [`Self::agent_scope`], with `options` (its weight
+    /// among the scopes live beside it).
+    pub async fn agent_scope_with(
+        &self,
+        name: &str,
+        options: ScopeOptions,
+    ) -> Result<AgentScope, Error> {
         self.check_process()?;
-        let uuid = self.inner.start_agent_scope(name);
+        let uuid = self.inner.start_agent_scope_with(ScopeStart {
+            weight: options.checked_weight(name)?,
+            ..ScopeStart::local(name)
+        });
         Ok(AgentScope {
             pipeline: Arc::clone(&self.inner),
             uuid,
@@ -701,6 +722,35 @@ fn exporter_outcomes(
         .collect()
 }
 
+/// How an Agent scope is started, beyond its name.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ScopeOptions {
+    /// Its weight when energy is divided among the innermost scopes live at the same
+    /// time (tokens, batch size): a scope of weight 3 beside one of weight 1 is
+    /// attributed three quarters of what they share. 1 when `None`; a positive,
+    /// finite number.
+    pub weight: Option<f64>,
+}
+
+impl ScopeOptions {
+    /// Options with this weight.
+    pub fn weight(weight: f64) -> Self {
+        ScopeOptions {
+            weight: Some(weight),
+        }
+    }
+
+    fn checked_weight(&self, name: &str) -> Result<Option<f64>, Error> {
+        match self.weight {
+            Some(weight) if !(weight.is_finite() && weight > 0.0) => Err(Error::ScopeWeight {
+                name: name.to_owned(),
+                weight,
+            }),
+            weight => Ok(weight),
+        }
+    }
+}
+
 /// A live Agent scope. Dropping it ends the scope.
 pub struct AgentScope {
     pipeline: Arc<RunningPipeline>,
@@ -717,7 +767,16 @@ impl AgentScope {
     /// Starts an Agent scope nested in this one: its events name this scope as their
     /// parent (marks are still copied under every live scope).
     pub async fn child(&self, name: &str) -> Result<AgentScope, Error> {
-        let uuid = self.pipeline.start_agent_scope_in(name, Some(self.uuid));
+        self.child_with(name, ScopeOptions::default()).await
+    }
+
+    /// Starts a nested Agent scope like [`Self::child`], with `options`.
+    pub async fn child_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
+        let uuid = self.pipeline.start_agent_scope_with(ScopeStart {
+            parent: Some(self.uuid),
+            weight: options.checked_weight(name)?,
+            ..ScopeStart::local(name)
+        });
         Ok(AgentScope {
             pipeline: Arc::clone(&self.pipeline),
             uuid,
@@ -747,9 +806,14 @@ struct RemoteScopes(Arc<RunningPipeline>);
 
 #[cfg(unix)]
 impl crate::host::ScopeControl for RemoteScopes {
-    fn start_remote_scope(&self, name: &str) -> uuid::Uuid {
-        self.0
-            .start_agent_scope_with(name, None, &[wattline_model::events::REMOTE_SCOPE])
+    fn start_remote_scope(&self, start: crate::host::RemoteScopeStart<'_>) -> uuid::Uuid {
+        self.0.start_agent_scope_with(ScopeStart {
+            name: start.name,
+            parent: None,
+            attributes: &[wattline_model::events::REMOTE_SCOPE],
+            process_id: start.process_id,
+            weight: start.weight,
+        })
     }
 
     fn end_scope(&self, uuid: uuid::Uuid, flags: &[&'static str]) -> bool {

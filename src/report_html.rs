@@ -951,6 +951,9 @@ mod tests {
                         name: name.to_string(),
                         at: nanos(seconds),
                         wall: wall(seconds),
+                        parent: None,
+                        process_id: None,
+                        weight: None,
                     });
                 }
                 if (seconds - to).abs() < 1e-9 {

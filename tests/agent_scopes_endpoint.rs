@@ -42,6 +42,8 @@ async fn start(
         .start_agent_scope(StartAgentScopeRequest {
             credentials: Some(credentials.clone()),
             name: name.into(),
+            process_id: None,
+            weight: None,
         })
         .await
         .map(|response| response.into_inner().scope_id)

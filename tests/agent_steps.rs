@@ -119,6 +119,21 @@ fn a_step_marked_by_the_measured_program_gets_its_marks_and_energy() {
     let seconds = step_kwh * 3_600_000.0 / 250.0;
     assert!((0.4..1.5).contains(&seconds), "{seconds} s at 250 W");
     assert!(!run.stderr.contains("left"), "{}", run.stderr);
+    // The only step live then: all of its window is its own, attributed to the
+    // process that opened it (the command, which says its ID over the endpoint).
+    let attributed = step["attributed_gpu_energy_kwh"].as_f64().unwrap();
+    assert!(
+        (attributed - step_kwh).abs() <= 1e-9 * step_kwh,
+        "{attributed} against its window {step_kwh}"
+    );
+    let pid = step["process_id"]
+        .as_u64()
+        .expect("the command's process ID");
+    assert!(
+        run.stdout.contains(&format!("pid {pid}")),
+        "{pid}: {}",
+        run.stdout
+    );
 
     // Its own diagnostics landed in the run's context under `worker.command.*`, with
     // the worker's provenance, and reach the report.

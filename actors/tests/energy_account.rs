@@ -103,6 +103,9 @@ impl Feed {
             name: name.into(),
             at: at(from),
             wall,
+            parent: None,
+            process_id: None,
+            weight: None,
         });
         if let Some(to) = to {
             self.end_scope(uuid, to);

@@ -176,6 +176,15 @@ pub enum EnergyRecord {
         at: Nanos,
         /// Wall-clock time.
         wall: DateTime<Utc>,
+        /// The live scope it was opened inside, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<Uuid>,
+        /// The process that opened it, when known (attribution by process share).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process_id: Option<u32>,
+        /// The caller's weight for dividing energy among concurrent scopes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        weight: Option<f64>,
     },
     /// An Agent scope ended.
     ScopeEnded {

@@ -119,10 +119,13 @@ impl NativePipeline {
         to_tagged_json(self.inner.collect().await.map_err(embedded_error)?)
     }
 
-    /// Starts an Agent scope; its UUID.
+    /// Starts an Agent scope of `weight` (1 when absent); its UUID.
     #[napi]
-    pub async fn start_scope(&self, name: String) -> Result<String> {
-        self.inner.start_scope(&name).await.map_err(embedded_error)
+    pub async fn start_scope(&self, name: String, weight: Option<f64>) -> Result<String> {
+        self.inner
+            .start_scope(&name, weight)
+            .await
+            .map_err(embedded_error)
     }
 
     /// Ends the Agent scope `uuid`; `false` when it was not live.
@@ -177,10 +180,10 @@ pub mod host {
         failure("WATTLINE_HOST", error)
     }
 
-    /// Starts a scope in the run's pipeline; its id.
+    /// Starts a scope of `weight` (1 when absent) in the run's pipeline; its id.
     #[napi]
-    pub async fn host_start_scope(name: String) -> Result<String> {
-        host_scopes::start(&name).await.map_err(host_error)
+    pub async fn host_start_scope(name: String, weight: Option<f64>) -> Result<String> {
+        host_scopes::start(&name, weight).await.map_err(host_error)
     }
 
     /// Ends a scope `host_start_scope` started; `false` when it was not open.

@@ -10,19 +10,23 @@ const { standInNvidiaSmi } = require('./support');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-test('an agent scope gets its energy from the GPU', async () => {
+/** A pipeline polling every 100 ms whose GPU is the stand-in nvidia-smi (250 W). */
+async function startOnStandInGpu() {
   const smi = standInNvidiaSmi();
   const saved = { PATH: process.env.PATH, interval: process.env.GENAI_GPU_COLLECTION_INTERVAL };
   process.env.PATH = smi.path;
   process.env.GENAI_GPU_COLLECTION_INTERVAL = '0.1';
-  let pipeline;
   try {
-    pipeline = await wattline.Pipeline.start({ intervalMs: 100 });
+    return await wattline.Pipeline.start({ intervalMs: 100 });
   } finally {
     process.env.PATH = saved.PATH;
     if (saved.interval === undefined) delete process.env.GENAI_GPU_COLLECTION_INTERVAL;
     else process.env.GENAI_GPU_COLLECTION_INTERVAL = saved.interval;
   }
+}
+
+test('an agent scope gets its energy from the GPU', async () => {
+  const pipeline = await startOnStandInGpu();
   const step = await pipeline.agentScope('planner');
   await sleep(600);
   await step.end();
@@ -35,6 +39,28 @@ test('an agent scope gets its energy from the GPU', async () => {
   assert.ok(planner.endedAt instanceof Date && planner.endedAt > planner.startedAt);
   assert.ok(report.total.gpuEnergyKwh > planner.gpuEnergyKwh);
   assert.equal(await pipeline.shutdown(), report, 'the same report again');
+});
+
+test('concurrent steps divide the energy they share by weight', async () => {
+  const pipeline = await startOnStandInGpu();
+  const [heavy, light] = await Promise.all([
+    pipeline.agentScope('heavy', { weight: 3 }),
+    pipeline.agentScope('light', { weight: 1 }),
+  ]);
+  await sleep(600);
+  await Promise.all([heavy.end(), light.end()]);
+  await assert.rejects(pipeline.agentScope('bad', { weight: -1 }), /weight/);
+  const report = await pipeline.shutdown();
+  const step = (name) => report.agentScopes.find((scope) => scope.name === name);
+  assert.equal(step('heavy').weight, 3);
+  // Live together: 3 : 1 of what they shared, while each window holds all of it.
+  const ratio = step('heavy').attributedGpuEnergyKwh / step('light').attributedGpuEnergyKwh;
+  assert.ok(ratio > 2.7 && ratio < 3.3, `ratio ${ratio}`);
+  const shared = step('heavy').attributedGpuEnergyKwh + step('light').attributedGpuEnergyKwh;
+  assert.ok(shared < 1.1 * Math.min(step('heavy').gpuEnergyKwh, step('light').gpuEnergyKwh));
+  const gpu = report.domains.find((domain) => domain.domain === 'gpu');
+  assert.ok(Math.abs(shared + gpu.unattributedKwh - gpu.energyKwh) <= 1e-9 * gpu.energyKwh);
+  assert.equal(report.scopeAttribution, 'process-share-then-weight');
 });
 
 test('the report: camelCase, every JSON field, the CLI table', async () => {

@@ -169,11 +169,11 @@ impl NativePipeline {
     }
 
     /// Starts an Agent scope; its UUID.
-    fn start_scope(&self, py: Python<'_>, name: String) -> PyResult<String> {
-        self.run(
-            py,
-            |pipeline| async move { pipeline.start_scope(&name).await },
-        )
+    #[pyo3(signature = (name, weight=None))]
+    fn start_scope(&self, py: Python<'_>, name: String, weight: Option<f64>) -> PyResult<String> {
+        self.run(py, |pipeline| async move {
+            pipeline.start_scope(&name, weight).await
+        })
     }
 
     /// Ends the Agent scope `uuid`; `False` when it was not live.
@@ -209,8 +209,12 @@ fn report_table(report_json: &str) -> PyResult<String> {
 /// (`WATTLINE_HOST_*`); the scope id.
 #[cfg(unix)]
 #[pyfunction]
-fn host_start_scope(py: Python<'_>, name: String) -> PyResult<String> {
-    block_on(py, async move { embedded::host_scopes::start(&name).await })?.map_err(embedded_error)
+#[pyo3(signature = (name, weight=None))]
+fn host_start_scope(py: Python<'_>, name: String, weight: Option<f64>) -> PyResult<String> {
+    block_on(py, async move {
+        embedded::host_scopes::start(&name, weight).await
+    })?
+    .map_err(embedded_error)
 }
 
 /// Ends a scope [`host_start_scope`] started; `False` when it was not open.

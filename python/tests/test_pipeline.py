@@ -53,6 +53,32 @@ async def test_agent_scopes_get_energy_from_the_gpu(stand_in_nvidia_smi, quiet_h
     assert pipeline.report.total.gpu_energy_kwh > planner.gpu_energy_kwh
 
 
+async def test_concurrent_scopes_divide_the_energy_they_share_by_weight(
+    stand_in_nvidia_smi, quiet_home
+):
+    async def step(name: str, weight: float) -> None:
+        async with pipeline.agent_scope(name, weight=weight):
+            await asyncio.sleep(0.6)
+
+    async with wattline.Pipeline(interval_ms=100) as pipeline:
+        await asyncio.gather(step("heavy", 3), step("light", 1))
+        report = await pipeline.flush()
+    steps = {step.name: step for step in report.agent_scopes}
+    heavy, light = steps["heavy"], steps["light"]
+    assert (heavy.weight, light.weight) == (3.0, 1.0)
+    # Live together (within the event loop's hop): 3 : 1 of what they shared, while
+    # each window holds all of it.
+    ratio = heavy.attributed_gpu_energy_kwh / light.attributed_gpu_energy_kwh
+    assert 2.7 < ratio < 3.3, ratio
+    shared = heavy.attributed_gpu_energy_kwh + light.attributed_gpu_energy_kwh
+    assert shared < 1.1 * min(heavy.gpu_energy_kwh, light.gpu_energy_kwh)
+    gpu = next(domain for domain in report.domains if domain.domain == "gpu")
+    assert shared + gpu.unattributed_kwh == pytest.approx(gpu.energy_kwh, rel=1e-9)
+    assert report.scope_attribution == "process-share-then-weight"
+    with pytest.raises(wattline.WattlineError, match="weight"):
+        wattline.agent_scope("bad", weight=0)
+
+
 async def test_the_report_has_every_json_field_as_an_attribute_and_the_clis_table(quiet_home):
     async with wattline.Pipeline(gpu=False) as pipeline:
         with pipeline.agent_scope("step"):

@@ -15,6 +15,7 @@ import atexit
 import functools
 import inspect
 import json
+import math
 import os
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
@@ -83,19 +84,30 @@ class AgentScope:
     def __init__(
         self,
         name: str,
-        start: Callable[[str], str],
+        start: Callable[[str, Optional[float]], str],
         end: Callable[[str], bool],
+        weight: Optional[float] = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise _native.WattlineError("agent scope name must be a non-blank string")
+        if weight is not None and (
+            isinstance(weight, bool)
+            or not isinstance(weight, (int, float))
+            or not math.isfinite(weight)
+            or weight <= 0
+        ):
+            raise _native.WattlineError(
+                f"agent scope weight {weight!r}: a positive, finite number"
+            )
         self.name = name
+        self.weight = None if weight is None else float(weight)
         self._start = start
         self._end = end
         self._open: List[str] = []
         self._lock = threading.Lock()
 
     def __enter__(self) -> "AgentScope":
-        scope_id = self._start(self.name)
+        scope_id = self._start(self.name, self.weight)
         with self._lock:
             self._open.append(scope_id)
         return self
@@ -107,7 +119,7 @@ class AgentScope:
             self._end(scope_id)
 
     async def __aenter__(self) -> "AgentScope":
-        scope_id = await _in_thread(self._start, self.name)
+        scope_id = await _in_thread(self._start, self.name, self.weight)
         with self._lock:
             self._open.append(scope_id)
         return self
@@ -124,14 +136,14 @@ class AgentScope:
 
             @functools.wraps(function)
             async def scoped_coroutine(*arguments: Any, **named: Any) -> Any:
-                async with AgentScope(self.name, self._start, self._end):
+                async with AgentScope(self.name, self._start, self._end, self.weight):
                     return await function(*arguments, **named)
 
             return scoped_coroutine  # type: ignore[return-value]
 
         @functools.wraps(function)
         def scoped(*arguments: Any, **named: Any) -> Any:
-            with AgentScope(self.name, self._start, self._end):
+            with AgentScope(self.name, self._start, self._end, self.weight):
                 return function(*arguments, **named)
 
         return scoped  # type: ignore[return-value]
@@ -212,12 +224,17 @@ class Pipeline:
         text = await _in_thread(self._running().collect_json)
         return Snapshot.from_dict(json.loads(text))
 
-    def agent_scope(self, name: str) -> AgentScope:
-        """An Agent scope of this pipeline (``with``, ``async with`` or decorator)."""
+    def agent_scope(self, name: str, weight: Optional[float] = None) -> AgentScope:
+        """An Agent scope of this pipeline (``with``, ``async with`` or decorator);
+        ``weight`` (tokens, batch size; 1 when ``None``) is its share of the energy it
+        shares with the scopes live beside it."""
         return AgentScope(
             name,
-            lambda scope_name: self._running().start_scope(scope_name),
+            lambda scope_name, scope_weight: self._running().start_scope(
+                scope_name, scope_weight
+            ),
             lambda scope_id: self._running().end_scope(scope_id),
+            weight,
         )
 
     async def flush(self) -> EnergyReport:
@@ -256,11 +273,12 @@ class Measure:
         if pipeline is not None:
             self.report = pipeline._shutdown_blocking()
 
-    def agent_scope(self, name: str) -> AgentScope:
-        """An Agent scope of the pipeline measuring now."""
+    def agent_scope(self, name: str, weight: Optional[float] = None) -> AgentScope:
+        """An Agent scope of the pipeline measuring now (``weight`` as for
+        ``Pipeline.agent_scope``)."""
         if self._pipeline is None:
             raise _native.WattlineError("agent_scope() needs an entered measure()")
-        return self._pipeline.agent_scope(name)
+        return self._pipeline.agent_scope(name, weight)
 
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -332,14 +350,19 @@ def under_wattline_run() -> bool:
     return bool(os.environ.get("WATTLINE_HOST_SOCKET"))
 
 
-def agent_scope(name: str) -> AgentScope:
+def agent_scope(name: str, weight: Optional[float] = None) -> AgentScope:
     """An Agent scope for this program: under ``wattline run`` it marks the step in the
     run's pipeline over its host endpoint; elsewhere in a process-wide default
-    pipeline. ``with``, ``async with`` or decorator."""
+    pipeline. ``with``, ``async with`` or decorator. ``weight`` (tokens, batch size; 1
+    when ``None``) is its share of the energy it shares with the scopes live beside
+    it."""
     if under_wattline_run():
-        return AgentScope(name, _native.host_start_scope, _native.host_end_scope)
+        return AgentScope(name, _native.host_start_scope, _native.host_end_scope, weight)
     return AgentScope(
         name,
-        lambda scope_name: _default()._running().start_scope(scope_name),
+        lambda scope_name, scope_weight: _default()._running().start_scope(
+            scope_name, scope_weight
+        ),
         lambda scope_id: _default()._running().end_scope(scope_id),
+        weight,
     )

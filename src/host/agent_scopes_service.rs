@@ -28,10 +28,21 @@ pub const MAX_OPEN_SCOPES_PER_CALLER: usize = 1024;
 /// `wattline run` has finished starting the pipeline it measures).
 const ATTACH_WAIT: Duration = Duration::from_millis(1500);
 
+/// A scope another process starts, as its request describes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RemoteScopeStart<'a> {
+    /// Its name (checked: non-blank, bounded, no control characters).
+    pub name: &'a str,
+    /// The process that asked, as it says.
+    pub process_id: Option<u32>,
+    /// Its weight (checked: positive and finite), if given.
+    pub weight: Option<f64>,
+}
+
 /// What the service needs of a running pipeline.
 pub trait ScopeControl: Send + Sync + 'static {
-    /// Starts an Agent scope named `name` started by another process; its UUID.
-    fn start_remote_scope(&self, name: &str) -> Uuid;
+    /// Starts an Agent scope another process asked for; its UUID.
+    fn start_remote_scope(&self, start: RemoteScopeStart<'_>) -> Uuid;
     /// Ends scope `uuid`, adding `flags` to its end event; `false` when it was not
     /// live any more (the pipeline has shut down, which ended it).
     fn end_scope(&self, uuid: Uuid, flags: &[&'static str]) -> bool;
@@ -169,6 +180,13 @@ impl AgentScopes for AgentScopesService {
         let request = request.into_inner();
         let caller = self.authorize(request.credentials.as_ref())?;
         check_name(&request.name)?;
+        if let Some(weight) = request.weight
+            && !(weight.is_finite() && weight > 0.0)
+        {
+            return Err(Status::invalid_argument(format!(
+                "the scope weight is {weight}; a positive, finite number or unset"
+            )));
+        }
         let held = self
             .open()
             .values()
@@ -180,7 +198,11 @@ impl AgentScopes for AgentScopesService {
             )));
         }
         let control = self.control().await?;
-        let uuid = control.start_remote_scope(&request.name);
+        let uuid = control.start_remote_scope(RemoteScopeStart {
+            name: &request.name,
+            process_id: request.process_id,
+            weight: request.weight,
+        });
         let scope_id = uuid.to_string();
         self.open().insert(scope_id.clone(), (caller, uuid));
         Ok(Response::new(StartAgentScopeResponse { scope_id }))

@@ -20,8 +20,8 @@ use wattline_worker::wire::agent_scopes::agent_scopes_server::AgentScopesServer;
 
 pub use admission::Admission;
 pub use agent_scopes_service::{
-    AgentScopesService, MAX_OPEN_SCOPES_PER_CALLER, MAX_SCOPE_NAME_BYTES, ScopeControl,
-    ScopeControlSlot,
+    AgentScopesService, MAX_OPEN_SCOPES_PER_CALLER, MAX_SCOPE_NAME_BYTES, RemoteScopeStart,
+    ScopeControl, ScopeControlSlot,
 };
 pub use diagnostics_service::{
     DiagnosticsService, NOT_CONSUMED_METADATA, WorkerCredentials, limits,

@@ -83,9 +83,15 @@ impl AgentScope {
         activation_id: String,
         token: String,
         name: &str,
+        weight: Option<f64>,
     ) -> Result<AgentScope, AgentScopeError> {
         const OPERATION: &str = "StartAgentScope";
         check_name(name)?;
+        if let Some(weight) = weight
+            && !(weight.is_finite() && weight > 0.0)
+        {
+            return Err(AgentScopeError::InvalidWeight(weight));
+        }
         let credentials = HostCredentials {
             activation_id,
             auth_token: token,
@@ -94,6 +100,9 @@ impl AgentScope {
         let mut request = tonic::Request::new(StartAgentScopeRequest {
             credentials: Some(credentials.clone()),
             name: name.to_owned(),
+            // The host attributes the scope from this process's share of a device.
+            process_id: Some(std::process::id()),
+            weight,
         });
         request.set_timeout(CALL_LIMIT);
         let answer = within_limit(OPERATION, client.start_agent_scope(request)).await?;

@@ -120,11 +120,24 @@ impl HostConnection {
     /// copied under it until [`AgentScope::end`]. The name must be non-blank and at
     /// most 256 bytes; it is checked before anything is sent.
     pub async fn agent_scope(&self, name: &str) -> Result<AgentScope, AgentScopeError> {
+        self.weighted_agent_scope(name, None).await
+    }
+
+    /// Starts the Agent scope `name` like [`Self::agent_scope`], with its `weight`
+    /// among the innermost scopes live beside it (tokens, batch size; 1 when `None`):
+    /// the host divides the energy they share in proportion. A positive, finite
+    /// number; checked before anything is sent.
+    pub async fn weighted_agent_scope(
+        &self,
+        name: &str,
+        weight: Option<f64>,
+    ) -> Result<AgentScope, AgentScopeError> {
         AgentScope::start(
             self.channel(),
             self.inner.credentials.activation_id.clone(),
             self.inner.credentials.auth_token.clone(),
             name,
+            weight,
         )
         .await
     }

@@ -101,6 +101,9 @@ pub enum AgentScopeError {
         /// The rule it breaks.
         reason: &'static str,
     },
+    /// The weight is not a positive, finite number; nothing was sent.
+    #[error("agent scope weight {0}: a positive, finite number")]
+    InvalidWeight(f64),
     /// The host answered with an error status.
     #[error("{operation} failed: {code:?}: {message}")]
     Host {

@@ -64,6 +64,8 @@ mod tests {
                 auth_token: "t".into(),
             }),
             name: "planner".into(),
+            process_id: None,
+            weight: None,
         };
         assert_eq!(
             request.encode_to_vec(),

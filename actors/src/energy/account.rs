@@ -17,11 +17,12 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
+use super::attribution::{Claimant, divide, usable_weight};
 use super::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, shared_counter_delta_joules};
 use super::record::{EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis};
 use super::report::{
     DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
-    ScopeEnergy, ZoneEnergy,
+    SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
 };
 use crate::gpu::visible_devices::GpuSelection;
 use crate::platform::os::rapl::RaplZoneReading;
@@ -253,15 +254,35 @@ struct SourceAccount {
 struct ScopeAccount {
     uuid: Uuid,
     name: String,
+    parent: Option<Uuid>,
+    process_id: Option<u32>,
+    /// As the caller gave it (the report shows it); attribution uses [`usable_weight`].
+    weight: Option<f64>,
     start: Nanos,
     started_wall: DateTime<Utc>,
     end: Option<(Nanos, DateTime<Utc>)>,
+    /// Window energy: every counted domain's energy while the scope was live (J).
     joules: BTreeMap<EnergyDomain, f64>,
+    /// Attributed energy, its children's included (J).
+    attributed: BTreeMap<EnergyDomain, f64>,
+    /// Attributed energy received as an innermost scope (J).
+    own: BTreeMap<EnergyDomain, f64>,
 }
 
 impl ScopeAccount {
     fn until(&self) -> Nanos {
         self.end.map_or(Nanos::MAX, |(at, _)| at)
+    }
+
+    fn claimant(&self) -> Claimant {
+        Claimant {
+            uuid: self.uuid,
+            parent: self.parent,
+            start: self.start,
+            until: self.until(),
+            process_id: self.process_id,
+            weight: usable_weight(self.weight),
+        }
     }
 }
 
@@ -277,6 +298,8 @@ pub struct EnergyAccount {
     scopes: Vec<ScopeAccount>,
     /// Scopes no later interval can reach: kept for the report only.
     finished_scopes: Vec<ScopeAccount>,
+    /// Per counted domain, the run's energy no scope held (J).
+    unattributed: BTreeMap<EnergyDomain, f64>,
     gpu_configured: Option<String>,
     gpu_unavailable: Option<String>,
     gpu_selection: Option<GpuSelection>,
@@ -313,6 +336,7 @@ impl EnergyAccount {
             meters: BTreeMap::new(),
             scopes: Vec::new(),
             finished_scopes: Vec::new(),
+            unattributed: BTreeMap::new(),
             gpu_configured: None,
             gpu_unavailable: None,
             gpu_selection: None,
@@ -396,13 +420,21 @@ impl EnergyAccount {
                 name,
                 at,
                 wall,
+                parent,
+                process_id,
+                weight,
             } => self.scopes.push(ScopeAccount {
                 uuid: *uuid,
                 name: name.clone(),
+                parent: *parent,
+                process_id: *process_id,
+                weight: *weight,
                 start: *at,
                 started_wall: *wall,
                 end: None,
                 joules: BTreeMap::new(),
+                attributed: BTreeMap::new(),
+                own: BTreeMap::new(),
             }),
             EnergyRecord::ScopeEnded { uuid, at, wall } => {
                 if let Some(scope) = self
@@ -569,6 +601,21 @@ impl EnergyAccount {
                 let (energy, _) = segment.fractions(scope.start, scope.until());
                 *scope.joules.entry(domain).or_default() += segment.best_joules() * energy;
             }
+            let claimants: Vec<Claimant> = self.scopes.iter().map(ScopeAccount::claimant).collect();
+            let division = divide_segment(&segment, from, Nanos::MAX, &claimants);
+            for (scope, (inclusive, own)) in self
+                .scopes
+                .iter_mut()
+                .zip(division.inclusive.iter().zip(&division.own))
+            {
+                if *inclusive != 0.0 {
+                    *scope.attributed.entry(domain).or_default() += inclusive;
+                }
+                if *own != 0.0 {
+                    *scope.own.entry(domain).or_default() += own;
+                }
+            }
+            *self.unattributed.entry(domain).or_default() += division.unattributed;
         }
         let newest = segment.end.at;
         meter.recent.push_back(segment);
@@ -691,13 +738,20 @@ impl EnergyAccount {
             }
         }
 
+        let mut scopes: Vec<&ScopeAccount> =
+            self.finished_scopes.iter().chain(&self.scopes).collect();
+        scopes.sort_by_key(|scope| scope.start);
+        let late = self.late_attribution(&scopes, at.max(from));
         let domains: Vec<DomainEnergy> = domain_joules
             .iter()
             .map(|(domain, (joules, methods))| {
                 let energy_kwh = kwh(*joules);
+                let unattributed = self.unattributed.get(domain).copied().unwrap_or(0.0)
+                    - late.unattributed.get(domain).copied().unwrap_or(0.0);
                 DomainEnergy {
                     domain: *domain,
                     energy_kwh,
+                    unattributed_kwh: kwh(unattributed),
                     method: combined_method(methods),
                     cost: energy_kwh * price,
                     co2_grams: co2(energy_kwh),
@@ -714,12 +768,10 @@ impl EnergyAccount {
         let energy_kwh = measured.then(|| domains.iter().map(|d| d.energy_kwh).sum::<f64>());
         let pue = config.pue;
 
-        let mut scopes: Vec<&ScopeAccount> =
-            self.finished_scopes.iter().chain(&self.scopes).collect();
-        scopes.sort_by_key(|scope| scope.start);
         let agent_scopes = scopes
-            .into_iter()
-            .map(|scope| {
+            .iter()
+            .zip(&late.scopes)
+            .map(|(scope, late_attributed)| {
                 let mut joules = scope.joules.clone();
                 for ((domain, _), meter) in &self.meters {
                     if !domain.is_counted() {
@@ -732,7 +784,23 @@ impl EnergyAccount {
                 }
                 let gpu = joules.get(&EnergyDomain::Gpu).copied().map(kwh);
                 let total = measured.then(|| kwh(joules.values().sum::<f64>()));
+                let attributed = |domain: &EnergyDomain| {
+                    scope.attributed.get(domain).copied().unwrap_or(0.0)
+                        - late_attributed.get(domain).copied().unwrap_or(0.0)
+                };
+                let attributed_gpu = kwh(attributed(&EnergyDomain::Gpu));
+                let attributed_total = measured
+                    .then(|| kwh(domains.iter().map(|d| attributed(&d.domain)).sum::<f64>()));
                 ScopeEnergy {
+                    parent_uuid: scope.parent.map(|uuid| uuid.to_string()),
+                    process_id: scope.process_id,
+                    weight: scope.weight,
+                    attributed_gpu_energy_kwh: domain_kwh(EnergyDomain::Gpu)
+                        .is_some()
+                        .then_some(attributed_gpu),
+                    attributed_energy_kwh: attributed_total,
+                    attributed_cost: attributed_total.map(|kwh| kwh * price),
+                    attributed_co2_grams: attributed_total.and_then(co2),
                     uuid: scope.uuid.to_string(),
                     name: scope.name.clone(),
                     gpu_energy_kwh: gpu.filter(|_| domain_kwh(EnergyDomain::Gpu).is_some()),
@@ -780,6 +848,7 @@ impl EnergyAccount {
             devices,
             cpu_zones: zones,
             agent_scopes,
+            scope_attribution: Some(SCOPE_ATTRIBUTION.to_owned()),
             processes,
             cost_per_kwh: Factor {
                 value: price,
@@ -811,7 +880,40 @@ impl EnergyAccount {
     }
 }
 
+/// The attributed energy of the intervals' parts after a report's instant, to be
+/// taken back out: per scope (in the order given) and unattributed, by domain (J).
+#[derive(Debug, Default)]
+struct LateAttribution {
+    scopes: Vec<BTreeMap<EnergyDomain, f64>>,
+    unattributed: BTreeMap<EnergyDomain, f64>,
+}
+
 impl EnergyAccount {
+    /// What the recent intervals attributed after `after`, which a report as of
+    /// `after` leaves out.
+    fn late_attribution(&self, scopes: &[&ScopeAccount], after: Nanos) -> LateAttribution {
+        let claimants: Vec<Claimant> = scopes.iter().map(|scope| scope.claimant()).collect();
+        let mut late = LateAttribution {
+            scopes: vec![BTreeMap::new(); scopes.len()],
+            unattributed: BTreeMap::new(),
+        };
+        for ((domain, _), meter) in &self.meters {
+            if !domain.is_counted() {
+                continue;
+            }
+            for segment in meter.recent.iter().filter(|s| s.end.at > after) {
+                let division = divide_segment(segment, after, Nanos::MAX, &claimants);
+                for (slot, joules) in late.scopes.iter_mut().zip(&division.inclusive) {
+                    if *joules != 0.0 {
+                        *slot.entry(*domain).or_default() += joules;
+                    }
+                }
+                *late.unattributed.entry(*domain).or_default() += division.unattributed;
+            }
+        }
+        late
+    }
+
     /// Why no GPU energy was measured: a selection that leaves every device out says
     /// so before the sources' own reasons.
     fn gpu_unavailable_reason(&self, sources_answered: bool) -> Option<String> {
@@ -827,6 +929,23 @@ impl EnergyAccount {
             _ => self.gpu_unavailable.clone(),
         }
     }
+}
+
+/// Divides the part of `segment` inside `[from, to]` among `claimants`.
+fn divide_segment(
+    segment: &Segment,
+    from: Nanos,
+    to: Nanos,
+    claimants: &[Claimant],
+) -> super::attribution::Division {
+    let joules = segment.best_joules();
+    divide(
+        from.max(segment.start.at),
+        to.min(segment.end.at),
+        |a, b| joules * segment.fractions(a, b).0,
+        claimants,
+        segment.shares.as_ref().map(|shares| &shares.processes),
+    )
 }
 
 fn combined_method(methods: &[EnergySource]) -> EnergySource {
@@ -881,6 +1000,9 @@ mod tests {
             name: "step".into(),
             at: 1_000_000_000,
             wall,
+            parent: None,
+            process_id: None,
+            weight: None,
         });
         account.apply(&EnergyRecord::ScopeEnded {
             uuid,

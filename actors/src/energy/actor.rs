@@ -29,7 +29,22 @@ pub enum EnergyMessage {
     /// The measured window starts at this instant.
     MeasuringFrom(Instant, DateTime<Utc>),
     /// An Agent scope went live.
-    ScopeStarted(Uuid, String, Instant, DateTime<Utc>),
+    ScopeStarted {
+        /// Its UUID.
+        uuid: Uuid,
+        /// Its name.
+        name: String,
+        /// The live scope it was opened inside.
+        parent: Option<Uuid>,
+        /// The process that opened it.
+        process_id: Option<u32>,
+        /// Its weight among concurrent scopes.
+        weight: Option<f64>,
+        /// When.
+        at: Instant,
+        /// When, wall-clock.
+        wall: DateTime<Utc>,
+    },
     /// An Agent scope ended.
     ScopeEnded(Uuid, Instant, DateTime<Utc>),
     /// The GPU sources and why they read nothing, when they do not.
@@ -197,13 +212,24 @@ impl Actor for EnergyActor {
                 let at = at(state, instant);
                 state.record(EnergyRecord::MeasuringFrom { at, wall });
             }
-            EnergyMessage::ScopeStarted(uuid, name, instant, wall) => {
+            EnergyMessage::ScopeStarted {
+                uuid,
+                name,
+                parent,
+                process_id,
+                weight,
+                at: instant,
+                wall,
+            } => {
                 let at = at(state, instant);
                 state.record(EnergyRecord::ScopeStarted {
                     uuid,
                     name,
                     at,
                     wall,
+                    parent,
+                    process_id,
+                    weight,
                 });
             }
             EnergyMessage::ScopeEnded(uuid, instant, wall) => {
@@ -369,12 +395,15 @@ mod tests {
         feed.send(sample(epoch, 0.0, 100.0, false));
         feed.send(sample(epoch, 1.0, 200.0, true));
         actor
-            .cast(EnergyMessage::ScopeStarted(
+            .cast(EnergyMessage::ScopeStarted {
                 uuid,
-                "step".into(),
-                boundary(1),
-                Utc::now(),
-            ))
+                name: "step".into(),
+                parent: None,
+                process_id: None,
+                weight: None,
+                at: boundary(1),
+                wall: Utc::now(),
+            })
             .unwrap();
         feed.send(sample(epoch, 2.0, 200.0, true));
         actor

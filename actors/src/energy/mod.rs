@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod actor;
+pub mod attribution;
 pub mod genai;
 pub mod integrator;
 pub mod record;

@@ -143,28 +143,56 @@ pub struct DomainEnergy {
     pub energy_kwh: f64,
     /// How it was measured.
     pub method: EnergySource,
+    /// The part of it no Agent scope held (attributed energy: the scopes' parts and
+    /// this add up to `energy_kwh`), kWh.
+    #[serde(default)]
+    pub unattributed_kwh: f64,
     /// Cost of that energy.
     pub cost: f64,
     /// gCO2e of that energy, with CO2 tracking on.
     pub co2_grams: Option<f64>,
 }
 
-/// Energy attributed to one Agent scope while it was live.
+/// One Agent scope's energy, two ways: its *window* (the device's energy while it was
+/// live, whoever used it: concurrent scopes each count all of it, so never add these
+/// up) and its *attributed* part ([`SCOPE_ATTRIBUTION`]: the scopes' parts and each
+/// domain's `unattributed_kwh` add up to the total).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScopeEnergy {
     /// The scope's UUID.
     pub uuid: String,
     /// The scope's name.
     pub name: String,
-    /// GPU energy while the scope was live, kWh; `None` when no GPU power was read.
-    /// Scopes overlap: never add these up.
+    /// The scope it was opened inside, if any.
+    #[serde(default)]
+    pub parent_uuid: Option<String>,
+    /// The process that opened it, when known.
+    #[serde(default)]
+    pub process_id: Option<u32>,
+    /// The weight the caller gave it (1 when `None`).
+    #[serde(default)]
+    pub weight: Option<f64>,
+    /// Window: GPU energy while the scope was live, kWh; `None` when no GPU power was
+    /// read. Scopes overlap: never add these up.
     pub gpu_energy_kwh: Option<f64>,
-    /// Energy of every measured domain while the scope was live, kWh.
+    /// Window: energy of every measured domain while the scope was live, kWh.
     pub energy_kwh: Option<f64>,
-    /// Cost of that energy.
+    /// Cost of the window energy.
     pub cost: Option<f64>,
-    /// gCO2e of that energy, with CO2 tracking on.
+    /// gCO2e of the window energy, with CO2 tracking on.
     pub co2_grams: Option<f64>,
+    /// Attributed: the scope's part of the GPU energy (its children's included), kWh.
+    #[serde(default)]
+    pub attributed_gpu_energy_kwh: Option<f64>,
+    /// Attributed: its part of every measured domain's energy, kWh.
+    #[serde(default)]
+    pub attributed_energy_kwh: Option<f64>,
+    /// Cost of the attributed energy.
+    #[serde(default)]
+    pub attributed_cost: Option<f64>,
+    /// gCO2e of the attributed energy, with CO2 tracking on.
+    #[serde(default)]
+    pub attributed_co2_grams: Option<f64>,
     /// When the scope started.
     pub started_at: DateTime<Utc>,
     /// When it ended; `None` while live.
@@ -247,6 +275,11 @@ impl ExporterOutcome {
     }
 }
 
+/// How Agent scopes' attributed energy is divided, as the report names it: each
+/// interval among the live innermost scopes, by process share first where the interval
+/// has shares, then in proportion to the scopes' weights.
+pub const SCOPE_ATTRIBUTION: &str = "process-share-then-weight";
+
 /// The report at flush.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnergyReport {
@@ -277,8 +310,12 @@ pub struct EnergyReport {
     pub devices: Vec<DeviceEnergy>,
     /// RAPL zones read.
     pub cpu_zones: Vec<ZoneEnergy>,
-    /// Energy per Agent scope (overlapping; not additive).
+    /// Energy per Agent scope: window figures overlap; attributed ones add up.
     pub agent_scopes: Vec<ScopeEnergy>,
+    /// How the scopes' attributed energy was divided ([`SCOPE_ATTRIBUTION`]); `None`
+    /// in a report from before attribution.
+    #[serde(default)]
+    pub scope_attribution: Option<String>,
     /// GPU energy per process and device; with each device's `unattributed_kwh` it adds
     /// up to the device's energy.
     pub processes: Vec<ProcessEnergy>,

@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod gpu_events;
 pub mod health;
+mod scope_start;
 pub mod supervisor;
 
 use std::path::PathBuf;
@@ -41,6 +42,7 @@ use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
+pub use scope_start::ScopeStart;
 use wattline_model::events::{EventSink, ScopeCategory, new_uuid};
 use wattline_model::snapshot::Snapshot;
 
@@ -547,18 +549,23 @@ impl RunningPipeline {
     /// Starts an Agent scope nested in the live Agent scope `parent` (its events name
     /// `parent` as their parent); like [`Self::start_agent_scope`] otherwise.
     pub fn start_agent_scope_in(&self, name: &str, parent: Option<Uuid>) -> Uuid {
-        self.start_agent_scope_with(name, parent, &[])
+        self.start_agent_scope_with(ScopeStart {
+            parent,
+            ..ScopeStart::local(name)
+        })
     }
 
-    /// Starts an Agent scope carrying ATOF scope flags (e.g.
-    /// [`wattline_model::events::REMOTE_SCOPE`]) on its start and end events; like
+    /// Starts the Agent scope `start` describes (its parent, ATOF scope flags such as
+    /// [`wattline_model::events::REMOTE_SCOPE`], its process and weight); like
     /// [`Self::start_agent_scope_in`] otherwise.
-    pub fn start_agent_scope_with(
-        &self,
-        name: &str,
-        parent: Option<Uuid>,
-        attributes: &[&'static str],
-    ) -> Uuid {
+    pub fn start_agent_scope_with(&self, start: ScopeStart<'_>) -> Uuid {
+        let ScopeStart {
+            name,
+            parent,
+            attributes,
+            process_id,
+            weight,
+        } = start;
         let (at, wall) = (Instant::now(), Utc::now());
         let uuid = new_uuid();
         // The merger writes the start event in order with its polls: no mark under
@@ -571,7 +578,15 @@ impl RunningPipeline {
             attributes: attributes.to_vec(),
         }));
         if let Some(energy) = &self.energy {
-            let _ = energy.cast(EnergyMessage::ScopeStarted(uuid, name.to_owned(), at, wall));
+            let _ = energy.cast(EnergyMessage::ScopeStarted {
+                uuid,
+                name: name.to_owned(),
+                parent,
+                process_id,
+                weight,
+                at,
+                wall,
+            });
         }
         self.boundary_reading();
         uuid

@@ -1,0 +1,253 @@
+//! Attributed energy: each interval of a meter divided among the Agent scopes live in
+//! it, so that the scopes' figures and what no scope held add up to the total.
+//!
+//! A scope's *window* energy is the device's energy while it was live, whoever used
+//! it: concurrent scopes each count the whole of it. Its *attributed* energy is its
+//! part. Within one interval (cut at every scope boundary inside it, so the live set
+//! is fixed in each piece) the energy divides:
+//!
+//! 1. by process first, where the interval carries process shares: a process's share
+//!    goes to the scopes that process opened; a share whose process has no live scope,
+//!    and the part no process claimed (idle power, other users), is unattributed;
+//! 2. then among the receiving live *innermost* scopes (live scopes with no live
+//!    child), in proportion to each scope's weight (1 unless the caller gave one).
+//!
+//! A scope is also credited with what its live descendants receive, so a parent's
+//! attributed energy includes its children's. Without process shares the whole
+//! interval divides among every live innermost scope; with none live it is
+//! unattributed.
+
+use std::collections::{BTreeMap, HashMap};
+
+use uuid::Uuid;
+
+use super::record::Nanos;
+
+/// The weight a scope has when the caller gives none (or one that is not a positive,
+/// finite number).
+pub const DEFAULT_WEIGHT: f64 = 1.0;
+
+/// One Agent scope as attribution sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Claimant {
+    /// Its UUID (children name their parent by it).
+    pub uuid: Uuid,
+    /// The live scope it was opened inside, if any.
+    pub parent: Option<Uuid>,
+    /// Monotonic start.
+    pub start: Nanos,
+    /// Monotonic end; `Nanos::MAX` while live.
+    pub until: Nanos,
+    /// The process that opened it, when known.
+    pub process_id: Option<u32>,
+    /// Its weight among the innermost scopes it shares an interval with.
+    pub weight: f64,
+}
+
+impl Claimant {
+    fn live_throughout(&self, from: Nanos, to: Nanos) -> bool {
+        self.start <= from && self.until >= to
+    }
+
+    fn overlaps(&self, from: Nanos, to: Nanos) -> bool {
+        self.start < to && self.until > from
+    }
+}
+
+/// A weight as given by a caller, made usable: a positive, finite number, else the
+/// default.
+pub fn usable_weight(weight: Option<f64>) -> f64 {
+    weight
+        .filter(|w| w.is_finite() && *w > 0.0)
+        .unwrap_or(DEFAULT_WEIGHT)
+}
+
+/// How one stretch of one interval's energy divided, by position in the claimants.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Division {
+    /// Energy each claimant received, its descendants' included (J); indexed as the
+    /// claimants passed in.
+    pub inclusive: Vec<f64>,
+    /// Energy each claimant received as an innermost scope (J): these and
+    /// `unattributed` add up to the stretch's energy.
+    pub own: Vec<f64>,
+    /// Energy no scope held (J).
+    pub unattributed: f64,
+}
+
+/// Divides the energy of `[from, to]` among `claimants`; `energy_between(a, b)` is the
+/// energy of any `[a, b]` inside it (additive over adjacent stretches) and `shares`
+/// the interval's process shares, if it has any.
+pub fn divide(
+    from: Nanos,
+    to: Nanos,
+    energy_between: impl Fn(Nanos, Nanos) -> f64,
+    claimants: &[Claimant],
+    shares: Option<&BTreeMap<u32, f64>>,
+) -> Division {
+    let mut division = Division {
+        inclusive: vec![0.0; claimants.len()],
+        own: vec![0.0; claimants.len()],
+        unattributed: 0.0,
+    };
+    if to <= from {
+        return division;
+    }
+    let relevant: Vec<usize> = (0..claimants.len())
+        .filter(|&i| claimants[i].overlaps(from, to))
+        .collect();
+    let mut cuts = vec![from, to];
+    for &i in &relevant {
+        let scope = &claimants[i];
+        cuts.extend(
+            [scope.start, scope.until]
+                .into_iter()
+                .filter(|t| from < *t && *t < to),
+        );
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let position: HashMap<Uuid, usize> = relevant.iter().map(|&i| (claimants[i].uuid, i)).collect();
+    let shares = shares.filter(|shares| !shares.is_empty());
+    for stretch in cuts.windows(2) {
+        let (a, b) = (stretch[0], stretch[1]);
+        let energy = energy_between(a, b);
+        if energy == 0.0 {
+            continue;
+        }
+        let live: Vec<usize> = relevant
+            .iter()
+            .copied()
+            .filter(|&i| claimants[i].live_throughout(a, b))
+            .collect();
+        let live_parent = |i: usize| {
+            claimants[i]
+                .parent
+                .and_then(|parent| position.get(&parent).copied())
+                .filter(|&p| claimants[p].live_throughout(a, b))
+        };
+        let mut has_live_child = vec![false; claimants.len()];
+        for &i in &live {
+            if let Some(parent) = live_parent(i) {
+                has_live_child[parent] = true;
+            }
+        }
+        let innermost: Vec<usize> = live.into_iter().filter(|&i| !has_live_child[i]).collect();
+        let mut given = 0.0;
+        let mut credit = |receivers: &[usize], amount: f64| {
+            let total_weight: f64 = receivers.iter().map(|&i| claimants[i].weight).sum();
+            if receivers.is_empty() || total_weight <= 0.0 || amount <= 0.0 {
+                return;
+            }
+            for &leaf in receivers {
+                let part = amount * claimants[leaf].weight / total_weight;
+                division.own[leaf] += part;
+                given += part;
+                let mut next = Some(leaf);
+                while let Some(scope) = next {
+                    division.inclusive[scope] += part;
+                    next = live_parent(scope);
+                }
+            }
+        };
+        match shares {
+            None => credit(&innermost, energy),
+            Some(shares) => {
+                for (process_id, share) in shares {
+                    let theirs: Vec<usize> = innermost
+                        .iter()
+                        .copied()
+                        .filter(|&i| claimants[i].process_id == Some(*process_id))
+                        .collect();
+                    credit(&theirs, energy * share.clamp(0.0, 1.0));
+                }
+            }
+        }
+        // Taken as the difference, so the parts add up to the stretch's energy.
+        division.unattributed += energy - given;
+    }
+    division
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+
+    fn scope(n: u128, start: Nanos, until: Nanos) -> Claimant {
+        Claimant {
+            uuid: Uuid::from_u128(n),
+            parent: None,
+            start,
+            until,
+            process_id: Some(1),
+            weight: DEFAULT_WEIGHT,
+        }
+    }
+
+    /// 100 W flat: the energy of `[a, b]` is 100 J per second.
+    fn flat(a: Nanos, b: Nanos) -> f64 {
+        100.0 * (b - a) as f64 / S as f64
+    }
+
+    #[test]
+    fn concurrent_scopes_split_the_interval_and_the_rest_is_unattributed() {
+        // 0..4 s; A live 0..4, B live 1..3: 1 s A alone, 2 s shared, 1 s A alone.
+        let claimants = [scope(1, 0, 4 * S), scope(2, S, 3 * S)];
+        let division = divide(0, 4 * S, flat, &claimants, None);
+        assert!((division.own[0] - (100.0 + 100.0 + 100.0)).abs() < 1e-9);
+        assert!((division.own[1] - 100.0).abs() < 1e-9);
+        assert_eq!(division.unattributed, 0.0);
+        // Before and after a lone scope: no one held those.
+        let division = divide(0, 4 * S, flat, &[scope(3, S, 2 * S)], None);
+        assert!((division.own[0] - 100.0).abs() < 1e-9);
+        assert!((division.unattributed - 300.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn weights_divide_in_proportion() {
+        let mut heavy = scope(1, 0, 2 * S);
+        heavy.weight = 3.0;
+        let claimants = [heavy, scope(2, 0, 2 * S)];
+        let division = divide(0, 2 * S, flat, &claimants, None);
+        assert!((division.own[0] - 150.0).abs() < 1e-9);
+        assert!((division.own[1] - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_parent_is_credited_with_its_children_and_only_innermost_scopes_receive() {
+        // Parent 0..4 s, child 1..3 s: the child takes the 2 s it covers.
+        let mut child = scope(2, S, 3 * S);
+        child.parent = Some(Uuid::from_u128(1));
+        let claimants = [scope(1, 0, 4 * S), child];
+        let division = divide(0, 4 * S, flat, &claimants, None);
+        assert!((division.own[0] - 200.0).abs() < 1e-9);
+        assert!((division.own[1] - 200.0).abs() < 1e-9);
+        assert!((division.inclusive[0] - 400.0).abs() < 1e-9);
+        assert!((division.inclusive[1] - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn process_shares_go_to_their_own_scopes_and_unclaimed_shares_are_unattributed() {
+        let mut other = scope(2, 0, S);
+        other.process_id = Some(2);
+        let claimants = [scope(1, 0, S), other];
+        // Process 1: 50%, process 2: 20%, process 3 (no scope): 10%, 20% idle.
+        let shares = BTreeMap::from([(1, 0.5), (2, 0.2), (3, 0.1)]);
+        let division = divide(0, S, flat, &claimants, Some(&shares));
+        assert!((division.own[0] - 50.0).abs() < 1e-9);
+        assert!((division.own[1] - 20.0).abs() < 1e-9);
+        assert!((division.unattributed - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_stretch_with_no_energy_or_no_length_gives_nothing() {
+        let claimants = [scope(1, 0, S)];
+        let division = divide(S, S, flat, &claimants, None);
+        assert_eq!(division.own, vec![0.0]);
+        assert_eq!(usable_weight(Some(f64::NAN)), DEFAULT_WEIGHT);
+        assert_eq!(usable_weight(Some(-1.0)), DEFAULT_WEIGHT);
+        assert_eq!(usable_weight(Some(2.5)), 2.5);
+    }
+}

@@ -1,0 +1,396 @@
+//! Agent scopes' attributed energy: concurrent scopes divide what they share, weights
+//! and process shares divide it unevenly, a parent includes its children, and on any
+//! schedule the scopes' parts plus what no scope held add up to the total, per domain.
+//!
+//! The expected figures come from the power traces (flat watts × seconds, split by
+//! hand); the invariant is checked on random schedules.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use proptest::prelude::*;
+use uuid::Uuid;
+use wattline_actors::energy::account::EnergyAccount;
+use wattline_actors::energy::integrator::JOULES_PER_KILOWATT_HOUR;
+use wattline_actors::energy::record::{
+    DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
+};
+use wattline_actors::energy::report::{EnergyDomain, EnergyReport, ScopeEnergy};
+use wattline_actors::platform::linux::rapl::RaplZoneReading;
+use wattline_config::energy::EnergySettings;
+
+const HOST: u32 = 100;
+const REMOTE: u32 = 200;
+
+fn at(seconds: f64) -> Nanos {
+    (seconds * 1e9).round() as Nanos
+}
+
+fn wall(nanos: Nanos) -> DateTime<Utc> {
+    DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::nanoseconds(nanos as i64)
+}
+
+fn joules(kwh: f64) -> f64 {
+    kwh * JOULES_PER_KILOWATT_HOUR
+}
+
+/// One scope of a schedule.
+#[derive(Debug, Clone)]
+struct Step {
+    uuid: Uuid,
+    parent: Option<Uuid>,
+    start: Nanos,
+    end: Option<Nanos>,
+    process_id: Option<u32>,
+    weight: Option<f64>,
+}
+
+impl Step {
+    fn new(n: u128, start: f64, end: f64) -> Self {
+        Step {
+            uuid: Uuid::from_u128(n),
+            parent: None,
+            start: at(start),
+            end: Some(at(end)),
+            process_id: Some(HOST),
+            weight: None,
+        }
+    }
+}
+
+/// A reading of device `GPU-a` at `watts`, with process shares when given.
+fn gpu(nanos: Nanos, watts: Option<f64>, shares: Option<&[(u32, f64)]>) -> EnergyRecord {
+    EnergyRecord::Power(PowerRecord {
+        source: "nvml".into(),
+        at: nanos,
+        devices: watts.map(|watts| {
+            vec![DevicePower {
+                id: "GPU-a".into(),
+                name: None,
+                watts: Some(watts),
+                counter_millijoules: None,
+                shares: shares.map(|shares| ProcessShares {
+                    basis: Some(ShareBasis::Utilization),
+                    processes: shares.iter().copied().collect(),
+                }),
+                mig_enabled: None,
+                at: None,
+            }]
+        }),
+        power_field: None,
+    })
+}
+
+fn rapl(nanos: Nanos, microjoules: u64) -> EnergyRecord {
+    EnergyRecord::Rapl {
+        at: nanos,
+        zones: vec![RaplZoneReading {
+            zone: "intel-rapl:0".into(),
+            name: "package-0".into(),
+            energy_microjoules: microjoules,
+            max_energy_range_microjoules: None,
+        }],
+    }
+}
+
+/// The scope records of `steps`, each at its instant, merged in time order with
+/// `readings` (scope boundaries first at a tie, as the pipeline sends them before the
+/// boundary reading).
+fn schedule(steps: &[Step], readings: Vec<EnergyRecord>) -> Vec<EnergyRecord> {
+    let mut timed: Vec<(Nanos, u8, EnergyRecord)> = Vec::new();
+    for step in steps {
+        timed.push((
+            step.start,
+            0,
+            EnergyRecord::ScopeStarted {
+                uuid: step.uuid,
+                name: format!("step-{}", step.uuid.as_u128()),
+                at: step.start,
+                wall: wall(step.start),
+                parent: step.parent,
+                process_id: step.process_id,
+                weight: step.weight,
+            },
+        ));
+        if let Some(end) = step.end {
+            timed.push((
+                end,
+                0,
+                EnergyRecord::ScopeEnded {
+                    uuid: step.uuid,
+                    at: end,
+                    wall: wall(end),
+                },
+            ));
+        }
+    }
+    for reading in readings {
+        let instant = reading.at().unwrap_or(0);
+        timed.push((instant, 1, reading));
+    }
+    timed.sort_by_key(|(instant, order, _)| (*instant, *order));
+    timed.into_iter().map(|(_, _, record)| record).collect()
+}
+
+fn report(records: &[EnergyRecord], report_at: Nanos) -> EnergyReport {
+    let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall(0));
+    for record in records {
+        account.apply(record);
+    }
+    account.report(report_at, wall(report_at))
+}
+
+fn scope(report: &EnergyReport, n: u128) -> &ScopeEnergy {
+    let uuid = Uuid::from_u128(n).to_string();
+    report
+        .agent_scopes
+        .iter()
+        .find(|scope| scope.uuid == uuid)
+        .unwrap()
+}
+
+fn attributed_gpu_joules(report: &EnergyReport, n: u128) -> f64 {
+    joules(scope(report, n).attributed_gpu_energy_kwh.unwrap())
+}
+
+/// 100 W flat from 0 to `seconds`, read every half second.
+fn flat_gpu(seconds: f64, shares: Option<&[(u32, f64)]>) -> Vec<EnergyRecord> {
+    (0..=(seconds * 2.0) as u32)
+        .map(|half| gpu(at(f64::from(half) / 2.0), Some(100.0), shares))
+        .collect()
+}
+
+fn assert_close(actual: f64, expected: f64) {
+    assert!(
+        (actual - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+        "{actual} != {expected}"
+    );
+}
+
+#[test]
+fn four_concurrent_steps_split_what_they_share_and_a_solo_step_keeps_its_own() {
+    // 100 W for 3 s = 300 J. Steps 1–4 run together 0–2 s (200 J among four), step 5
+    // alone 2–3 s (100 J). Windows: 4 × 200 + 100 = 900 J, three times the total.
+    let mut steps: Vec<Step> = (1..=4).map(|n| Step::new(n, 0.0, 2.0)).collect();
+    steps.push(Step::new(5, 2.0, 3.0));
+    let report = report(&schedule(&steps, flat_gpu(3.0, None)), at(3.0));
+    for n in 1..=4 {
+        assert_close(joules(scope(&report, n).gpu_energy_kwh.unwrap()), 200.0);
+        assert_close(attributed_gpu_joules(&report, n), 50.0);
+    }
+    assert_close(attributed_gpu_joules(&report, 5), 100.0);
+    let gpu = &report.domains[0];
+    assert_eq!(gpu.domain, EnergyDomain::Gpu);
+    assert_close(joules(gpu.energy_kwh), 300.0);
+    assert_close(joules(gpu.unattributed_kwh), 0.0);
+    assert_eq!(
+        report.scope_attribution.as_deref(),
+        Some("process-share-then-weight")
+    );
+    // Cost follows the attributed energy.
+    let first = scope(&report, 1);
+    assert_close(
+        first.attributed_cost.unwrap(),
+        first.attributed_energy_kwh.unwrap() * report.cost_per_kwh.value,
+    );
+}
+
+#[test]
+fn weights_divide_in_proportion_and_time_no_scope_held_is_unattributed() {
+    // 0–1 s nothing live (100 J unattributed); 1–3 s weights 3 and 1 share 200 J.
+    let mut heavy = Step::new(1, 1.0, 3.0);
+    heavy.weight = Some(3.0);
+    let light = Step::new(2, 1.0, 3.0);
+    let report = report(&schedule(&[heavy, light], flat_gpu(3.0, None)), at(3.0));
+    assert_close(attributed_gpu_joules(&report, 1), 150.0);
+    assert_close(attributed_gpu_joules(&report, 2), 50.0);
+    assert_close(joules(report.domains[0].unattributed_kwh), 100.0);
+    assert_eq!(scope(&report, 1).weight, Some(3.0));
+}
+
+#[test]
+fn a_parent_includes_its_children_and_only_innermost_steps_divide() {
+    // Parent 0–3 s with child A 0.5–2.5 s and child B 1–2 s: A and B share 1–2 s
+    // (50 J each); A alone 0.5–1 and 2–2.5 (100 J); the parent alone 0–0.5, 2.5–3.
+    let parent = Step::new(1, 0.0, 3.0);
+    let mut a = Step::new(2, 0.5, 2.5);
+    a.parent = Some(parent.uuid);
+    let mut b = Step::new(3, 1.0, 2.0);
+    b.parent = Some(parent.uuid);
+    let report = report(&schedule(&[parent, a, b], flat_gpu(3.0, None)), at(3.0));
+    assert_close(attributed_gpu_joules(&report, 2), 150.0);
+    assert_close(attributed_gpu_joules(&report, 3), 50.0);
+    assert_close(attributed_gpu_joules(&report, 1), 300.0);
+    assert_eq!(
+        scope(&report, 2).parent_uuid.as_deref(),
+        Some(Uuid::from_u128(1).to_string().as_str())
+    );
+}
+
+#[test]
+fn process_shares_go_to_that_process_scopes_and_the_rest_is_unattributed() {
+    // The host holds 60% of the device, the remote worker 30%, 10% idle. Two host
+    // steps and one remote step live 0–2 s: 200 J → 60 + 60, 60, 20 unattributed.
+    let mut remote = Step::new(3, 0.0, 2.0);
+    remote.process_id = Some(REMOTE);
+    let steps = [Step::new(1, 0.0, 2.0), Step::new(2, 0.0, 2.0), remote];
+    let shares: &[(u32, f64)] = &[(HOST, 0.6), (REMOTE, 0.3)];
+    let report = report(&schedule(&steps, flat_gpu(2.0, Some(shares))), at(2.0));
+    assert_close(attributed_gpu_joules(&report, 1), 60.0);
+    assert_close(attributed_gpu_joules(&report, 2), 60.0);
+    assert_close(attributed_gpu_joules(&report, 3), 60.0);
+    assert_close(joules(report.domains[0].unattributed_kwh), 20.0);
+}
+
+#[test]
+fn a_report_before_the_newest_reading_leaves_out_what_lies_after_it() {
+    // Readings at 0 and 4 s (100 W); report as of 2 s: 200 J, of which the step
+    // (1–3 s) holds 1–2 s.
+    let steps = [Step::new(1, 1.0, 3.0)];
+    let readings = vec![
+        gpu(at(0.0), Some(100.0), None),
+        gpu(at(4.0), Some(100.0), None),
+    ];
+    let report = report(&schedule(&steps, readings), at(2.0));
+    assert_close(joules(report.domains[0].energy_kwh), 200.0);
+    assert_close(attributed_gpu_joules(&report, 1), 100.0);
+    assert_close(joules(report.domains[0].unattributed_kwh), 100.0);
+}
+
+/// A random schedule: readings (GPU power with gaps and shares, a RAPL counter), a
+/// window start, scopes (top-level, nested inside a live parent, remote, weighted,
+/// still live) and a report instant, possibly before the newest reading.
+#[derive(Debug, Clone)]
+struct Case {
+    records: Vec<EnergyRecord>,
+    report_at: Nanos,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let reading = (
+        1u64..1_500,                             // ms since the previous reading
+        prop::option::weighted(0.9, 0.0..700.0), // watts, or a failed read
+        prop::option::of((0.0..0.6, 0.0..0.4)),  // host and remote shares
+        0u64..2_000_000,                         // RAPL µJ since the previous one
+    );
+    let scope = (
+        0.0..1.0f64,                           // start, as a fraction of the run
+        0.0..1.2f64,                           // length, as a fraction of the run
+        prop::option::weighted(0.8, Just(())), // ends (else still live)
+        prop::option::weighted(0.4, any::<prop::sample::Index>()), // nests in
+        prop_oneof![Just(Some(HOST)), Just(Some(REMOTE)), Just(None)],
+        prop::option::of(0.25..8.0f64),
+    );
+    (
+        prop::collection::vec(reading, 2..24),
+        prop::collection::vec(scope, 0..10),
+        0.0..0.5f64,
+        0.5..1.0f64,
+    )
+        .prop_map(|(readings, scopes, from, report)| {
+            let mut now = 0;
+            let mut micro = 0;
+            let mut records = Vec::new();
+            for (step_ms, watts, shares, rapl_step) in readings {
+                now += step_ms * 1_000_000;
+                micro += rapl_step;
+                let shares = shares.map(|(host, remote)| vec![(HOST, host), (REMOTE, remote)]);
+                records.push(gpu(now, watts, shares.as_deref()));
+                records.push(rapl(now, micro));
+            }
+            let run = now as f64;
+            let mut steps: Vec<Step> = Vec::new();
+            for (n, (start, length, ends, nests, process_id, weight)) in
+                scopes.into_iter().enumerate()
+            {
+                let mut step = Step {
+                    uuid: Uuid::from_u128(n as u128 + 1),
+                    parent: None,
+                    start: (start * run) as Nanos,
+                    end: ends.map(|()| ((start + length) * run) as Nanos),
+                    process_id,
+                    weight,
+                };
+                // A child lies inside its parent's window, as a `with` block's does.
+                if let Some(index) = nests.filter(|_| !steps.is_empty()) {
+                    let parent = &steps[index.index(steps.len())];
+                    step.parent = Some(parent.uuid);
+                    step.start = step.start.max(parent.start);
+                    if let Some(parent_end) = parent.end {
+                        step.start = step.start.min(parent_end);
+                        step.end =
+                            Some(step.end.unwrap_or(parent_end).clamp(step.start, parent_end));
+                    }
+                    step.end = step.end.map(|end| end.max(step.start));
+                }
+                steps.push(step);
+            }
+            let mut records = schedule(&steps, records);
+            let from = (from * run) as Nanos;
+            let position = records
+                .iter()
+                .position(|record| record.at().is_some_and(|instant| instant > from))
+                .unwrap_or(records.len());
+            records.insert(
+                position,
+                EnergyRecord::MeasuringFrom {
+                    at: from,
+                    wall: wall(from),
+                },
+            );
+            Case {
+                records,
+                report_at: (report * run) as Nanos,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Σ attributed (top-level scopes: a parent already includes its children) plus
+    /// unattributed equals the total, per domain and over all of them, to 1e-9.
+    #[test]
+    fn attributed_and_unattributed_add_up_to_the_total_on_any_schedule(case in case()) {
+        let report = report(&case.records, case.report_at);
+        let top_level = || report.agent_scopes.iter().filter(|scope| scope.parent_uuid.is_none());
+        // 1e-9 relative; the floor (3.6 µJ) covers the float residue left where a report
+        // takes back all of an interval it had booked.
+        let tolerance = |total: f64| 1e-9 * total.abs() + 1e-15;
+        let domains: BTreeMap<EnergyDomain, (f64, f64)> = report
+            .domains
+            .iter()
+            .map(|d| (d.domain, (d.energy_kwh, d.unattributed_kwh)))
+            .collect();
+        if let Some((total, unattributed)) = domains.get(&EnergyDomain::Gpu) {
+            let attributed: f64 = top_level()
+                .map(|scope| scope.attributed_gpu_energy_kwh.unwrap())
+                .sum();
+            prop_assert!(
+                (attributed + unattributed - total).abs() <= tolerance(*total),
+                "gpu: {attributed} + {unattributed} != {total}"
+            );
+        }
+        for (domain, (total, unattributed)) in &domains {
+            // Never more handed out than there was.
+            prop_assert!(*unattributed >= -tolerance(*total), "{domain:?}: {unattributed} < 0");
+        }
+        let total: f64 = domains.values().map(|(total, _)| total).sum();
+        let unattributed: f64 = domains.values().map(|(_, unattributed)| unattributed).sum();
+        let attributed: f64 = top_level()
+            .filter_map(|scope| scope.attributed_energy_kwh)
+            .sum();
+        prop_assert!(
+            (attributed + unattributed - total).abs() <= tolerance(total),
+            "all: {attributed} + {unattributed} != {total}"
+        );
+        for scope in &report.agent_scopes {
+            let (Some(window), Some(attributed)) = (scope.energy_kwh, scope.attributed_energy_kwh) else {
+                continue;
+            };
+            // A part of what the device used while the scope was live, never more.
+            prop_assert!(attributed >= -tolerance(total), "{attributed} < 0");
+            prop_assert!(attributed <= window + tolerance(total), "{attributed} > window {window}");
+        }
+    }
+}
