@@ -4,6 +4,8 @@
 //! and CPU per poll. Asserts nothing: it is read by a person.
 //!
 //! Run: `cargo bench --bench soak -- 1h` (the default; also `25m`, `90s`, `3600`).
+//! `cargo bench --bench soak -- scopes 1000000` instead churns that many Agent scopes
+//! as fast as the pipeline takes them and prints RSS growth after a warm-up.
 //! `WATTLINE_ROTEL_AGENT` as for the scale benchmark. `WATTLINE_SOAK_SCOPES` (live
 //! scopes, default 10), `WATTLINE_SOAK_CHURN_MS` (one scope ends and a new one starts
 //! this often, default 200), `WATTLINE_SOAK_INTERVAL_MS` (100),
@@ -49,11 +51,22 @@ fn parse_duration(text: &str) -> Duration {
 
 #[tokio::main]
 async fn main() {
-    // `cargo bench` adds `--bench`; the first other argument is the duration.
-    let duration = std::env::args()
+    // `cargo bench` adds `--bench`; the first other argument is the duration, or
+    // `scopes` and a count.
+    let arguments: Vec<String> = std::env::args()
         .skip(1)
-        .find(|argument| !argument.starts_with("--"))
-        .map_or(Duration::from_secs(3600), |text| parse_duration(&text));
+        .filter(|argument| !argument.starts_with("--"))
+        .collect();
+    if arguments.first().is_some_and(|first| first == "scopes") {
+        let count = arguments
+            .get(1)
+            .map_or(1_000_000, |text| text.parse().expect("a count of scopes"));
+        churn_scopes(count).await;
+        return;
+    }
+    let duration = arguments
+        .first()
+        .map_or(Duration::from_secs(3600), |text| parse_duration(text));
     let live = env_number("WATTLINE_SOAK_SCOPES", 10) as usize;
     let churn = Duration::from_millis(env_number("WATTLINE_SOAK_CHURN_MS", 200));
     let interval_millis = env_number("WATTLINE_SOAK_INTERVAL_MS", 100);
@@ -165,6 +178,67 @@ async fn main() {
         .expect("shutdown")
         .expect("a report");
     summarise(&readings, &report, opened);
+}
+
+/// `scopes N`: opens and ends `count` Agent scopes one after another, as fast as the
+/// pipeline takes them (polling every 100 ms, no exporters), and prints RSS after a
+/// warm-up of a tenth of them (at least the 10,000 kept in detail) and then every
+/// tenth: past the warm-up the energy account folds finished scopes into per-name
+/// aggregates, so RSS should stay flat.
+async fn churn_scopes(count: u64) {
+    let warm_up = (count / 10).max(20_000);
+    println!(
+        "soak: {count} Agent scopes opened and ended back to back, 10 names, RSS after {warm_up}"
+    );
+    let pipeline = wattline::Pipeline::builder()
+        .config(common::pipeline_config(100, None, None))
+        .spawn()
+        .await
+        .expect("the pipeline");
+    let started = Instant::now();
+    let mut at_warm_up = None;
+    println!(
+        "{:>12} {:>9} {:>8} {:>10}",
+        "scopes", "elapsed", "RSS MiB", "µs/scope"
+    );
+    for opened in 1..=count {
+        let scope = pipeline
+            .agent_scope(&format!("step-{}", opened % 10))
+            .await
+            .expect("an Agent scope");
+        scope.end().await.expect("the end");
+        if opened % (count / 10).max(1) == 0 || opened == warm_up {
+            let rss = common::rss_bytes();
+            if opened == warm_up {
+                at_warm_up = Some(rss);
+            }
+            let elapsed = started.elapsed();
+            println!(
+                "{opened:>12} {:>8.1}s {:>8.1} {:>10.1}",
+                elapsed.as_secs_f64(),
+                mib(rss),
+                elapsed.as_secs_f64() * 1e6 / opened as f64
+            );
+        }
+    }
+    let report = pipeline
+        .shutdown()
+        .await
+        .expect("shutdown")
+        .expect("a report");
+    let folded: u64 = report.folded_scopes.iter().map(|f| f.count).sum();
+    println!(
+        "report: {} scopes in detail, {folded} folded into {} names",
+        report.agent_scopes.len(),
+        report.folded_scopes.len()
+    );
+    if let Some(start) = at_warm_up {
+        let growth = common::rss_bytes() as f64 - start as f64;
+        println!(
+            "RSS growth after the warm-up: {:.2} MiB",
+            growth / (1024.0 * 1024.0)
+        );
+    }
 }
 
 /// Cuts the file to zero bytes (lines written between the size read and the cut are

@@ -104,7 +104,8 @@ fn schedule(steps: &[Step], readings: Vec<EnergyRecord>) -> Vec<EnergyRecord> {
             0,
             EnergyRecord::ScopeStarted {
                 uuid: step.uuid,
-                name: format!("step-{}", step.uuid.as_u128()),
+                // Two names, as steps of a few kinds repeat.
+                name: format!("step-{}", step.uuid.as_u128() % 2),
                 at: step.start,
                 wall: wall(step.start),
                 parent: step.parent,
@@ -133,7 +134,17 @@ fn schedule(steps: &[Step], readings: Vec<EnergyRecord>) -> Vec<EnergyRecord> {
 }
 
 fn report(records: &[EnergyRecord], report_at: Nanos) -> EnergyReport {
-    let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall(0));
+    report_keeping(
+        records,
+        report_at,
+        EnergySettings::default().config.scopes_in_detail,
+    )
+}
+
+fn report_keeping(records: &[EnergyRecord], report_at: Nanos, in_detail: usize) -> EnergyReport {
+    let mut settings = EnergySettings::default();
+    settings.config.scopes_in_detail = in_detail;
+    let mut account = EnergyAccount::new(settings, 0, wall(0));
     for record in records {
         account.apply(record);
     }
@@ -255,6 +266,68 @@ fn a_report_before_the_newest_reading_leaves_out_what_lies_after_it() {
     assert_close(joules(report.domains[0].energy_kwh), 200.0);
     assert_close(attributed_gpu_joules(&report, 1), 100.0);
     assert_close(joules(report.domains[0].unattributed_kwh), 100.0);
+}
+
+#[test]
+fn finished_scopes_past_those_kept_in_detail_fold_into_per_name_aggregates() {
+    // 60 steps of 0.2 s, back to back, alternating two names, at 100 W read every
+    // 0.1 s; the newest 10 finished stay in detail.
+    let steps: Vec<Step> = (0..60)
+        .map(|n| {
+            Step::new(
+                n + 1,
+                f64::from(n as u32) * 0.2,
+                f64::from(n as u32 + 1) * 0.2,
+            )
+        })
+        .map(|mut step| {
+            if step.uuid.as_u128() % 2 == 0 {
+                step.weight = Some(2.0);
+            }
+            step
+        })
+        .collect();
+    let readings: Vec<EnergyRecord> = (0..=125)
+        .map(|tenth| gpu(at(f64::from(tenth) / 10.0), Some(100.0), None))
+        .collect();
+    let records = schedule(&steps, readings);
+    let detailed = report_keeping(&records, at(12.5), 1_000);
+    let folded = report_keeping(&records, at(12.5), 10);
+    assert_eq!(detailed.agent_scopes.len(), 60);
+    assert!(detailed.folded_scopes.is_empty());
+    assert_eq!(folded.agent_scopes.len(), 10);
+    // The newest are kept: the last 10 steps.
+    let kept: Vec<u128> = folded
+        .agent_scopes
+        .iter()
+        .map(|scope| Uuid::parse_str(&scope.uuid).unwrap().as_u128())
+        .collect();
+    assert_eq!(kept, (51..=60).collect::<Vec<_>>());
+    // Each folded name's count and attributed sum are those of its steps in detail.
+    let total: u64 = folded.folded_scopes.iter().map(|f| f.count).sum();
+    assert_eq!(total, 50);
+    for aggregate in &folded.folded_scopes {
+        let members: Vec<&ScopeEnergy> = detailed
+            .agent_scopes
+            .iter()
+            .filter(|scope| !kept.contains(&Uuid::parse_str(&scope.uuid).unwrap().as_u128()))
+            .filter(|scope| scope.name == aggregate.name)
+            .collect();
+        assert_eq!(aggregate.count, members.len() as u64);
+        let sum: f64 = members
+            .iter()
+            .map(|s| s.attributed_energy_kwh.unwrap())
+            .sum();
+        assert_close(aggregate.attributed_energy_kwh.sum, sum);
+        // Alone at 100 W for 0.2 s each: 20 J, whatever the weight.
+        assert_eq!(aggregate.count, 25);
+        // Quantiles within 1% (the sketch's bound).
+        let p50 = joules(aggregate.attributed_energy_kwh.p50);
+        assert!((p50 - 20.0).abs() <= 0.01 * 20.0, "{p50}");
+        assert!((aggregate.duration_seconds.p99 - 0.2).abs() <= 0.01 * 0.2);
+    }
+    // The totals do not depend on what was folded.
+    assert_eq!(detailed.domains, folded.domains);
 }
 
 /// A random schedule: readings (GPU power with gaps and shares, a RAPL counter), a

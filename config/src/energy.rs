@@ -34,6 +34,9 @@ pub const USE_MANUAL_VARIABLE: &str = "GENAI_CO2_USE_MANUAL";
 /// and tracking mode) have no meaning here: accepted and listed as having no effect.
 pub const IGNORED_VARIABLE_PREFIX: &str = "GENAI_CO2_";
 
+/// Finished Agent scopes kept in detail by default.
+pub const DEFAULT_SCOPES_IN_DETAIL: usize = 10_000;
+
 /// Configuration of the `energy` component (`[components.config]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -60,6 +63,10 @@ pub struct EnergyConfig {
     /// Milliseconds between two power readings for the energy integral, on a worker
     /// of their own (the `gen_ai.gpu.*` gauges keep `interval_millis`). Default 100.
     pub power_sample_millis: u64,
+    /// How many finished Agent scopes the report keeps in detail, the newest; older
+    /// ones fold into per-name aggregates (count, attributed energy and duration
+    /// distributions), so memory stays bounded. Default 10000.
+    pub scopes_in_detail: usize,
 }
 
 impl Default for EnergyConfig {
@@ -73,6 +80,7 @@ impl Default for EnergyConfig {
             interval_millis: 5000,
             pue: 1.0,
             power_sample_millis: 100,
+            scopes_in_detail: DEFAULT_SCOPES_IN_DETAIL,
         }
     }
 }
@@ -106,6 +114,12 @@ impl EnergyConfig {
                     "must be between 10 and 60000 (got {})",
                     self.power_sample_millis
                 ),
+            ));
+        }
+        if self.scopes_in_detail > 10_000_000 {
+            return Err(FieldError::new(
+                "scopes_in_detail",
+                format!("must be at most 10000000 (got {})", self.scopes_in_detail),
             ));
         }
         if !self.pue.is_finite() || self.pue < 1.0 {

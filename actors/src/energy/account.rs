@@ -18,6 +18,7 @@ use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
 use super::attribution::{Claimant, divide, usable_weight};
+use super::folded_scopes::FoldedScopeAggregates;
 use super::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, shared_counter_delta_joules};
 use super::record::{EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis};
 use super::report::{
@@ -296,8 +297,11 @@ pub struct EnergyAccount {
     meters: BTreeMap<(EnergyDomain, String), Meter>,
     /// Scopes that can still receive energy, in start order.
     scopes: Vec<ScopeAccount>,
-    /// Scopes no later interval can reach: kept for the report only.
-    finished_scopes: Vec<ScopeAccount>,
+    /// Scopes no later interval can reach, in the order they were retired: kept for
+    /// the report only, the newest `scopes_in_detail` of them.
+    finished_scopes: VecDeque<ScopeAccount>,
+    /// The finished scopes older than those.
+    folded_scopes: FoldedScopeAggregates,
     /// Per counted domain, the run's energy no scope held (J).
     unattributed: BTreeMap<EnergyDomain, f64>,
     gpu_configured: Option<String>,
@@ -335,7 +339,8 @@ impl EnergyAccount {
             sources: BTreeMap::new(),
             meters: BTreeMap::new(),
             scopes: Vec::new(),
-            finished_scopes: Vec::new(),
+            finished_scopes: VecDeque::new(),
+            folded_scopes: FoldedScopeAggregates::default(),
             unattributed: BTreeMap::new(),
             gpu_configured: None,
             gpu_unavailable: None,
@@ -642,6 +647,19 @@ impl EnergyAccount {
             .partition(|scope| scope.end.is_some_and(|(end, _)| end <= horizon));
         self.scopes = live;
         self.finished_scopes.extend(done);
+        while self.finished_scopes.len() > self.settings.config.scopes_in_detail {
+            let Some(oldest) = self.finished_scopes.pop_front() else {
+                break;
+            };
+            let (end, _) = oldest.end.unwrap_or((oldest.start, oldest.started_wall));
+            // Retired: no interval after the horizon reaches it, so its figure is final.
+            let attributed: f64 = oldest.attributed.values().sum();
+            self.folded_scopes.fold(
+                &oldest.name,
+                attributed / JOULES_PER_KILOWATT_HOUR,
+                seconds(end.saturating_sub(oldest.start) as f64),
+            );
+        }
     }
 
     /// The report as of monotonic `at` (wall-clock `wall`): intervals, or their parts,
@@ -849,6 +867,7 @@ impl EnergyAccount {
             cpu_zones: zones,
             agent_scopes,
             scope_attribution: Some(SCOPE_ATTRIBUTION.to_owned()),
+            folded_scopes: self.folded_scopes.summaries(),
             processes,
             cost_per_kwh: Factor {
                 value: price,

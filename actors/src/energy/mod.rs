@@ -3,8 +3,10 @@
 pub mod account;
 pub mod actor;
 pub mod attribution;
+pub mod folded_scopes;
 pub mod genai;
 pub mod integrator;
+pub mod quantile_sketch;
 pub mod record;
 pub mod replay;
 pub mod report;

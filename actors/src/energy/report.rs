@@ -275,6 +275,37 @@ impl ExporterOutcome {
     }
 }
 
+/// A distribution's summary: its sum, exact extremes, and quantiles within 1%.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Distribution {
+    /// The sum of the values.
+    pub sum: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+    /// The median.
+    pub p50: f64,
+    /// The 95th percentile.
+    pub p95: f64,
+    /// The 99th percentile.
+    pub p99: f64,
+}
+
+/// Finished Agent scopes of one name beyond those kept in detail (`scopes_in_detail`,
+/// the newest), folded into one aggregate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoldedScopes {
+    /// Their name (`(other names)` past the first 1000 names).
+    pub name: String,
+    /// How many.
+    pub count: u64,
+    /// Their attributed energy, kWh.
+    pub attributed_energy_kwh: Distribution,
+    /// Their durations, s.
+    pub duration_seconds: Distribution,
+}
+
 /// How Agent scopes' attributed energy is divided, as the report names it: each
 /// interval among the live innermost scopes, by process share first where the interval
 /// has shares, then in proportion to the scopes' weights.
@@ -316,6 +347,10 @@ pub struct EnergyReport {
     /// in a report from before attribution.
     #[serde(default)]
     pub scope_attribution: Option<String>,
+    /// The older finished scopes folded into per-name aggregates (not in
+    /// `agent_scopes`); empty while every scope is kept in detail.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub folded_scopes: Vec<FoldedScopes>,
     /// GPU energy per process and device; with each device's `unattributed_kwh` it adds
     /// up to the device's energy.
     pub processes: Vec<ProcessEnergy>,
