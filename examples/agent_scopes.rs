@@ -40,6 +40,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     scope.scope_category, scope.name, scope.uuid
                 )
             }
+            PipelineEvent::MarkCopies(copies) => println!(
+                "marks {} under {} scopes ({} measurements, built once and shared)",
+                copies.timestamp,
+                copies.copies.len(),
+                copies.data.measurements.len()
+            ),
             PipelineEvent::Mark(mark) => println!(
                 "mark  {} under {} ({} measurements; copies of one poll share data and time)",
                 mark.timestamp,

@@ -458,6 +458,9 @@ impl EventSink for SeriesRecorder {
             PipelineEvent::Mark(mark) if mark.name == RESOURCE_MARK_NAME => {
                 builder.push_resource_mark(mark.timestamp, &mark.data.measurements);
             }
+            PipelineEvent::MarkCopies(copies) if copies.name == RESOURCE_MARK_NAME => {
+                builder.push_resource_mark(copies.timestamp, &copies.data.measurements);
+            }
             PipelineEvent::Energy { record, .. } => builder.push_energy(record),
             _ => {}
         }

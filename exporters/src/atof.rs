@@ -26,8 +26,8 @@ use uuid::Uuid;
 use wattline_config::{AtofConfig, AtofWriteMode};
 use wattline_model::energy::EnergyRecord;
 use wattline_model::events::{
-    METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MetricMeasurements,
-    PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
+    METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MarkCopies,
+    MetricMeasurements, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
 };
 
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
@@ -92,6 +92,17 @@ struct ScopeTail<'a> {
 #[derive(Serialize)]
 struct CategoryProfile {
     subtype: String,
+}
+
+/// The first fields of an [`Envelope`], exactly as it writes them: what differs
+/// between the copies of one mark.
+#[derive(Serialize)]
+struct EnvelopeHead {
+    kind: &'static str,
+    atof_version: &'static str,
+    uuid: Uuid,
+    parent_uuid: Option<Uuid>,
+    propagation_root_uuid: Option<Uuid>,
 }
 
 #[derive(Serialize)]
@@ -167,6 +178,60 @@ pub fn render_mark(mark: &Mark, propagation_root: Option<Uuid>) -> Result<String
         },
     };
     Ok(serde_json::to_string(&line)?)
+}
+
+/// The lines of a mark's copies (no trailing newlines), the same bytes as
+/// [`render_mark`] of each copy: the shared part (time, name, data) is serialised once
+/// and each copy's head (its UUID, parent, and the propagation root `root_of` gives
+/// for that parent) put before it.
+pub fn render_mark_copies(
+    copies: &MarkCopies,
+    root_of: impl Fn(Option<Uuid>) -> Option<Uuid>,
+) -> Result<Vec<String>, ExportError> {
+    let invalid = |reason: String| ExportError::InvalidMark {
+        name: copies.name.clone(),
+        reason,
+    };
+    validate_metric_measurements(&copies.data).map_err(invalid)?;
+    let template = serde_json::to_string(&Envelope {
+        kind: "mark",
+        atof_version: ATOF_VERSION,
+        uuid: Uuid::nil(),
+        parent_uuid: None,
+        propagation_root_uuid: None,
+        timestamp: format_timestamp(copies.timestamp),
+        name: &copies.name,
+        data: Some(&*copies.data),
+        data_schema: Some(MEASUREMENTS_SCHEMA),
+        metadata: None,
+        tail: MarkTail {
+            category: None,
+            category_profile: None,
+        },
+    })?;
+    // The head's fields come before the timestamp: the rest is every copy's.
+    let shared = template
+        .find(",\"timestamp\":")
+        .map(|at| &template[at..])
+        .ok_or_else(|| invalid("the rendered mark has no timestamp".into()))?;
+    copies
+        .copies
+        .iter()
+        .map(|copy| {
+            let head = serde_json::to_string(&EnvelopeHead {
+                kind: "mark",
+                atof_version: ATOF_VERSION,
+                uuid: copy.uuid,
+                parent_uuid: copy.parent_uuid,
+                propagation_root_uuid: root_of(copy.parent_uuid),
+            })?;
+            let open = head.strip_suffix('}').unwrap_or(&head);
+            let mut line = String::with_capacity(open.len() + shared.len());
+            line.push_str(open);
+            line.push_str(shared);
+            Ok(line)
+        })
+        .collect()
 }
 
 /// One energy record as an ATOF mark line (no trailing newline), under `parent`.
@@ -302,6 +367,13 @@ impl AtofExporter {
             }
             PipelineEvent::Mark(mark) => {
                 render_mark(mark, self.propagation_root_under(mark.parent_uuid))
+            }
+            // Many lines: `export` writes them with `render_mark_copies`.
+            PipelineEvent::MarkCopies(copies) => {
+                Ok(
+                    render_mark_copies(copies, |parent| self.propagation_root_under(parent))?
+                        .join("\n"),
+                )
             }
             PipelineEvent::Metrics {
                 timestamp,
@@ -459,8 +531,15 @@ impl Exporter for AtofExporter {
         if self.shut_down {
             return Err(ExportError::ShutDown("atof"));
         }
-        let line = self.render(event)?;
-        self.queue(line);
+        if let PipelineEvent::MarkCopies(copies) = event {
+            let lines = render_mark_copies(copies, |parent| self.propagation_root_under(parent))?;
+            for line in lines {
+                self.queue(line);
+            }
+        } else {
+            let line = self.render(event)?;
+            self.queue(line);
+        }
         self.write_pending()
     }
 

@@ -219,9 +219,12 @@ impl LaneShared {
         total == 1 || total.is_multiple_of(self.log_every)
     }
 
-    fn note_drop(&self) {
-        let total = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.due(total) {
+    /// Counts `lines` events dropped (a mark's copies are one line each).
+    fn note_drop(&self, lines: u64) {
+        let before = self.dropped.fetch_add(lines, Ordering::Relaxed);
+        let total = before + lines;
+        // Logged at the first drop and each time the count passes a multiple.
+        if before == 0 || before / self.log_every != total / self.log_every {
             tracing::warn!(
                 exporter = %self.name,
                 dropped = total,
@@ -630,6 +633,7 @@ impl FanOut {
     /// is full or it has stopped, the event is dropped for that exporter only and
     /// counted. Returns how many exporters accepted it. Callable from any thread.
     pub fn send(&self, event: PipelineEvent) -> usize {
+        let lines = event.line_count();
         let event = Arc::new(event);
         let mut accepted = 0;
         for lane in self.lanes.iter() {
@@ -643,7 +647,7 @@ impl FanOut {
                 Ok(()) => accepted += 1,
                 Err(TrySendError::Full(_) | TrySendError::Closed(_)) => {
                     shared.queued.fetch_sub(1, Ordering::Relaxed);
-                    shared.note_drop();
+                    shared.note_drop(lines);
                 }
             }
         }

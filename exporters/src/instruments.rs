@@ -31,6 +31,8 @@ pub fn measurements_of(event: &PipelineEvent) -> &[MetricMeasurement] {
     match event {
         PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => &[],
         PipelineEvent::Mark(mark) => &mark.data.measurements,
+        // Every copy carries the same measurements: they are recorded once.
+        PipelineEvent::MarkCopies(copies) => &copies.data.measurements,
         PipelineEvent::Metrics { measurements, .. } => measurements,
     }
 }

@@ -9,12 +9,15 @@ use std::path::Path;
 
 use support::{at, gpu_batch, resource_mark, scope, uuid};
 use wattline_config::{AtofConfig, AtofWriteMode};
-use wattline_exporters::atof::{ATOF_VERSION, FILE_MODE, METRICS_MARK_NAME};
+use wattline_exporters::atof::{
+    ATOF_VERSION, FILE_MODE, METRICS_MARK_NAME, render_mark, render_mark_copies,
+};
 use wattline_exporters::{
     AtofExporter, BuildError, ExportError, Exporter, parse_metric_measurements, read_atof_marks,
 };
 use wattline_model::events::{
-    Mark, MetricMeasurements, MetricValue, PipelineEvent, ScopeCategory, ScopeKind,
+    Mark, MarkCopies, MarkCopy, MetricMeasurements, MetricValue, PipelineEvent, ScopeCategory,
+    ScopeKind,
 };
 
 fn config(directory: &Path, mode: AtofWriteMode) -> AtofConfig {
@@ -389,4 +392,40 @@ fn a_float_reads_back_bit_for_bit() {
     std::fs::write(&path, format!("{line}\n")).unwrap();
     let marks = read_atof_marks(&path).unwrap();
     assert_eq!(marks[0].measurements, mark.data.measurements);
+}
+
+#[test]
+fn the_copies_of_a_mark_are_the_lines_each_copy_renders_alone() {
+    let PipelineEvent::Mark(mark) = resource_mark(uuid(9), None, at(5, 123_456_789), 3) else {
+        unreachable!()
+    };
+    // Under a scope whose root is another, one that is its own root, none at all.
+    let copies = MarkCopies {
+        timestamp: mark.timestamp,
+        name: mark.name.clone(),
+        data: std::sync::Arc::new(mark.data.clone()),
+        copies: vec![
+            MarkCopy {
+                uuid: uuid(10),
+                parent_uuid: Some(uuid(2)),
+            },
+            MarkCopy {
+                uuid: uuid(11),
+                parent_uuid: Some(uuid(3)),
+            },
+            MarkCopy {
+                uuid: uuid(12),
+                parent_uuid: None,
+            },
+        ],
+    };
+    let root_of =
+        |parent: Option<uuid::Uuid>| parent.map(|p| if p == uuid(2) { uuid(1) } else { p });
+    let lines = render_mark_copies(&copies, root_of).unwrap();
+    let alone: Vec<String> = copies
+        .marks()
+        .map(|mark| render_mark(&mark, root_of(mark.parent_uuid)).unwrap())
+        .collect();
+    assert_eq!(lines, alone);
+    assert_eq!(lines.len(), 3);
 }

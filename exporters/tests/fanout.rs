@@ -344,6 +344,31 @@ async fn after_shutdown_events_are_dropped_and_counted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_batch_of_mark_copies_counts_every_copy() {
+    let counting = Counting::default();
+    let fanout = FanOut::builder()
+        .exporter("counting", counting.clone())
+        .start()
+        .await
+        .unwrap();
+    assert!(fanout.shutdown(WAIT).await.all_done());
+    let copies = wattline_model::events::MarkCopies {
+        timestamp: chrono::Utc::now(),
+        name: "resource".into(),
+        data: Arc::default(),
+        copies: (0..250u128)
+            .map(|n| wattline_model::events::MarkCopy {
+                uuid: uuid::Uuid::from_u128(n),
+                parent_uuid: None,
+            })
+            .collect(),
+    };
+    assert_eq!(fanout.send(PipelineEvent::MarkCopies(copies)), 0);
+    // One mailbox slot, 250 lines lost.
+    assert_eq!(fanout.stats_of("counting").unwrap().dropped, 250);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_of_a_stuck_exporter_times_out_and_the_rest_still_shut_down() {
     let gate = Gate::default();
     let _open_at_exit = OpenOnDrop(gate.clone());

@@ -135,6 +135,45 @@ pub struct Mark {
     pub data: MetricMeasurements,
 }
 
+/// One poll's mark copied under each live Agent scope, sent as one event: the copies
+/// share time, name and data (built once, behind an `Arc`), and differ only in their
+/// own UUID and parent. An exporter writes each copy (ATOF) or takes the data once (a
+/// metrics exporter: the copies' measurements are identical).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MarkCopies {
+    /// When the sample was taken.
+    pub timestamp: DateTime<Utc>,
+    /// Mark name, e.g. [`RESOURCE_MARK_NAME`].
+    pub name: String,
+    /// `nemo.relay.metric_measurements` v1 data, shared by every copy.
+    pub data: std::sync::Arc<MetricMeasurements>,
+    /// The copies, one per parent scope.
+    pub copies: Vec<MarkCopy>,
+}
+
+/// What one copy of a [`MarkCopies`] has of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkCopy {
+    /// The copy's UUIDv7.
+    pub uuid: Uuid,
+    /// The scope it is copied under.
+    pub parent_uuid: Option<Uuid>,
+}
+
+impl MarkCopies {
+    /// Each copy as a [`Mark`] of its own (a clone of the data each: for readers and
+    /// tests, not for the exporters' hot path).
+    pub fn marks(&self) -> impl Iterator<Item = Mark> + '_ {
+        self.copies.iter().map(|copy| Mark {
+            uuid: copy.uuid,
+            parent_uuid: copy.parent_uuid,
+            timestamp: self.timestamp,
+            name: self.name.clone(),
+            data: MetricMeasurements::clone(&self.data),
+        })
+    }
+}
+
 /// Start or end of a scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -187,8 +226,10 @@ pub const ENDED_AT_PROGRAM_EXIT: &str = "wattline.ended_at_program_exit";
 pub enum PipelineEvent {
     /// A scope started or ended.
     Scope(ScopeEvent),
-    /// A mark (one copy per live Agent scope).
+    /// A single mark.
     Mark(Mark),
+    /// One poll's mark, copied under every live Agent scope.
+    MarkCopies(MarkCopies),
     /// Metrics that are not carried in marks (the `gen_ai.*` energy and GPU metrics),
     /// each a `MetricMeasurement` with its attributes, observed at `timestamp`.
     Metrics {
@@ -205,6 +246,27 @@ pub enum PipelineEvent {
         /// The record.
         record: crate::energy::EnergyRecord,
     },
+}
+
+impl PipelineEvent {
+    /// The marks this event carries, each copy as its own [`Mark`]; none for other
+    /// events.
+    pub fn marks(&self) -> Vec<Mark> {
+        match self {
+            PipelineEvent::Mark(mark) => vec![mark.clone()],
+            PipelineEvent::MarkCopies(copies) => copies.marks().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// How many lines of an event file this event is (each mark copy is one): what
+    /// is lost when it is dropped.
+    pub fn line_count(&self) -> u64 {
+        match self {
+            PipelineEvent::MarkCopies(copies) => copies.copies.len() as u64,
+            _ => 1,
+        }
+    }
 }
 
 /// A new UUIDv7.

@@ -110,6 +110,9 @@ impl EventSink for StatusSink {
     fn send(&self, event: PipelineEvent) {
         match &event {
             PipelineEvent::Mark(mark) => self.update(mark.timestamp, &mark.data.measurements),
+            PipelineEvent::MarkCopies(copies) => {
+                self.update(copies.timestamp, &copies.data.measurements)
+            }
             PipelineEvent::Metrics {
                 timestamp,
                 measurements,

@@ -72,13 +72,7 @@ impl GpuSource for PanickingGpu {
 }
 
 pub fn marks(events: &[PipelineEvent]) -> Vec<Mark> {
-    events
-        .iter()
-        .filter_map(|event| match event {
-            PipelineEvent::Mark(mark) => Some(mark.clone()),
-            _ => None,
-        })
-        .collect()
+    events.iter().flat_map(PipelineEvent::marks).collect()
 }
 
 /// The built `wattline` binary with a throwaway home, so a developer's own

@@ -26,7 +26,9 @@ use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
-use wattline_model::events::{EventSink, Mark, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
+use wattline_model::events::{
+    EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
+};
 use wattline_model::snapshot::Snapshot;
 use wattline_model::snapshot::resource_measurements;
 
@@ -257,17 +259,26 @@ impl MergerState {
         drop(done);
     }
 
+    /// One event for the poll: its mark built once, copied under every live scope.
     fn emit_marks(&self, snapshot: &Snapshot) {
-        let data = resource_measurements(snapshot);
-        for parent in self.scopes.mark_parents() {
-            self.sink().send(PipelineEvent::Mark(Mark {
+        let copies: Vec<MarkCopy> = self
+            .scopes
+            .mark_parents()
+            .into_iter()
+            .map(|parent| MarkCopy {
                 uuid: new_uuid(),
                 parent_uuid: Some(parent),
-                timestamp: snapshot.timestamp,
-                name: RESOURCE_MARK_NAME.into(),
-                data: data.clone(),
-            }));
+            })
+            .collect();
+        if copies.is_empty() {
+            return;
         }
+        self.sink().send(PipelineEvent::MarkCopies(MarkCopies {
+            timestamp: snapshot.timestamp,
+            name: RESOURCE_MARK_NAME.into(),
+            data: Arc::new(resource_measurements(snapshot)),
+            copies,
+        }));
     }
 }
 
