@@ -12,9 +12,7 @@ mod exporting;
 pub mod host;
 pub mod overrides;
 mod pipeline;
-pub mod report_csv;
-pub mod report_html;
-pub mod report_series;
+pub mod report;
 
 use std::path::PathBuf;
 
@@ -111,13 +109,13 @@ pub fn report_from_atof(
 }
 
 /// The report (as [`report_from_atof`]) and the run's time series (power, CPU use,
-/// memory; for [`report_html`] and the table's sparklines), from one read of an ATOF
+/// memory; for [`report::html`] and the table's sparklines), from one read of an ATOF
 /// file.
 pub fn report_and_series_from_atof(
     path: &std::path::Path,
-) -> Result<(EnergyReport, report_series::RunSeries), wattline_exporters::AtofReadError> {
+) -> Result<(EnergyReport, report::series::RunSeries), wattline_exporters::AtofReadError> {
     let file = wattline_exporters::read_atof_file(path)?;
-    let mut builder = report_series::SeriesBuilder::new();
+    let mut builder = report::series::SeriesBuilder::new();
     for mark in &file.marks {
         match &mark.energy {
             Some(record) => builder.push_energy(record),

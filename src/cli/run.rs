@@ -206,7 +206,7 @@ async fn run_async(
     .map_err(|error| error.to_string())?;
     let status = Arc::new(StatusSink::default());
     // The power, CPU and memory series for the sparklines and `--html`.
-    let series = Arc::new(wattline::report_series::SeriesRecorder::default());
+    let series = Arc::new(wattline::report::series::SeriesRecorder::default());
     let mut builder = wattline::Pipeline::builder()
         .config(config)
         .event_sink(status.clone())
@@ -321,7 +321,7 @@ async fn run_async(
 "
         ))?;
     }
-    let run_description = wattline::report_csv::RunDescription {
+    let run_description = wattline::report::csv::RunDescription {
         scope: Some(target.measurement_scope().name()),
         command: Some(&args.command),
     };
