@@ -20,7 +20,6 @@ pub use pipeline::{
     AgentScope, DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
     library_default_config,
 };
-pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::command_cgroup;
 pub use wattline_actors::diagnostics;
@@ -28,6 +27,7 @@ pub use wattline_actors::doctor;
 pub use wattline_actors::gpu;
 pub use wattline_model::events;
 pub use wattline_model::metric_names;
+pub use wattline_model::report::EnergyReport;
 
 pub use wattline_actors::SamplingSeries;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use wattline_config::energy::FactorOrigin;
 
 use crate::EnergyReport;
-use wattline_actors::energy::report::{DeviceEnergy, Factor};
+use wattline_model::report::{DeviceEnergy, Factor};
 
 /// The parts of the table, in the order they are printed.
 const PARTS: &[fn(&EnergyReport, &mut String)] = &[

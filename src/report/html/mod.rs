@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use wattline_actors::energy::report::EnergyDomain;
+use wattline_model::report::EnergyDomain;
 
 mod chart;
 mod sections;

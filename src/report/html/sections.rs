@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use wattline_actors::diagnostics::{DiagnosticOutcome, DiagnosticsSnapshot};
-use wattline_actors::energy::report::ScopeEnergy;
+use wattline_model::report::ScopeEnergy;
 
 use super::chart::{
     LANE_HEIGHT, LegendEntry, PALETTE, PLOT_LEFT, PLOT_TOP, TimeAxis, ValueScale, frame,
