@@ -3,6 +3,7 @@
 pub mod account;
 pub mod actor;
 pub mod genai;
+pub mod input;
 pub mod integrator;
 pub mod record;
 pub mod replay;
