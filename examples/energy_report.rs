@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::time::sleep(Duration::from_millis(800)).await;
     agent.end().await?;
     if let Some(report) = pipeline.shutdown().await? {
-        print!("{}", report.to_table());
+        print!("{}", wattline::report::render_table(&report));
         println!("{}", report.to_json()?);
     }
     Ok(())

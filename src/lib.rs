@@ -12,9 +12,7 @@ mod exporting;
 pub mod host;
 pub mod overrides;
 mod pipeline;
-pub mod report_csv;
-pub mod report_html;
-pub mod report_series;
+pub mod report;
 
 use std::path::PathBuf;
 
@@ -22,7 +20,6 @@ pub use pipeline::{
     AgentScope, DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
     ScopeOptions, library_default_config,
 };
-pub use wattline_actors::EnergyReport;
 pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::command_cgroup;
 pub use wattline_actors::diagnostics;
@@ -30,6 +27,7 @@ pub use wattline_actors::doctor;
 pub use wattline_actors::gpu;
 pub use wattline_model::events;
 pub use wattline_model::metric_names;
+pub use wattline_model::report::EnergyReport;
 
 pub use wattline_actors::SamplingSeries;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};
@@ -111,13 +109,13 @@ pub fn report_from_atof(
 }
 
 /// The report (as [`report_from_atof`]) and the run's time series (power, CPU use,
-/// memory; for [`report_html`] and the table's sparklines), from one read of an ATOF
+/// memory; for [`report::html`] and the table's sparklines), from one read of an ATOF
 /// file.
 pub fn report_and_series_from_atof(
     path: &std::path::Path,
-) -> Result<(EnergyReport, report_series::RunSeries), wattline_exporters::AtofReadError> {
+) -> Result<(EnergyReport, report::series::RunSeries), wattline_exporters::AtofReadError> {
     let file = wattline_exporters::read_atof_file(path)?;
-    let mut builder = report_series::SeriesBuilder::new();
+    let mut builder = report::series::SeriesBuilder::new();
     for mark in &file.marks {
         match &mark.energy {
             Some(record) => builder.push_energy(record),

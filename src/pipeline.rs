@@ -703,11 +703,11 @@ enum ExportersAre {
 fn exporter_outcomes(
     exporters: &wattline_exporters::FanOut,
     state: ExportersAre,
-) -> Vec<wattline_actors::energy::report::ExporterOutcome> {
+) -> Vec<wattline_model::report::ExporterOutcome> {
     exporters
         .stats()
         .into_iter()
-        .map(|stats| wattline_actors::energy::report::ExporterOutcome {
+        .map(|stats| wattline_model::report::ExporterOutcome {
             name: stats.name,
             exported: stats.exported,
             dropped: stats.dropped,

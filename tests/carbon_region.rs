@@ -5,7 +5,7 @@
 mod support;
 
 use support::wattline;
-use wattline::report_csv::CSV_COLUMNS;
+use wattline::report::csv::CSV_COLUMNS;
 
 const COUNTRY: &str = "GENAI_CO2_COUNTRY_ISO_CODE";
 

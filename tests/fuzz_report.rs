@@ -1,7 +1,8 @@
 //! Property tests of `wattline report FILE` on hostile ATOF files: from any file the
 //! reader accepts (energy records with any values, resource marks with any figures and
 //! units), the report, its time series, the table's sparklines, the CSV row and the
-//! HTML page are built without panicking; a file it refuses is named.
+//! HTML page are built without panicking; a file it refuses is named. Any energy
+//! records, even ones no file could hold, render as a table.
 //!
 //! `PROPTEST_CASES=20000 cargo test -p wattline --test fuzz_report` for a longer run.
 
@@ -20,10 +21,12 @@ use wattline::events::{
     AttributeValue, Mark, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
     MetricValueType, RESOURCE_MARK_NAME,
 };
+use wattline::report::csv::csv_row;
+use wattline::report::html::render_html;
+use wattline::report::render_table;
+use wattline::report::series::power_sparklines;
 use wattline::report_and_series_from_atof;
-use wattline::report_csv::csv_row;
-use wattline::report_html::render_html;
-use wattline::report_series::power_sparklines;
+use wattline_actors::energy::replay::report_from_records;
 use wattline_exporters::atof::{render_energy_record, render_mark};
 
 /// Cases in CI: each writes a file and renders a page.
@@ -127,7 +130,7 @@ proptest! {
         })?;
         match read {
             Ok((report, series)) => {
-                let _ = report.to_table();
+                let _ = render_table(&report);
                 let _ = report.to_json();
                 let _ = power_sparklines(&report, &series);
                 let _ = csv_row(&report, Default::default());
@@ -138,6 +141,21 @@ proptest! {
                 let shown = error.to_string();
                 prop_assert!(shown.starts_with(&path.display().to_string()), "{shown}");
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(runner_config(CI_CASES))]
+
+    /// Any records, even ones no file could hold (non-finite figures), replay into a
+    /// report the table renders without panicking.
+    #[test]
+    fn any_records_replay_into_a_table_without_panicking(
+        records in run_records(any::<f64>(), any_wall()),
+    ) {
+        if let Some(report) = report_from_records(records) {
+            let _ = render_table(&report);
         }
     }
 }
@@ -200,7 +218,7 @@ fn a_run_at_the_end_of_time_reports_in_every_format() {
             report_and_series_from_atof(&root.join("run.jsonl"))
         });
         let (report, series) = read.unwrap().unwrap();
-        let _ = report.to_table();
+        let _ = render_table(&report);
         let _ = power_sparklines(&report, &series);
         assert!(render_html(&report, &series, Default::default()).contains("</html>"));
     }

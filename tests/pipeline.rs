@@ -679,7 +679,7 @@ async fn a_flush_whose_last_sample_cannot_be_taken_says_so() {
     let report = pipeline.flush().await.unwrap();
     let reason = report.last_sample_missing.clone().expect("named");
     assert!(reason.contains("GPU sampler"), "{reason}");
-    assert!(report.to_table().contains("Last power sample not taken"));
+    assert!(wattline::report::render_table(&report).contains("Last power sample not taken"));
     let diagnostics = pipeline.diagnostics_json().unwrap().unwrap();
     assert!(
         diagnostics.contains("the report's last power sample"),

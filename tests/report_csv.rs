@@ -4,7 +4,7 @@
 mod support;
 
 use support::wattline;
-use wattline::report_csv::CSV_COLUMNS;
+use wattline::report::csv::CSV_COLUMNS;
 
 fn fields(line: &str) -> Vec<String> {
     // The rows these tests write quote nothing but the command.

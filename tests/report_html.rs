@@ -266,7 +266,7 @@ fn without_gpu_power_the_page_says_why() {
         Some(reason) => {
             let said = format!(
                 "No GPU power was read: {}",
-                wattline::report_html::escape(reason)
+                wattline::report::html::escape(reason)
             );
             assert!(page.contains(&said), "{said} not in the page");
             assert!(!page.contains("gpu-power-chart"));

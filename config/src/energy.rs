@@ -241,6 +241,29 @@ pub struct EnvironmentError {
     pub rule: String,
 }
 
+fn environment_error(variable: &str, value: &str, rule: &str) -> EnvironmentError {
+    EnvironmentError {
+        variable: variable.into(),
+        value: value.into(),
+        rule: rule.into(),
+    }
+}
+
+/// `value` as a finite number that `accept`s, else an error saying the `rule`.
+fn parse_number(
+    variable: &str,
+    value: &str,
+    accept: impl Fn(f64) -> bool,
+    rule: &str,
+) -> Result<f64, EnvironmentError> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|number| number.is_finite() && accept(*number))
+        .ok_or_else(|| environment_error(variable, value, rule))
+}
+
 impl EnergySettings {
     /// Applies the `GENAI_*` variables of `environment` over the file layers' values;
     /// a factor set in code keeps its value (code is on top).
@@ -248,18 +271,22 @@ impl EnergySettings {
         &mut self,
         environment: &BTreeMap<String, String>,
     ) -> Result<(), EnvironmentError> {
-        let error = |variable: &str, value: &str, rule: &str| EnvironmentError {
-            variable: variable.into(),
-            value: value.into(),
-            rule: rule.into(),
-        };
-        let non_negative = |variable: &str, value: &str| -> Result<f64, EnvironmentError> {
-            value
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|number| number.is_finite() && *number >= 0.0)
-                .ok_or_else(|| error(variable, value, "must be a finite number >= 0"))
+        self.apply_factor_variables(environment)?;
+        self.apply_region_variables(environment)
+    }
+
+    /// The factors: cost, carbon intensity, CO2 tracking, interval and PUE.
+    fn apply_factor_variables(
+        &mut self,
+        environment: &BTreeMap<String, String>,
+    ) -> Result<(), EnvironmentError> {
+        let non_negative = |variable: &str, value: &str| {
+            parse_number(
+                variable,
+                value,
+                |number| number >= 0.0,
+                "must be a finite number >= 0",
+            )
         };
         let code = FactorOrigin::Code;
         if let Some(value) = environment
@@ -281,26 +308,21 @@ impl EnergySettings {
             .get(CO2_TRACKING_VARIABLE)
             .filter(|_| self.co2_tracking_origin != code)
         {
-            self.config.co2_tracking = parse_switch(value)
-                .ok_or_else(|| error(CO2_TRACKING_VARIABLE, value, "must be true or false"))?;
+            self.config.co2_tracking = parse_switch(value).ok_or_else(|| {
+                environment_error(CO2_TRACKING_VARIABLE, value, "must be true or false")
+            })?;
             self.co2_tracking_origin = FactorOrigin::Environment(CO2_TRACKING_VARIABLE.into());
         }
         if let Some(value) = environment
             .get(INTERVAL_VARIABLE)
             .filter(|_| self.interval_origin != code)
         {
-            let seconds = value
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
-                .ok_or_else(|| {
-                    error(
-                        INTERVAL_VARIABLE,
-                        value,
-                        "must be a number of seconds in (0, 86400]",
-                    )
-                })?;
+            let seconds = parse_number(
+                INTERVAL_VARIABLE,
+                value,
+                |s| s > 0.0 && s <= 86_400.0,
+                "must be a number of seconds in (0, 86400]",
+            )?;
             self.config.interval_millis = ((seconds * 1000.0).round() as u64).max(1);
             self.interval_origin = FactorOrigin::Environment(INTERVAL_VARIABLE.into());
         }
@@ -308,17 +330,27 @@ impl EnergySettings {
             .get(PUE_VARIABLE)
             .filter(|_| self.pue_origin != code)
         {
-            self.config.pue = value
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|pue| pue.is_finite() && *pue >= 1.0)
-                .ok_or_else(|| error(PUE_VARIABLE, value, "must be a finite number >= 1"))?;
+            self.config.pue = parse_number(
+                PUE_VARIABLE,
+                value,
+                |pue| pue >= 1.0,
+                "must be a finite number >= 1",
+            )?;
             self.pue_origin = FactorOrigin::Environment(PUE_VARIABLE.into());
         }
+        Ok(())
+    }
+
+    /// The grid region (the country, unless the carbon intensity is manual) and the
+    /// reference's variables that are accepted but have no effect.
+    fn apply_region_variables(
+        &mut self,
+        environment: &BTreeMap<String, String>,
+    ) -> Result<(), EnvironmentError> {
         let manual = match environment.get(USE_MANUAL_VARIABLE) {
-            Some(value) => parse_switch(value)
-                .ok_or_else(|| error(USE_MANUAL_VARIABLE, value, "must be true or false"))?,
+            Some(value) => parse_switch(value).ok_or_else(|| {
+                environment_error(USE_MANUAL_VARIABLE, value, "must be true or false")
+            })?,
             None => false,
         };
         // Blank is unset, as the reference reads it.
@@ -326,10 +358,14 @@ impl EnergySettings {
             .get(COUNTRY_VARIABLE)
             .filter(|value| !value.trim().is_empty());
         match country {
-            Some(value) if !manual && self.carbon_region_origin != code => {
+            Some(value) if !manual && self.carbon_region_origin != FactorOrigin::Code => {
                 region_intensity(value).map_err(|failure| match failure {
-                    RegionError::Unknown(_) => error(COUNTRY_VARIABLE, value, REGION_RULE),
-                    RegionError::Table(table) => error(COUNTRY_VARIABLE, value, &table.to_string()),
+                    RegionError::Unknown(_) => {
+                        environment_error(COUNTRY_VARIABLE, value, REGION_RULE)
+                    }
+                    RegionError::Table(table) => {
+                        environment_error(COUNTRY_VARIABLE, value, &table.to_string())
+                    }
                 })?;
                 self.config.carbon_region = Some(value.trim().to_string());
                 self.carbon_region_origin = FactorOrigin::Environment(COUNTRY_VARIABLE.into());

@@ -4,8 +4,10 @@
 //! development).
 //!
 //! The energy stage emits the `hw.*` names itself when asked (it has the GPU's UUID,
-//! vendor and model); the marks are translated here, where their units are known from
-//! each measurement. A mark in `global` scope becomes `system.*`, one in a process
+//! vendor and model). Each mark's convention name, unit and shape is the semconv
+//! column of its gauge table row in the model
+//! ([`wattline_model::snapshot::semconv_equivalent`]); the marks are translated here,
+//! where their units are known from each measurement. A mark in `global` scope becomes `system.*`, one in a process
 //! scope `process.*` (for a process tree: the sum over the tree, with the mark's scope
 //! attributes). The conventions make times, bytes moved and errors counters and
 //! memory levels up-down counters; the marks carry totals and levels, so the
@@ -17,8 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 use wattline_config::opentelemetry::MetricNames;
 use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
 use wattline_model::metric_names as names;
+use wattline_model::semconv::SemconvShape;
+use wattline_model::snapshot::semconv_equivalent;
 
-const RESOURCE: &str = "nemo.relay.resource.";
 const SCOPE_ATTRIBUTE: &str = "nemo_relay.resource.measurement_scope";
 const INTERFACE_ATTRIBUTE: &str = "nemo_relay.resource.network.interface_name";
 
@@ -34,175 +37,6 @@ pub const REPLACED_BY_SEMCONV: &[&str] = &[
     names::GPU_ECC_ERRORS_UNCORRECTED,
     names::ENERGY_CONSUMED,
     names::WATTLINE_ENERGY_CONSUMED,
-];
-
-/// How a resource mark's value becomes a semantic-convention series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    /// A total (CPU time, bytes moved): a counter of its increments.
-    Total,
-    /// A level (memory in use, threads): an up-down counter of its changes.
-    Level,
-}
-
-/// One resource mark name and what it becomes in each scope.
-struct Translation {
-    mark: &'static str,
-    process: Option<&'static str>,
-    system: Option<&'static str>,
-    unit: &'static str,
-    shape: Shape,
-    /// The attribute the conventions add (`cpu.mode = user`), if any.
-    attribute: Option<(&'static str, &'static str)>,
-}
-
-const fn translation(
-    mark: &'static str,
-    process: Option<&'static str>,
-    system: Option<&'static str>,
-    unit: &'static str,
-    shape: Shape,
-    attribute: Option<(&'static str, &'static str)>,
-) -> Translation {
-    Translation {
-        mark,
-        process,
-        system,
-        unit,
-        shape,
-        attribute,
-    }
-}
-
-const TRANSLATIONS: &[Translation] = &[
-    translation(
-        "cpu.user_time",
-        Some("process.cpu.time"),
-        Some("system.cpu.time"),
-        "s",
-        Shape::Total,
-        Some(("cpu.mode", "user")),
-    ),
-    translation(
-        "cpu.system_time",
-        Some("process.cpu.time"),
-        Some("system.cpu.time"),
-        "s",
-        Shape::Total,
-        Some(("cpu.mode", "system")),
-    ),
-    translation(
-        "memory.resident",
-        Some("process.memory.usage"),
-        None,
-        "By",
-        Shape::Level,
-        None,
-    ),
-    translation(
-        "memory.virtual",
-        Some("process.memory.virtual"),
-        None,
-        "By",
-        Shape::Level,
-        None,
-    ),
-    translation(
-        "memory.system.used",
-        None,
-        Some("system.memory.usage"),
-        "By",
-        Shape::Level,
-        Some(("system.memory.state", "used")),
-    ),
-    translation(
-        "memory.system.total",
-        None,
-        Some("system.memory.limit"),
-        "By",
-        Shape::Level,
-        None,
-    ),
-    translation(
-        "memory.system.available",
-        None,
-        Some("system.memory.linux.available"),
-        "By",
-        Shape::Level,
-        None,
-    ),
-    translation(
-        "disk.read_data",
-        Some("process.disk.io"),
-        Some("system.disk.io"),
-        "By",
-        Shape::Total,
-        Some(("disk.io.direction", "read")),
-    ),
-    translation(
-        "disk.write_data",
-        Some("process.disk.io"),
-        Some("system.disk.io"),
-        "By",
-        Shape::Total,
-        Some(("disk.io.direction", "write")),
-    ),
-    translation(
-        "network.system.received_data",
-        None,
-        Some("system.network.io"),
-        "By",
-        Shape::Total,
-        Some(("network.io.direction", "receive")),
-    ),
-    translation(
-        "network.system.transmitted_data",
-        None,
-        Some("system.network.io"),
-        "By",
-        Shape::Total,
-        Some(("network.io.direction", "transmit")),
-    ),
-    translation(
-        "network.interface.received_data",
-        None,
-        Some("system.network.io"),
-        "By",
-        Shape::Total,
-        Some(("network.io.direction", "receive")),
-    ),
-    translation(
-        "network.interface.transmitted_data",
-        None,
-        Some("system.network.io"),
-        "By",
-        Shape::Total,
-        Some(("network.io.direction", "transmit")),
-    ),
-    translation(
-        "thread.count",
-        Some("process.thread.count"),
-        None,
-        "{thread}",
-        Shape::Level,
-        None,
-    ),
-    translation(
-        "process.open_file_descriptor_count",
-        Some("process.unix.file_descriptor.count"),
-        None,
-        "{file_descriptor}",
-        Shape::Level,
-        None,
-    ),
-    translation(
-        "process.active_count",
-        None,
-        Some("system.process.count"),
-        "{process}",
-        Shape::Level,
-        None,
-    ),
 ];
 
 /// Picks the names each batch is sent under and translates resource marks, keeping
@@ -260,8 +94,7 @@ impl MetricNameSelection {
     }
 
     fn translate_one(&mut self, measurement: &MetricMeasurement) -> Option<MetricMeasurement> {
-        let field = measurement.name.strip_prefix(RESOURCE)?;
-        let translation = TRANSLATIONS.iter().find(|t| t.mark == field)?;
+        let translation = semconv_equivalent(&measurement.name)?;
         let attributes = measurement.attributes.as_ref();
         let global = attributes
             .and_then(|attributes| attributes.get(SCOPE_ATTRIBUTE))
@@ -288,11 +121,11 @@ impl MetricNameSelection {
         let previous = self.last.insert(key, value);
         let (kind, change) = match translation.shape {
             // A total that went down (a process of the tree exited) adds nothing.
-            Shape::Total => (
+            SemconvShape::Total => (
                 MetricKind::Counter,
                 previous.map_or(value, |previous| (value - previous).max(0.0)),
             ),
-            Shape::Level => (
+            SemconvShape::Level => (
                 MetricKind::UpDownCounter,
                 previous.map_or(value, |previous| value - previous),
             ),
@@ -311,10 +144,7 @@ impl MetricNameSelection {
 }
 
 fn replaced_by_semconv(name: &str) -> bool {
-    REPLACED_BY_SEMCONV.contains(&name)
-        || name
-            .strip_prefix(RESOURCE)
-            .is_some_and(|field| TRANSLATIONS.iter().any(|t| t.mark == field))
+    REPLACED_BY_SEMCONV.contains(&name) || semconv_equivalent(name).is_some()
 }
 
 /// The measurement's value in the convention's unit (`s`, `By`, or a count), from
@@ -365,6 +195,8 @@ fn capacity_factor(unit: &str) -> Option<f64> {
 mod tests {
     use super::*;
     use wattline_model::events::MetricValueType;
+
+    const RESOURCE: &str = "nemo.relay.resource.";
 
     fn gauge(name: &str, value: f64, unit: &str, scope: &str) -> MetricMeasurement {
         MetricMeasurement {

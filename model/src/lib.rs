@@ -2,7 +2,9 @@
 //! what the exporters, the report and the language packages read. The events that flow
 //! ([`events`]), the energy stage's records ([`energy`]), the GPU selection a run
 //! counts ([`gpu_selection`]) the metric names on the wire ([`metric_names`]), the snapshot records
-//! ([`snapshot`]) and the marks made from them ([`marks`]).
+//! ([`snapshot`]) and the marks made from them ([`marks`]), with each gauge's
+//! semantic-convention equivalent ([`semconv`]), and the energy/cost report a run ends
+//! with ([`report`]).
 
 #![warn(missing_docs)]
 
@@ -12,4 +14,6 @@ pub mod gpu_selection;
 pub mod marks;
 pub mod measurement;
 pub mod metric_names;
+pub mod report;
+pub mod semconv;
 pub mod snapshot;

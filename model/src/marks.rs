@@ -14,6 +14,7 @@ use crate::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
 };
 use crate::measurement::{LimitEvent, LimitEventKind, LimitResource, Measurement};
+use crate::semconv::SemconvEquivalent;
 
 /// Whether a measurement's unit can ever produce a fraction, which fixes its number
 /// type for every poll (`f64`), or always gives whole numbers (`u64`).
@@ -31,12 +32,27 @@ pub(crate) struct MarkValue {
     number: NumberType,
 }
 
-/// One gauge of a table: its full metric name, what it says, and where its value
-/// comes from in the category's metrics `T`.
+/// One gauge of a table: its full metric name, what it says, where its value comes
+/// from in the category's metrics `T`, and its semantic-convention equivalent.
 pub(crate) struct Gauge<T> {
     pub name: &'static str,
     pub description: &'static str,
     pub value: fn(&T) -> Option<MarkValue>,
+    /// What the mark becomes under `process.*` / `system.*` names; `None` when the
+    /// conventions have no equivalent.
+    pub semconv: Option<SemconvEquivalent>,
+}
+
+/// The semantic-convention equivalent of the gauge named `mark` in `table`, if the
+/// table holds that gauge and it has one.
+pub(crate) fn semconv_in<T>(
+    table: &'static [Gauge<T>],
+    mark: &str,
+) -> Option<&'static SemconvEquivalent> {
+    table
+        .iter()
+        .find(|gauge| gauge.name == mark)
+        .and_then(|gauge| gauge.semconv.as_ref())
 }
 
 /// The value of `measurement`, whose source reads in steps of `resolution` base units.

@@ -163,7 +163,7 @@ pub fn encode_json(json: String) -> Result<String> {
 pub fn report_table(report_json: String) -> Result<String> {
     let report: wattline::EnergyReport = serde_json::from_str(&report_json)
         .map_err(|error| failure("WATTLINE_ERROR", format!("not a wattline report: {error}")))?;
-    Ok(report.to_table())
+    Ok(wattline::report::render_table(&report))
 }
 
 #[cfg(unix)]

@@ -202,7 +202,7 @@ impl NativePipeline {
 fn report_table(report_json: &str) -> PyResult<String> {
     let report: wattline::EnergyReport = serde_json::from_str(report_json)
         .map_err(|error| wattline_error(format!("not a wattline report: {error}")))?;
-    Ok(report.to_table())
+    Ok(wattline::report::render_table(&report))
 }
 
 /// Starts an Agent scope in the pipeline of `wattline run` over its host endpoint

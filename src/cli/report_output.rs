@@ -4,8 +4,10 @@
 use std::path::Path;
 
 use wattline::EnergyReport;
-use wattline::report_csv::{RunDescription, csv_header, csv_row};
-use wattline::report_series::{RunSeries, power_sparklines};
+use wattline::report::csv::{RunDescription, csv_header, csv_row};
+use wattline::report::series::RunSeries;
+// The library's format also names the HTML page, which is only ever written to a file.
+use wattline::report::{ReportFormat as RenderFormat, render_report};
 
 use super::run::ReportFormat;
 
@@ -31,20 +33,12 @@ pub fn write_report(
     series: &RunSeries,
     run: RunDescription<'_>,
 ) -> Result<Vec<String>, String> {
-    match outputs.format {
-        ReportFormat::Table if outputs.table_on_stderr => {
-            super::output::print_stderr(&table(report, series))?
-        }
-        ReportFormat::Table => super::output::print_stdout(&table(report, series))?,
-        ReportFormat::Json => super::output::print_stdout(&format!(
-            "{}\n",
-            report
-                .to_json()
-                .map_err(|error| format!("cannot write the report: {error}"))?
-        ))?,
-        ReportFormat::Csv => {
-            super::output::print_stdout(&format!("{}\n{}\n", csv_header(), csv_row(report, run)))?
-        }
+    let printed = render_report(report, series, run, outputs.format.into())
+        .map_err(|error| error.to_string())?;
+    if outputs.format == ReportFormat::Table && outputs.table_on_stderr {
+        super::output::print_stderr(&printed)?;
+    } else {
+        super::output::print_stdout(&printed)?;
     }
     let mut file_problems = Vec::new();
     if let Some(path) = outputs.csv_file
@@ -61,9 +55,14 @@ pub fn write_report(
     Ok(file_problems)
 }
 
-/// The table report with a power sparkline per device under it, where power was read.
-fn table(report: &EnergyReport, series: &RunSeries) -> String {
-    format!("{}{}", report.to_table(), power_sparklines(report, series))
+impl From<ReportFormat> for RenderFormat {
+    fn from(format: ReportFormat) -> Self {
+        match format {
+            ReportFormat::Table => RenderFormat::Table,
+            ReportFormat::Json => RenderFormat::Json,
+            ReportFormat::Csv => RenderFormat::Csv,
+        }
+    }
 }
 
 /// Writes the HTML page of `report` to `path`, replacing what was there.
@@ -73,7 +72,8 @@ fn write_page(
     series: &RunSeries,
     run: RunDescription<'_>,
 ) -> Result<(), String> {
-    let page = wattline::report_html::render_html(report, series, run);
+    let page = render_report(report, series, run, RenderFormat::Html)
+        .map_err(|error| format!("{}: {error}", path.display()))?;
     std::fs::write(path, page).map_err(|error| {
         format!(
             "{}: the HTML report could not be written: {error}",

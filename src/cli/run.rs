@@ -186,101 +186,35 @@ async fn run_async(
     let (program, arguments) = args.command.split_first().ok_or("no command to run")?;
     // Everything that can fail on configuration or I/O (exporters: the ATOF file, the
     // OTLP endpoints) before the command starts, so a bad flag never starts it.
-    let poll = Duration::from_millis(
-        config
-            .resource_metrics
-            .as_ref()
-            .map_or(5000, |resource| resource.polling.interval_millis),
-    );
-    let configured_devices = config
-        .resource_metrics
-        .as_ref()
-        .map(|resource| resource.gpu.devices.clone())
-        .unwrap_or_default();
-    // The command inherits this process's environment: its CUDA_VISIBLE_DEVICES is ours.
-    let gpu_selection = gpu_selection_for_command(
-        args.gpus.as_deref(),
-        |name| std::env::var(name).ok(),
-        &configured_devices,
-    )
-    .map_err(|error| error.to_string())?;
-    let status = Arc::new(StatusSink::default());
-    // The power, CPU and memory series for the sparklines and `--html`.
-    let series = Arc::new(wattline::report_series::SeriesRecorder::default());
-    let mut builder = wattline::Pipeline::builder()
-        .config(config)
-        .event_sink(status.clone())
-        .event_sink(series.clone());
-    if let Some(selection) = gpu_selection {
-        builder = builder.gpu_selection(selection);
-    }
-    // A fresh group for the command, when this host lets wattline make one.
-    let cgroup = (!args.no_cgroup).then(super::command_cgroup::RunCgroup::create);
-    if let Some(cgroup) = &cgroup {
-        builder = builder.command_cgroup(match cgroup {
-            Ok(run) => run.cgroup().ok_or_else(String::new),
-            Err(reason) => Err(reason.clone()),
-        });
-    }
-    let cgroup = cgroup.and_then(Result::ok);
-    if args.metrics_stdout {
-        builder = builder.stdout_metrics(poll);
-    }
-    let mut prepared = builder.prepare().await.map_err(|error| error.to_string())?;
-    // The command reports diagnostics and marks its own Agent scopes over this
-    // endpoint (WATTLINE_HOST_* in its environment); served before it starts.
-    let (context, can_read_context) = prepared.diagnostics_context();
-    // Without it the command is still measured; only its own steps go unmarked.
-    let host =
-        match wattline::host::program::ProgramEndpoint::start(context, can_read_context, None) {
-            Ok(host) => Some(host),
-            Err(error) => {
-                super::output::print_stderr(&format!(
-                    "wattline: {error}: the command runs without WATTLINE_HOST_* (no agent steps \
-                 or diagnostics from it)\n"
-                ))?;
-                None
-            }
-        };
+    let RunSetup {
+        mut prepared,
+        status,
+        series,
+        cgroup,
+    } = prepare_run(&args, config).await?;
+    let host = start_host(&prepared)?;
     // Watch the signals before the child exists, so none arrives unhandled.
     let signals = Signals::new()?;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .args(arguments)
-        .envs(host.iter().flat_map(|host| host.environment()));
-    if let Some(group) = cgroup.as_ref().and_then(|run| run.cgroup()) {
-        super::command_cgroup::join_before_exec(&mut command, group);
-    }
-    // Power read on both sides of the exec: the interval holding the start is short.
-    prepared.read_gpu_power_now().await;
-    let mut child = command
-        .spawn()
-        .map_err(|error| format!("cannot run {program:?}: {error}"))?;
-    // The window opens when the command runs: `spawn` returns once it has exec'd,
-    // after joining its cgroup (which can take milliseconds on v1), not before.
-    let started = Instant::now();
-    prepared.read_gpu_power_now().await;
-    let pid = child
-        .id()
-        .ok_or("the command exited before it could be measured")?;
-    // Process-tree polls start only now that the child exists.
-    let target = match wattline::resolve_target(setting, MeasurementScopeSetting::Global, Some(pid))
-    {
-        Ok(target) => target,
+    let started_command = start_command(
+        program,
+        arguments,
+        host.as_ref(),
+        cgroup.as_ref(),
+        &mut prepared,
+    )
+    .await?;
+    let StartedCommand {
+        mut child,
+        pid,
+        started,
+    } = started_command;
+    let (target, pipeline) = match start_pipeline(prepared, setting, pid, started).await {
+        Ok(running) => running,
         Err(error) => {
             let _ = child.kill().await;
-            return Err(error.to_string());
+            return Err(error);
         }
     };
-    // Energy counts from the command's start: readings taken while preparing cover it.
-    let pipeline = match prepared.scope(target).measuring_from(started).spawn().await {
-        Ok(pipeline) => pipeline,
-        Err(error) => {
-            let _ = child.kill().await;
-            return Err(error.to_string());
-        }
-    };
-
     if let Some(host) = &host {
         host.attach(pipeline.scope_control());
     }
@@ -301,6 +235,182 @@ async fn run_async(
     if show_status {
         eprint!("\r\x1b[2K");
     }
+    let report = stop_measuring(&pipeline, host, cgroup).await?;
+    let run_description = wattline::report::csv::RunDescription {
+        scope: Some(target.measurement_scope().name()),
+        command: Some(&args.command),
+    };
+    let lost_data = match report {
+        Some(report) => print_report(
+            &args,
+            &report,
+            started,
+            &status_for_summary,
+            &series,
+            run_description,
+        )?,
+        None => false,
+    };
+    if lost_data && args.strict {
+        return Ok(ExitCode::from(EXIT_DATA_LOST));
+    }
+    Ok(exit)
+}
+
+/// What `run` sets up before the command starts.
+struct RunSetup {
+    /// The pipeline, its GPU source already answering.
+    prepared: wattline::PreparedPipeline,
+    /// The live status line's figures (and the resource summary's).
+    status: Arc<StatusSink>,
+    /// The power, CPU and memory series for the sparklines and `--html`.
+    series: Arc<wattline::report::series::SeriesRecorder>,
+    /// The command's own cgroup, when one could be made.
+    cgroup: Option<super::command_cgroup::RunCgroup>,
+}
+
+/// Builds the pipeline of `config` with the flags of `args` and prepares it (its
+/// exporters open, its GPU source answering).
+async fn prepare_run(
+    args: &RunArgs,
+    config: wattline::config::EffectiveConfig,
+) -> Result<RunSetup, String> {
+    let poll = Duration::from_millis(
+        config
+            .resource_metrics
+            .as_ref()
+            .map_or(5000, |resource| resource.polling.interval_millis),
+    );
+    let configured_devices = config
+        .resource_metrics
+        .as_ref()
+        .map(|resource| resource.gpu.devices.clone())
+        .unwrap_or_default();
+    // The command inherits this process's environment: its CUDA_VISIBLE_DEVICES is ours.
+    let gpu_selection = gpu_selection_for_command(
+        args.gpus.as_deref(),
+        |name| std::env::var(name).ok(),
+        &configured_devices,
+    )
+    .map_err(|error| error.to_string())?;
+    let status = Arc::new(StatusSink::default());
+    let series = Arc::new(wattline::report::series::SeriesRecorder::default());
+    let mut builder = wattline::Pipeline::builder()
+        .config(config)
+        .event_sink(status.clone())
+        .event_sink(series.clone());
+    if let Some(selection) = gpu_selection {
+        builder = builder.gpu_selection(selection);
+    }
+    // A fresh group for the command, when this host lets wattline make one.
+    let cgroup = (!args.no_cgroup).then(super::command_cgroup::RunCgroup::create);
+    if let Some(cgroup) = &cgroup {
+        builder = builder.command_cgroup(match cgroup {
+            Ok(run) => run.cgroup().ok_or_else(String::new),
+            Err(reason) => Err(reason.clone()),
+        });
+    }
+    let cgroup = cgroup.and_then(Result::ok);
+    if args.metrics_stdout {
+        builder = builder.stdout_metrics(poll);
+    }
+    let prepared = builder.prepare().await.map_err(|error| error.to_string())?;
+    Ok(RunSetup {
+        prepared,
+        status,
+        series,
+        cgroup,
+    })
+}
+
+/// The endpoint the command reports diagnostics and marks its own Agent scopes over
+/// (WATTLINE_HOST_* in its environment), served before it starts. Without it the
+/// command is still measured; only its own steps go unmarked.
+fn start_host(
+    prepared: &wattline::PreparedPipeline,
+) -> Result<Option<wattline::host::program::ProgramEndpoint>, String> {
+    let (context, can_read_context) = prepared.diagnostics_context();
+    match wattline::host::program::ProgramEndpoint::start(context, can_read_context, None) {
+        Ok(host) => Ok(Some(host)),
+        Err(error) => {
+            super::output::print_stderr(&format!(
+                "wattline: {error}: the command runs without WATTLINE_HOST_* (no agent steps \
+                 or diagnostics from it)\n"
+            ))?;
+            Ok(None)
+        }
+    }
+}
+
+/// The command, running.
+struct StartedCommand {
+    child: tokio::process::Child,
+    pid: u32,
+    /// When it had exec'd: the measured window opens here.
+    started: Instant,
+}
+
+/// Starts the command in its cgroup with the host's environment, reading GPU power
+/// right before and right after, so the interval holding the start is short.
+async fn start_command(
+    program: &str,
+    arguments: &[String],
+    host: Option<&wattline::host::program::ProgramEndpoint>,
+    cgroup: Option<&super::command_cgroup::RunCgroup>,
+    prepared: &mut wattline::PreparedPipeline,
+) -> Result<StartedCommand, String> {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(arguments)
+        .envs(host.iter().flat_map(|host| host.environment()));
+    if let Some(group) = cgroup.and_then(|run| run.cgroup()) {
+        super::command_cgroup::join_before_exec(&mut command, group);
+    }
+    prepared.read_gpu_power_now().await;
+    let child = command
+        .spawn()
+        .map_err(|error| format!("cannot run {program:?}: {error}"))?;
+    // The window opens when the command runs: `spawn` returns once it has exec'd,
+    // after joining its cgroup (which can take milliseconds on v1), not before.
+    let started = Instant::now();
+    prepared.read_gpu_power_now().await;
+    let pid = child
+        .id()
+        .ok_or("the command exited before it could be measured")?;
+    Ok(StartedCommand {
+        child,
+        pid,
+        started,
+    })
+}
+
+/// Spawns the pipeline over the command `pid` (process-tree polls start only now
+/// that it exists), counting energy from its start: readings taken while preparing
+/// cover it.
+async fn start_pipeline(
+    prepared: wattline::PreparedPipeline,
+    setting: MeasurementScopeSetting,
+    pid: u32,
+    started: Instant,
+) -> Result<(wattline::ScopeTarget, wattline::Pipeline), String> {
+    let target = wattline::resolve_target(setting, MeasurementScopeSetting::Global, Some(pid))
+        .map_err(|error| error.to_string())?;
+    let pipeline = prepared
+        .scope(target)
+        .measuring_from(started)
+        .spawn()
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok((target, pipeline))
+}
+
+/// Closes the host endpoint (ending the scopes the command left open), shuts the
+/// pipeline down for its report, and removes the command's cgroup.
+async fn stop_measuring(
+    pipeline: &wattline::Pipeline,
+    host: Option<wattline::host::program::ProgramEndpoint>,
+    cgroup: Option<super::command_cgroup::RunCgroup>,
+) -> Result<Option<wattline::EnergyReport>, String> {
     let left_open = match host {
         Some(host) => host.close().await,
         None => 0,
@@ -316,62 +426,58 @@ async fn run_async(
         .await
         .map_err(|error| error.to_string())?;
     if let Some(message) = cgroup.and_then(super::command_cgroup::RunCgroup::finish) {
+        super::output::print_stderr(&format!("wattline: {message}\n"))?;
+    }
+    Ok(report)
+}
+
+/// Says what was lost, prints the resource summary and the report, and writes the
+/// report's files; `true` when data was lost (an exporter's, or a stopped part).
+fn print_report(
+    args: &RunArgs,
+    report: &wattline::EnergyReport,
+    started: Instant,
+    status: &StatusSink,
+    series: &wattline::report::series::SeriesRecorder,
+    run_description: wattline::report::csv::RunDescription<'_>,
+) -> Result<bool, String> {
+    let mut lost_data = false;
+    // Said first and loudly: numbers that never reached their destination.
+    for exporter in report.exporters.iter().filter(|e| e.lost_data()) {
+        lost_data = true;
         super::output::print_stderr(&format!(
-            "wattline: {message}
-"
+            "wattline: DATA LOST by exporter {}: {}\n",
+            exporter.name,
+            exporter.loss_description()
         ))?;
     }
-    let run_description = wattline::report_csv::RunDescription {
-        scope: Some(target.measurement_scope().name()),
-        command: Some(&args.command),
+    for problem in &report.health {
+        lost_data = true;
+        super::output::print_stderr(&format!(
+            "wattline: PIPELINE STOPPED IN PART: {} {} (measurements after it may be missing)\n",
+            problem.component, problem.detail
+        ))?;
+    }
+    if args.report == ReportFormat::Table
+        && let Some(summary) =
+            super::status::resource_summary(started.elapsed().as_secs_f64(), &status.figures())
+    {
+        super::output::print_stderr(&summary)?;
+    }
+    let outputs = super::report_output::ReportOutputs {
+        format: args.report,
+        table_on_stderr: true,
+        csv_file: args.csv_file.as_deref(),
+        html: args.html.as_deref(),
     };
-    let mut lost_data = false;
-    if let Some(report) = report {
-        // Said first and loudly: numbers that never reached their destination.
-        for exporter in report.exporters.iter().filter(|e| e.lost_data()) {
-            lost_data = true;
-            super::output::print_stderr(&format!(
-                "wattline: DATA LOST by exporter {}: {}\n",
-                exporter.name,
-                exporter.loss_description()
-            ))?;
-        }
-        for problem in &report.health {
-            lost_data = true;
-            super::output::print_stderr(&format!(
-                "wattline: PIPELINE STOPPED IN PART: {} {} (measurements after it may be missing)\n",
-                problem.component, problem.detail
-            ))?;
-        }
-        if args.report == ReportFormat::Table
-            && let Some(summary) = super::status::resource_summary(
-                started.elapsed().as_secs_f64(),
-                &status_for_summary.figures(),
-            )
-        {
-            super::output::print_stderr(&summary)?;
-        }
-        let outputs = super::report_output::ReportOutputs {
-            format: args.report,
-            table_on_stderr: true,
-            csv_file: args.csv_file.as_deref(),
-            html: args.html.as_deref(),
-        };
-        // The report was printed; a file that cannot be written is said, and the
-        // command's exit code stands.
-        for problem in super::report_output::write_report(
-            &outputs,
-            &report,
-            &series.series(),
-            run_description,
-        )? {
-            super::output::print_stderr(&format!("wattline: {problem}\n"))?;
-        }
+    // The report was printed; a file that cannot be written is said, and the
+    // command's exit code stands.
+    for problem in
+        super::report_output::write_report(&outputs, report, &series.series(), run_description)?
+    {
+        super::output::print_stderr(&format!("wattline: {problem}\n"))?;
     }
-    if lost_data && args.strict {
-        return Ok(ExitCode::from(EXIT_DATA_LOST));
-    }
-    Ok(exit)
+    Ok(lost_data)
 }
 
 /// `run --strict`'s exit code when an exporter lost data.

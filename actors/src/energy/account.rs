@@ -21,12 +21,11 @@ use super::attribution::{Claimant, divide, usable_weight};
 use super::folded_scopes::FoldedScopeAggregates;
 use super::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, shared_counter_delta_joules};
 use super::record::{EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis};
-use super::report::{
-    DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
-    SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
-};
+use super::report::EnergyDomain;
 use crate::gpu::visible_devices::GpuSelection;
 use crate::platform::os::rapl::RaplZoneReading;
+
+mod reporting;
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
 /// (the flush call, before its fresh reading arrived) can take their tail back out.
@@ -661,242 +660,6 @@ impl EnergyAccount {
             );
         }
     }
-
-    /// The report as of monotonic `at` (wall-clock `wall`): intervals, or their parts,
-    /// after `at` are left out, even when their readings have already arrived.
-    pub fn report(&self, at: Nanos, wall: DateTime<Utc>) -> EnergyReport {
-        let config = &self.settings.config;
-        let from = self.measuring_from.map_or(0, |(at, _)| at);
-        let price = config.cost_per_kwh;
-        let carbon = self.settings.carbon_intensity();
-        let co2 = |kwh: f64| config.co2_tracking.then_some(kwh * carbon.gco2e_per_kwh);
-        let kwh = |joules: f64| joules / JOULES_PER_KILOWATT_HOUR;
-
-        let mut devices = Vec::new();
-        let mut zones = Vec::new();
-        let mut processes = Vec::new();
-        let mut domain_joules: BTreeMap<EnergyDomain, (f64, Vec<EnergySource>)> = BTreeMap::new();
-        for ((domain, id), meter) in &self.meters {
-            if meter.readings == 0 {
-                continue;
-            }
-            // Take back out what lies after the report's instant.
-            let mut run = meter.run.clone();
-            let mut process_joules = meter.processes.clone();
-            for segment in meter.recent.iter().filter(|s| s.end.at > at) {
-                let fractions = segment.fractions(at.max(from), Nanos::MAX);
-                run.add(segment, fractions, -1.0);
-                if fractions.1 > 0.0 && fractions.1 >= segment.fractions(from, Nanos::MAX).1 {
-                    // The whole of its part in the window lies after the report.
-                    run.forget(segment);
-                }
-                if let Some(shares) = &segment.shares {
-                    for (pid, share) in &shares.processes {
-                        *process_joules.entry(*pid).or_default() -=
-                            segment.best_joules() * fractions.0 * share;
-                    }
-                }
-            }
-            let energy_kwh = kwh(run.best_joules);
-            let method = run.method();
-            if domain.is_counted() {
-                let slot = domain_joules.entry(*domain).or_default();
-                slot.0 += run.best_joules;
-                slot.1.push(method);
-            }
-            match domain {
-                EnergyDomain::Gpu => {
-                    let attributed: f64 = process_joules.values().sum();
-                    for (pid, joules) in &process_joules {
-                        processes.push(ProcessEnergy {
-                            process_id: *pid,
-                            device_identifier: id.clone(),
-                            gpu_energy_kwh: kwh(*joules),
-                            basis: meter.basis,
-                        });
-                    }
-                    devices.push(DeviceEnergy {
-                        device_identifier: id.clone(),
-                        name: meter.name.clone(),
-                        source: meter.source.clone(),
-                        energy_kwh,
-                        energy_source: method,
-                        counter_kwh: (run.counter_intervals > 0
-                            && run.counter_intervals == run.intervals)
-                            .then(|| kwh(run.counter_joules)),
-                        trapezoid_kwh: (run.trapezoid_intervals > 0)
-                            .then(|| kwh(run.trapezoid_joules)),
-                        mean_watts: (run.covered_nanos > 0.0)
-                            .then(|| run.trapezoid_joules / seconds(run.covered_nanos)),
-                        max_watts: meter.max_watts,
-                        covered_seconds: seconds(run.covered_nanos),
-                        readings: meter.readings,
-                        sampling_rate_hz: run
-                            .mean_interval_seconds()
-                            .filter(|mean| *mean > 0.0)
-                            .map(|mean| 1.0 / mean),
-                        gaps: meter.gaps,
-                        cost: energy_kwh * price,
-                        co2_grams: co2(energy_kwh),
-                        attribution: meter.basis,
-                        power_fields: meter.power_fields.iter().cloned().collect(),
-                        attributed_kwh: kwh(attributed),
-                        unattributed_kwh: energy_kwh - kwh(attributed),
-                        shared_board_power: meter.shared_board,
-                    });
-                }
-                _ => zones.push(ZoneEnergy {
-                    zone: id.clone(),
-                    name: meter.name.clone().unwrap_or_else(|| id.clone()),
-                    domain: *domain,
-                    energy_kwh,
-                    covered_seconds: seconds(run.covered_nanos),
-                    readings: meter.readings,
-                }),
-            }
-        }
-
-        let mut scopes: Vec<&ScopeAccount> =
-            self.finished_scopes.iter().chain(&self.scopes).collect();
-        scopes.sort_by_key(|scope| scope.start);
-        let late = self.late_attribution(&scopes, at.max(from));
-        let domains: Vec<DomainEnergy> = domain_joules
-            .iter()
-            .map(|(domain, (joules, methods))| {
-                let energy_kwh = kwh(*joules);
-                let unattributed = self.unattributed.get(domain).copied().unwrap_or(0.0)
-                    - late.unattributed.get(domain).copied().unwrap_or(0.0);
-                DomainEnergy {
-                    domain: *domain,
-                    energy_kwh,
-                    unattributed_kwh: kwh(unattributed),
-                    method: combined_method(methods),
-                    cost: energy_kwh * price,
-                    co2_grams: co2(energy_kwh),
-                }
-            })
-            .collect();
-        let domain_kwh = |domain: EnergyDomain| {
-            domains
-                .iter()
-                .find(|d| d.domain == domain)
-                .map(|d| d.energy_kwh)
-        };
-        let measured = !domains.is_empty();
-        let energy_kwh = measured.then(|| domains.iter().map(|d| d.energy_kwh).sum::<f64>());
-        let pue = config.pue;
-
-        let agent_scopes = scopes
-            .iter()
-            .zip(&late.scopes)
-            .map(|(scope, late_attributed)| {
-                let mut joules = scope.joules.clone();
-                for ((domain, _), meter) in &self.meters {
-                    if !domain.is_counted() {
-                        continue;
-                    }
-                    for segment in meter.recent.iter().filter(|s| s.end.at > at) {
-                        let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
-                        *joules.entry(*domain).or_default() -= segment.best_joules() * energy;
-                    }
-                }
-                let gpu = joules.get(&EnergyDomain::Gpu).copied().map(kwh);
-                let total = measured.then(|| kwh(joules.values().sum::<f64>()));
-                let attributed = |domain: &EnergyDomain| {
-                    scope.attributed.get(domain).copied().unwrap_or(0.0)
-                        - late_attributed.get(domain).copied().unwrap_or(0.0)
-                };
-                let attributed_gpu = kwh(attributed(&EnergyDomain::Gpu));
-                let attributed_total = measured
-                    .then(|| kwh(domains.iter().map(|d| attributed(&d.domain)).sum::<f64>()));
-                ScopeEnergy {
-                    parent_uuid: scope.parent.map(|uuid| uuid.to_string()),
-                    process_id: scope.process_id,
-                    weight: scope.weight,
-                    attributed_gpu_energy_kwh: domain_kwh(EnergyDomain::Gpu)
-                        .is_some()
-                        .then_some(attributed_gpu),
-                    attributed_energy_kwh: attributed_total,
-                    attributed_cost: attributed_total.map(|kwh| kwh * price),
-                    attributed_co2_grams: attributed_total.and_then(co2),
-                    uuid: scope.uuid.to_string(),
-                    name: scope.name.clone(),
-                    gpu_energy_kwh: gpu.filter(|_| domain_kwh(EnergyDomain::Gpu).is_some()),
-                    energy_kwh: total,
-                    cost: total.map(|kwh| kwh * price),
-                    co2_grams: total.and_then(co2),
-                    started_at: scope.started_wall,
-                    ended_at: scope.end.map(|(_, wall)| wall),
-                }
-            })
-            .collect();
-
-        let answering: Vec<&str> = self
-            .sources
-            .iter()
-            .filter(|(_, source)| source.answered)
-            .map(|(name, _)| name.as_str())
-            .collect();
-        EnergyReport {
-            started_at: self.measuring_from.map_or(self.clock.1, |(_, wall)| wall),
-            ended_at: wall,
-            gpu_source: (!answering.is_empty()).then(|| answering.join("+")),
-            gpu_source_configured: self.gpu_configured.clone(),
-            gpu_unavailable: domain_kwh(EnergyDomain::Gpu)
-                .is_none()
-                .then(|| self.gpu_unavailable_reason(!answering.is_empty()))
-                .flatten(),
-            gpu_selection: self.gpu_selection.clone(),
-            cpu_unavailable: domain_kwh(EnergyDomain::CpuPackage)
-                .is_none()
-                .then(|| self.cpu_unavailable.clone())
-                .flatten(),
-            total: EnergyTotals {
-                energy_kwh,
-                gpu_energy_kwh: domain_kwh(EnergyDomain::Gpu),
-                cpu_energy_kwh: domain_kwh(EnergyDomain::CpuPackage),
-                dram_energy_kwh: domain_kwh(EnergyDomain::Dram),
-                cost: energy_kwh.map(|kwh| kwh * price),
-                co2_grams: energy_kwh.and_then(co2),
-                pue,
-                facility_energy_kwh: energy_kwh.map(|kwh| kwh * pue),
-                facility_cost: energy_kwh.map(|kwh| kwh * pue * price),
-            },
-            domains,
-            devices,
-            cpu_zones: zones,
-            agent_scopes,
-            scope_attribution: Some(SCOPE_ATTRIBUTION.to_owned()),
-            folded_scopes: self.folded_scopes.summaries(),
-            processes,
-            cost_per_kwh: Factor {
-                value: price,
-                unit: format!("{}/kWh", config.currency),
-                origin: self.settings.cost_origin.clone(),
-                region: None,
-            },
-            currency: config.currency.clone(),
-            carbon_intensity: config.co2_tracking.then(|| Factor {
-                value: carbon.gco2e_per_kwh,
-                unit: "gCO2e/kWh".into(),
-                origin: carbon.origin.clone(),
-                region: carbon.region.clone(),
-            }),
-            pue: Factor {
-                value: pue,
-                unit: "ratio".into(),
-                origin: self.settings.pue_origin.clone(),
-                region: None,
-            },
-            ignored_variables: self.settings.ignored_variables.clone(),
-            diagnostics: None,
-            exporter_drops: Vec::new(),
-            exporters: Vec::new(),
-            replay_notes: Vec::new(),
-            last_sample_missing: None,
-            health: Vec::new(),
-        }
-    }
 }
 
 /// The attributed energy of the intervals' parts after a report's instant, to be
@@ -932,22 +695,6 @@ impl EnergyAccount {
         }
         late
     }
-
-    /// Why no GPU energy was measured: a selection that leaves every device out says
-    /// so before the sources' own reasons.
-    fn gpu_unavailable_reason(&self, sources_answered: bool) -> Option<String> {
-        match &self.gpu_selection {
-            Some(selection) if selection.selects_nothing() => Some(format!(
-                "no GPU is selected ({}): none counted",
-                selection.describe()
-            )),
-            Some(selection) if sources_answered => Some(format!(
-                "no device matched the selection ({})",
-                selection.describe()
-            )),
-            _ => self.gpu_unavailable.clone(),
-        }
-    }
 }
 
 /// Divides the part of `segment` inside `[from, to]` among `claimants`.
@@ -965,14 +712,6 @@ fn divide_segment(
         claimants,
         segment.shares.as_ref().map(|shares| &shares.processes),
     )
-}
-
-fn combined_method(methods: &[EnergySource]) -> EnergySource {
-    match methods.first() {
-        Some(first) if methods.iter().all(|m| m == first) => *first,
-        Some(_) => EnergySource::Mixed,
-        None => EnergySource::SparseTrapezoid,
-    }
 }
 
 #[cfg(test)]

@@ -8,51 +8,32 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use uuid::Uuid;
 use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
 use super::semconv::SemconvMetrics;
 use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
-use crate::energy::record::{EnergyRecord, Epoch, power_record};
+use crate::energy::input::EnergyInput;
+use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::energy::report::EnergyReport;
 use crate::platform::os::rapl::RaplZoneReading;
-use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
+use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
 use wattline_model::events::{EventSink, PipelineEvent};
 
 /// Messages the energy actor answers.
 pub enum EnergyMessage {
-    /// A GPU backend's sample (or a failed one).
-    Power(PowerSample),
-    /// RAPL readings taken at an instant.
-    Rapl(Instant, Vec<RaplZoneReading>),
-    /// The measured window starts at this instant.
-    MeasuringFrom(Instant, DateTime<Utc>),
-    /// An Agent scope went live.
-    ScopeStarted {
-        /// Its UUID.
-        uuid: Uuid,
-        /// Its name.
-        name: String,
-        /// The live scope it was opened inside.
-        parent: Option<Uuid>,
-        /// The process that opened it.
-        process_id: Option<u32>,
-        /// Its weight among concurrent scopes.
-        weight: Option<f64>,
-        /// When.
-        at: Instant,
-        /// When, wall-clock.
-        wall: DateTime<Utc>,
-    },
-    /// An Agent scope ended.
-    ScopeEnded(Uuid, Instant, DateTime<Utc>),
-    /// The GPU sources and why they read nothing, when they do not.
-    GpuStatus(GpuSourceStatus),
-    /// Why CPU energy is not read, when it is not.
-    CpuStatus(Option<String>),
+    /// A reading, boundary or status from one of the producers (sent through an
+    /// [`EnergyInbox`](crate::energy::input::EnergyInbox)).
+    Input(EnergyInput),
     /// The report as of an instant (the flush call's).
-    Report(Instant, DateTime<Utc>, RpcReplyPort<EnergyReport>),
+    Report {
+        /// The report's instant.
+        at: Instant,
+        /// The same instant on the wall clock.
+        wall: DateTime<Utc>,
+        /// Where the report goes.
+        reply: RpcReplyPort<EnergyReport>,
+    },
 }
 
 /// What the energy actor starts with.
@@ -82,7 +63,7 @@ pub struct EnergyState {
     /// goes out with the next one, so `gen_ai.*` keeps the collection cadence.
     pending: Vec<ClosedInterval>,
     /// The newest full answer whose gauges went out, per backend.
-    newest_gauges: std::collections::BTreeMap<String, Option<crate::energy::record::Nanos>>,
+    newest_gauges: std::collections::BTreeMap<String, Option<Nanos>>,
     /// The `hw.*` series' last values, when those names are wanted.
     semconv: Option<SemconvMetrics>,
 }
@@ -96,6 +77,74 @@ impl EnergyState {
             record,
         });
         closed
+    }
+
+    /// Books one producer's input: readings and boundaries become records.
+    fn input(&mut self, input: EnergyInput) {
+        match input {
+            EnergyInput::Power { sample } => self.power(sample),
+            EnergyInput::Rapl { at, zones } => self.rapl(self.epoch.nanos(at), zones),
+            EnergyInput::MeasuringFrom { at, wall } => {
+                let at = self.epoch.nanos(at);
+                self.record(EnergyRecord::MeasuringFrom { at, wall });
+            }
+            EnergyInput::ScopeStarted {
+                uuid,
+                name,
+                parent,
+                process_id,
+                weight,
+                at,
+                wall,
+            } => {
+                let at = self.epoch.nanos(at);
+                self.record(EnergyRecord::ScopeStarted {
+                    uuid,
+                    name,
+                    at,
+                    wall,
+                    parent,
+                    process_id,
+                    weight,
+                });
+            }
+            EnergyInput::ScopeEnded { uuid, at, wall } => {
+                let at = self.epoch.nanos(at);
+                self.record(EnergyRecord::ScopeEnded { uuid, at, wall });
+            }
+            // Statuses are recorded when they change, so the file stays small.
+            EnergyInput::GpuStatus { status } => {
+                if self.gpu_status.as_ref() != Some(&status) {
+                    self.gpu_status = Some(status.clone());
+                    self.record(EnergyRecord::GpuStatus {
+                        configured: status.configured,
+                        unavailable: status.unavailable,
+                        selection: status.selection,
+                    });
+                }
+            }
+            EnergyInput::CpuStatus { unavailable } => {
+                if self.cpu_status.as_ref() != Some(&unavailable) {
+                    self.cpu_status = Some(unavailable.clone());
+                    self.record(EnergyRecord::CpuStatus { unavailable });
+                }
+            }
+        }
+    }
+
+    /// RAPL counters read at `at`: `hw.*` values when those names are wanted, and
+    /// the record.
+    fn rapl(&mut self, at: Nanos, zones: Vec<RaplZoneReading>) {
+        if let Some(semconv) = &mut self.semconv {
+            let measurements = semconv.rapl_measurements(at, &zones);
+            if !measurements.is_empty() {
+                self.sink.send(PipelineEvent::Metrics {
+                    timestamp: Utc::now(),
+                    measurements,
+                });
+            }
+        }
+        self.record(EnergyRecord::Rapl { at, zones });
     }
 
     fn power(&mut self, power: PowerSample) {
@@ -192,69 +241,10 @@ impl Actor for EnergyActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        let at = |state: &EnergyState, instant: Instant| state.epoch.nanos(instant);
         match message {
-            EnergyMessage::Power(power) => state.power(power),
-            EnergyMessage::Rapl(instant, zones) => {
-                let at = at(state, instant);
-                if let Some(semconv) = &mut state.semconv {
-                    let measurements = semconv.rapl_measurements(at, &zones);
-                    if !measurements.is_empty() {
-                        state.sink.send(PipelineEvent::Metrics {
-                            timestamp: Utc::now(),
-                            measurements,
-                        });
-                    }
-                }
-                state.record(EnergyRecord::Rapl { at, zones });
-            }
-            EnergyMessage::MeasuringFrom(instant, wall) => {
-                let at = at(state, instant);
-                state.record(EnergyRecord::MeasuringFrom { at, wall });
-            }
-            EnergyMessage::ScopeStarted {
-                uuid,
-                name,
-                parent,
-                process_id,
-                weight,
-                at: instant,
-                wall,
-            } => {
-                let at = at(state, instant);
-                state.record(EnergyRecord::ScopeStarted {
-                    uuid,
-                    name,
-                    at,
-                    wall,
-                    parent,
-                    process_id,
-                    weight,
-                });
-            }
-            EnergyMessage::ScopeEnded(uuid, instant, wall) => {
-                let at = at(state, instant);
-                state.record(EnergyRecord::ScopeEnded { uuid, at, wall });
-            }
-            // Statuses are recorded when they change, so the file stays small.
-            EnergyMessage::GpuStatus(status) => {
-                if state.gpu_status.as_ref() != Some(&status) {
-                    state.gpu_status = Some(status.clone());
-                    state.record(EnergyRecord::GpuStatus {
-                        configured: status.configured,
-                        unavailable: status.unavailable,
-                        selection: status.selection,
-                    });
-                }
-            }
-            EnergyMessage::CpuStatus(unavailable) => {
-                if state.cpu_status.as_ref() != Some(&unavailable) {
-                    state.cpu_status = Some(unavailable.clone());
-                    state.record(EnergyRecord::CpuStatus { unavailable });
-                }
-            }
-            EnergyMessage::Report(instant, wall, reply) => {
-                let at = at(state, instant);
+            EnergyMessage::Input(input) => state.input(input),
+            EnergyMessage::Report { at, wall, reply } => {
+                let at = state.epoch.nanos(at);
                 state.record(EnergyRecord::Report { at, wall });
                 let _ = reply.send(state.account.report(at, wall));
             }
@@ -295,24 +285,16 @@ fn merge_closed(into: &mut Vec<ClosedInterval>, more: Vec<ClosedInterval>) {
     }
 }
 
-/// Feeds GPU samples to the energy actor without blocking the sampler.
-pub struct EnergyFeed(pub ActorRef<EnergyMessage>);
-
-impl PowerSampleSink for EnergyFeed {
-    fn send(&self, sample: PowerSample) {
-        if let Err(error) = self.0.cast(EnergyMessage::Power(sample)) {
-            tracing::debug!(%error, "energy actor gone; power sample dropped");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::energy::input::EnergyInbox;
     use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
     use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
+    use crate::samplers::gpu::PowerSampleSink;
+    use uuid::Uuid;
     use wattline_model::events::CollectingEventSink;
     use wattline_model::metric_names as names;
 
@@ -336,7 +318,7 @@ mod tests {
         }
     }
 
-    async fn spawn(semconv: bool) -> (ActorRef<EnergyMessage>, Arc<CollectingEventSink>, Epoch) {
+    async fn spawn(semconv: bool) -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
         let sink = Arc::new(CollectingEventSink::default());
         // An epoch a minute back, so every instant below lies after it.
         let epoch = Epoch(Instant::now() - Duration::from_secs(60));
@@ -352,7 +334,7 @@ mod tests {
         )
         .await
         .unwrap();
-        (actor, sink, epoch)
+        (EnergyInbox::new(actor), sink, epoch)
     }
 
     /// Every metric batch's values of `name`.
@@ -369,51 +351,46 @@ mod tests {
             .collect()
     }
 
-    async fn report(actor: &ActorRef<EnergyMessage>, epoch: Epoch, seconds: f64) -> EnergyReport {
+    async fn report(inbox: &EnergyInbox, epoch: Epoch, seconds: f64) -> EnergyReport {
         let at = epoch.0 + Duration::from_secs_f64(seconds);
-        match actor
-            .call(|reply| EnergyMessage::Report(at, Utc::now(), reply), None)
-            .await
-            .unwrap()
-        {
-            ractor::rpc::CallResult::Success(report) => report,
-            _ => panic!("no report"),
-        }
+        inbox.report(at, Utc::now()).await.expect("no report")
     }
 
     #[tokio::test]
     async fn dense_intervals_go_out_with_the_next_gauge_sample_and_every_record_is_kept() {
-        let (actor, sink, epoch) = spawn(false).await;
-        let feed = EnergyFeed(actor.clone());
-        actor
-            .cast(EnergyMessage::MeasuringFrom(epoch.0, Utc::now()))
-            .unwrap();
+        let (inbox, sink, epoch) = spawn(false).await;
+        // The GPU sampler's view of the inbox: a power sample sink.
+        let feed: &dyn PowerSampleSink = &inbox;
+        inbox.send(EnergyInput::MeasuringFrom {
+            at: epoch.0,
+            wall: Utc::now(),
+        });
         // A full answer at 0 s (100 W), dense readings at 1 s and 2 s (200 W), a full
         // answer at 3 s (200 W): 150 + 200 + 200 = 550 J over 3 s go out with it.
         let uuid = Uuid::now_v7();
         let boundary = |seconds: u64| epoch.0 + Duration::from_secs(seconds);
         feed.send(sample(epoch, 0.0, 100.0, false));
         feed.send(sample(epoch, 1.0, 200.0, true));
-        actor
-            .cast(EnergyMessage::ScopeStarted {
-                uuid,
-                name: "step".into(),
-                parent: None,
-                process_id: None,
-                weight: None,
-                at: boundary(1),
-                wall: Utc::now(),
-            })
-            .unwrap();
+        inbox.send(EnergyInput::ScopeStarted {
+            uuid,
+            name: "step".into(),
+            parent: None,
+            process_id: None,
+            weight: None,
+            at: boundary(1),
+            wall: Utc::now(),
+        });
         feed.send(sample(epoch, 2.0, 200.0, true));
-        actor
-            .cast(EnergyMessage::ScopeEnded(uuid, boundary(2), Utc::now()))
-            .unwrap();
+        inbox.send(EnergyInput::ScopeEnded {
+            uuid,
+            at: boundary(2),
+            wall: Utc::now(),
+        });
         feed.send(sample(epoch, 3.0, 200.0, false));
         // A full answer overtaken by the dense readings: its gauges were never sent
         // (older than the newest gauges), nor its energy.
         feed.send(sample(epoch, 2.5, 300.0, false));
-        let report = report(&actor, epoch, 3.0).await;
+        let report = report(&inbox, epoch, 3.0).await;
         let kwh = |joules: f64| joules / JOULES_PER_KILOWATT_HOUR;
         assert!((report.total.gpu_energy_kwh.unwrap() - kwh(550.0)).abs() < 1e-15);
         assert!((report.agent_scopes[0].gpu_energy_kwh.unwrap() - kwh(200.0)).abs() < 1e-15);
@@ -431,27 +408,36 @@ mod tests {
             .filter(|e| matches!(e, PipelineEvent::Energy { .. }))
             .count();
         assert_eq!(records, 9);
-        actor.stop(None);
+        inbox.actor().stop(None);
     }
 
     #[tokio::test]
     async fn statuses_are_recorded_when_they_change_only() {
-        let (actor, sink, epoch) = spawn(false).await;
+        let (inbox, sink, epoch) = spawn(false).await;
         let status = |unavailable: Option<&str>| GpuSourceStatus {
             configured: "nvml".into(),
             unavailable: unavailable.map(str::to_owned),
             selection: None,
         };
-        for message in [
-            EnergyMessage::GpuStatus(status(None)),
-            EnergyMessage::GpuStatus(status(None)),
-            EnergyMessage::GpuStatus(status(Some("gone"))),
-            EnergyMessage::CpuStatus(Some("no RAPL".into())),
-            EnergyMessage::CpuStatus(Some("no RAPL".into())),
+        let no_rapl = || EnergyInput::CpuStatus {
+            unavailable: Some("no RAPL".into()),
+        };
+        for input in [
+            EnergyInput::GpuStatus {
+                status: status(None),
+            },
+            EnergyInput::GpuStatus {
+                status: status(None),
+            },
+            EnergyInput::GpuStatus {
+                status: status(Some("gone")),
+            },
+            no_rapl(),
+            no_rapl(),
         ] {
-            actor.cast(message).unwrap();
+            inbox.send(input);
         }
-        let _ = report(&actor, epoch, 1.0).await;
+        let _ = report(&inbox, epoch, 1.0).await;
         let events = sink.events();
         let count = |wanted: fn(&EnergyRecord) -> bool| {
             events
@@ -461,33 +447,32 @@ mod tests {
         };
         assert_eq!(count(|r| matches!(r, EnergyRecord::GpuStatus { .. })), 2);
         assert_eq!(count(|r| matches!(r, EnergyRecord::CpuStatus { .. })), 1);
-        actor.stop(None);
+        inbox.actor().stop(None);
     }
 
     #[tokio::test]
     async fn rapl_readings_become_hw_energy_when_semconv_names_are_wanted() {
-        let (actor, sink, epoch) = spawn(true).await;
+        let (inbox, sink, epoch) = spawn(true).await;
         let zone = |microjoules: u64| RaplZoneReading {
             zone: "intel-rapl:0".into(),
             name: "package-0".into(),
             energy_microjoules: microjoules,
             max_energy_range_microjoules: Some(262_143_328_850),
         };
-        actor
-            .cast(EnergyMessage::Rapl(epoch.0, vec![zone(1_000_000)]))
-            .unwrap();
-        actor
-            .cast(EnergyMessage::Rapl(
-                epoch.0 + Duration::from_secs(1),
-                vec![zone(31_000_000)],
-            ))
-            .unwrap();
-        let report = report(&actor, epoch, 1.0).await;
+        inbox.send(EnergyInput::Rapl {
+            at: epoch.0,
+            zones: vec![zone(1_000_000)],
+        });
+        inbox.send(EnergyInput::Rapl {
+            at: epoch.0 + Duration::from_secs(1),
+            zones: vec![zone(31_000_000)],
+        });
+        let report = report(&inbox, epoch, 1.0).await;
         assert!(
             (report.total.cpu_energy_kwh.unwrap() - 30.0 / JOULES_PER_KILOWATT_HOUR).abs() < 1e-15
         );
         assert!(!values(&sink.events(), "hw.energy").is_empty());
-        actor.stop(None);
+        inbox.actor().stop(None);
     }
 
     #[test]

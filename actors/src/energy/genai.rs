@@ -107,6 +107,142 @@ fn component_gpu() -> BTreeMap<String, AttributeValue> {
     BTreeMap::from([("component".into(), AttributeValue::String("gpu".into()))])
 }
 
+/// One per-device `gen_ai.gpu.*` gauge: how it is named and described, and how to read
+/// it from a device's reading (`None`: not measured, no point).
+struct DeviceGauge {
+    name: &'static str,
+    unit: &'static str,
+    description: &'static str,
+    value: fn(&GpuDeviceReading) -> Option<f64>,
+}
+
+/// A throttle reason as the reference writes it: 1 or 0.
+fn flag(value: bool) -> f64 {
+    if value { 1.0 } else { 0.0 }
+}
+
+/// The reference's per-device gauges, in the order they are sent.
+const DEVICE_GAUGES: [DeviceGauge; 16] = [
+    DeviceGauge {
+        name: names::GPU_UTILIZATION,
+        unit: "%",
+        description: "GPU utilization",
+        value: |device| device.compute_utilization_percent,
+    },
+    DeviceGauge {
+        name: names::GPU_MEMORY_UTILIZATION,
+        unit: "%",
+        description: "GPU memory controller utilization",
+        value: |device| device.memory_utilization_percent,
+    },
+    DeviceGauge {
+        name: names::GPU_MEMORY_USED,
+        unit: "MiB",
+        description: "GPU memory used",
+        value: |device| device.memory_used_bytes.map(|b| b as f64 / MEBIBYTE),
+    },
+    DeviceGauge {
+        name: names::GPU_MEMORY_TOTAL,
+        unit: "MiB",
+        description: "GPU memory total",
+        value: |device| device.memory_total_bytes.map(|b| b as f64 / MEBIBYTE),
+    },
+    DeviceGauge {
+        name: names::GPU_TEMPERATURE,
+        unit: "Cel",
+        description: "GPU temperature",
+        value: |device| device.temperature_celsius,
+    },
+    DeviceGauge {
+        name: names::GPU_POWER,
+        unit: "W",
+        description: "GPU power draw",
+        value: |device| device.power_draw_watts,
+    },
+    DeviceGauge {
+        name: names::GPU_POWER_LIMIT,
+        unit: "W",
+        description: "GPU power limit",
+        value: |device| device.power_limit_watts,
+    },
+    DeviceGauge {
+        name: names::GPU_CLOCK_SM,
+        unit: "MHz",
+        description: "GPU SM clock",
+        value: |device| device.sm_clock_mhz,
+    },
+    DeviceGauge {
+        name: names::GPU_CLOCK_MEMORY,
+        unit: "MHz",
+        description: "GPU memory clock",
+        value: |device| device.memory_clock_mhz,
+    },
+    DeviceGauge {
+        name: names::GPU_FAN_SPEED,
+        unit: "%",
+        description: "GPU fan speed",
+        value: |device| device.fan_speed_percent,
+    },
+    DeviceGauge {
+        name: names::GPU_PERFORMANCE_STATE,
+        unit: "1",
+        description: "GPU performance state, 0 to 15",
+        value: |device| device.performance_state.map(f64::from),
+    },
+    DeviceGauge {
+        name: names::GPU_THROTTLE_THERMAL,
+        unit: "1",
+        description: "Thermal throttling, 1 or 0",
+        value: |device| device.throttle_thermal.map(flag),
+    },
+    DeviceGauge {
+        name: names::GPU_THROTTLE_POWER,
+        unit: "1",
+        description: "Power throttling, 1 or 0",
+        value: |device| device.throttle_power.map(flag),
+    },
+    DeviceGauge {
+        name: names::GPU_THROTTLE_HW_SLOWDOWN,
+        unit: "1",
+        description: "Hardware slowdown, 1 or 0",
+        value: |device| device.throttle_hw_slowdown.map(flag),
+    },
+    DeviceGauge {
+        name: names::GPU_ECC_ERRORS_CORRECTED,
+        unit: "1",
+        description: "Corrected ECC errors (volatile)",
+        value: |device| device.ecc_corrected.map(|c| c as f64),
+    },
+    DeviceGauge {
+        name: names::GPU_ECC_ERRORS_UNCORRECTED,
+        unit: "1",
+        description: "Uncorrected ECC errors (volatile)",
+        value: |device| device.ecc_uncorrected.map(|c| c as f64),
+    },
+];
+
+/// A hardware throttle reason the reference does not export, sent per device under a
+/// `wattline.*` name.
+struct HardwareFlag {
+    name: &'static str,
+    description: &'static str,
+    value: fn(&GpuDeviceReading) -> Option<bool>,
+}
+
+/// The `wattline.*` throttle flags, in the order they are sent.
+const HARDWARE_FLAGS: [HardwareFlag; 2] = [
+    HardwareFlag {
+        name: names::WATTLINE_GPU_THROTTLE_HW_THERMAL,
+        description: "Hardware thermal slowdown, 1 or 0",
+        value: |device| device.throttle_hw_thermal,
+    },
+    HardwareFlag {
+        name: names::WATTLINE_GPU_THROTTLE_HW_POWER_BRAKE,
+        description: "Hardware power brake slowdown, 1 or 0",
+        value: |device| device.throttle_hw_power_brake,
+    },
+];
+
 /// The measurements of one sample. `closed` holds the intervals (by device) that this
 /// sample ended.
 pub fn sample_measurements(
@@ -115,144 +251,8 @@ pub fn sample_measurements(
     settings: &EnergySettings,
 ) -> Vec<MetricMeasurement> {
     let mut out = Vec::new();
-    let flag = |value: bool| if value { 1.0 } else { 0.0 };
     for device in &sample.devices {
-        let attributes = device_attributes(device);
-        let gauges: [(&str, Option<f64>, &str, &str); 16] = [
-            (
-                names::GPU_UTILIZATION,
-                device.compute_utilization_percent,
-                "%",
-                "GPU utilization",
-            ),
-            (
-                names::GPU_MEMORY_UTILIZATION,
-                device.memory_utilization_percent,
-                "%",
-                "GPU memory controller utilization",
-            ),
-            (
-                names::GPU_MEMORY_USED,
-                device.memory_used_bytes.map(|b| b as f64 / MEBIBYTE),
-                "MiB",
-                "GPU memory used",
-            ),
-            (
-                names::GPU_MEMORY_TOTAL,
-                device.memory_total_bytes.map(|b| b as f64 / MEBIBYTE),
-                "MiB",
-                "GPU memory total",
-            ),
-            (
-                names::GPU_TEMPERATURE,
-                device.temperature_celsius,
-                "Cel",
-                "GPU temperature",
-            ),
-            (
-                names::GPU_POWER,
-                device.power_draw_watts,
-                "W",
-                "GPU power draw",
-            ),
-            (
-                names::GPU_POWER_LIMIT,
-                device.power_limit_watts,
-                "W",
-                "GPU power limit",
-            ),
-            (
-                names::GPU_CLOCK_SM,
-                device.sm_clock_mhz,
-                "MHz",
-                "GPU SM clock",
-            ),
-            (
-                names::GPU_CLOCK_MEMORY,
-                device.memory_clock_mhz,
-                "MHz",
-                "GPU memory clock",
-            ),
-            (
-                names::GPU_FAN_SPEED,
-                device.fan_speed_percent,
-                "%",
-                "GPU fan speed",
-            ),
-            (
-                names::GPU_PERFORMANCE_STATE,
-                device.performance_state.map(f64::from),
-                "1",
-                "GPU performance state, 0 to 15",
-            ),
-            (
-                names::GPU_THROTTLE_THERMAL,
-                device.throttle_thermal.map(flag),
-                "1",
-                "Thermal throttling, 1 or 0",
-            ),
-            (
-                names::GPU_THROTTLE_POWER,
-                device.throttle_power.map(flag),
-                "1",
-                "Power throttling, 1 or 0",
-            ),
-            (
-                names::GPU_THROTTLE_HW_SLOWDOWN,
-                device.throttle_hw_slowdown.map(flag),
-                "1",
-                "Hardware slowdown, 1 or 0",
-            ),
-            (
-                names::GPU_ECC_ERRORS_CORRECTED,
-                device.ecc_corrected.map(|c| c as f64),
-                "1",
-                "Corrected ECC errors (volatile)",
-            ),
-            (
-                names::GPU_ECC_ERRORS_UNCORRECTED,
-                device.ecc_uncorrected.map(|c| c as f64),
-                "1",
-                "Uncorrected ECC errors (volatile)",
-            ),
-        ];
-        for (name, value, unit, description) in gauges {
-            // What is not measured is not reported: no point for a missing value.
-            if let Some(value) = value.filter(|v| v.is_finite()) {
-                out.push(measurement(
-                    name,
-                    MetricKind::Gauge,
-                    value,
-                    unit,
-                    description,
-                    attributes.clone(),
-                ));
-            }
-        }
-        let hardware_flags = [
-            (
-                names::WATTLINE_GPU_THROTTLE_HW_THERMAL,
-                device.throttle_hw_thermal,
-                "Hardware thermal slowdown, 1 or 0",
-            ),
-            (
-                names::WATTLINE_GPU_THROTTLE_HW_POWER_BRAKE,
-                device.throttle_hw_power_brake,
-                "Hardware power brake slowdown, 1 or 0",
-            ),
-        ];
-        for (name, value, description) in hardware_flags {
-            if let Some(value) = value {
-                out.push(measurement(
-                    name,
-                    MetricKind::Gauge,
-                    flag(value),
-                    "1",
-                    description,
-                    wattline_device_attributes(device),
-                ));
-            }
-        }
+        device_measurements(device, &mut out);
     }
     // One power reading of the whole GPU side per sample, as the reference's
     // (codecarbon's GPU power, `component = gpu`).
@@ -276,6 +276,36 @@ pub fn sample_measurements(
     aggregates(sample, &mut out);
     energy(closed, sample, settings, &mut out);
     out
+}
+
+/// One device's gauges ([`DEVICE_GAUGES`]) and throttle flags ([`HARDWARE_FLAGS`]).
+fn device_measurements(device: &GpuDeviceReading, out: &mut Vec<MetricMeasurement>) {
+    let attributes = device_attributes(device);
+    for gauge in &DEVICE_GAUGES {
+        // What is not measured is not reported: no point for a missing value.
+        if let Some(value) = (gauge.value)(device).filter(|v| v.is_finite()) {
+            out.push(measurement(
+                gauge.name,
+                MetricKind::Gauge,
+                value,
+                gauge.unit,
+                gauge.description,
+                attributes.clone(),
+            ));
+        }
+    }
+    for hardware_flag in &HARDWARE_FLAGS {
+        if let Some(value) = (hardware_flag.value)(device) {
+            out.push(measurement(
+                hardware_flag.name,
+                MetricKind::Gauge,
+                flag(value),
+                "1",
+                hardware_flag.description,
+                wattline_device_attributes(device),
+            ));
+        }
+    }
 }
 
 fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
@@ -348,6 +378,7 @@ fn aggregates(sample: &GpuSample, out: &mut Vec<MetricMeasurement>) {
     }
 }
 
+/// The energy, cost and CO2 of the intervals `closed`: per interval, then the totals.
 fn energy(
     closed: &[ClosedInterval],
     sample: &GpuSample,
@@ -357,112 +388,154 @@ fn energy(
     if closed.is_empty() {
         return;
     }
-    let config = &settings.config;
     let carbon_intensity = settings.carbon_intensity().gco2e_per_kwh;
     // gen_ai.* are the spec's trapezoid in the reference's shapes; wattline.* the best
     // figure (the counter where readable), what the report shows, per device.
-    let mut trapezoid_kwh = 0.0;
-    let mut best_kwh = 0.0;
-    let mut total_seconds: f64 = 0.0;
+    let mut totals = EnergyTotals::default();
     for interval in closed {
-        best_kwh += interval.kilowatt_hours;
-        total_seconds = total_seconds.max(interval.seconds);
+        totals.best_kwh += interval.kilowatt_hours;
+        totals.seconds = totals.seconds.max(interval.seconds);
         let device = sample
             .devices
             .iter()
             .find(|d| d.device_identifier == interval.device);
-        let reference_attributes = device.map(device_attributes).unwrap_or_else(|| {
-            BTreeMap::from([(
-                "gpu_id".to_string(),
-                AttributeValue::String(interval.device.clone()),
-            )])
-        });
-        // The interval's length and method let a reader of the event file rebuild the
-        // report: covered time and which figure the energy is.
-        let mut best_attributes = device.map(wattline_device_attributes).unwrap_or_else(|| {
-            BTreeMap::from([(
-                GPU_UUID_ATTRIBUTE.to_string(),
-                AttributeValue::String(interval.device.clone()),
-            )])
-        });
-        best_attributes.insert("component".into(), AttributeValue::String("gpu".into()));
-        let method = if interval.counter {
-            "counter"
-        } else {
-            "trapezoid"
-        };
-        best_attributes.insert(
-            METHOD_ATTRIBUTE.into(),
-            AttributeValue::String(method.into()),
-        );
-        out.push(measurement(
-            INTERVAL_METRIC,
-            MetricKind::Gauge,
-            interval.seconds,
-            "s",
-            "Length of the power interval the energy covers",
-            best_attributes.clone(),
-        ));
-        out.push(measurement(
-            names::WATTLINE_ENERGY_CONSUMED,
-            MetricKind::Counter,
-            interval.kilowatt_hours,
-            "kWh",
-            "Energy consumed: the hardware counter where readable, else the trapezoid",
-            best_attributes,
-        ));
-        let Some(kwh) = interval.trapezoid_kilowatt_hours else {
-            continue;
-        };
-        trapezoid_kwh += kwh;
-        // The reference's shapes: energy by component, cost per device, CO2 per device
-        // (its manual carbon-intensity mode, the spec's formula).
-        out.push(measurement(
-            names::ENERGY_CONSUMED,
-            MetricKind::Counter,
-            kwh,
-            "kWh",
-            "Energy consumed: mean of the two power readings times the interval",
-            component_gpu(),
-        ));
-        out.push(measurement(
-            names::POWER_COST,
-            MetricKind::Counter,
-            kwh * config.cost_per_kwh,
-            &config.currency,
-            "Cost of the energy consumed",
-            reference_attributes.clone(),
-        ));
-        if config.co2_tracking {
-            let gpu_id = reference_attributes
-                .get("gpu_id")
-                .cloned()
-                .map(|id| BTreeMap::from([("gpu_id".to_string(), id)]))
-                .unwrap_or_default();
-            out.push(measurement(
-                names::CO2_EMISSIONS,
-                MetricKind::Counter,
-                kwh * carbon_intensity,
-                "gCO2e",
-                "Energy times the configured carbon intensity (a factor)",
-                gpu_id,
-            ));
+        if let Some(kwh) = interval_measurements(interval, device, settings, carbon_intensity, out)
+        {
+            totals.trapezoid_kwh += kwh;
         }
     }
+    total_measurements(&totals, settings, carbon_intensity, out);
+}
+
+/// What the intervals of one sample add up to.
+#[derive(Default)]
+struct EnergyTotals {
+    /// The spec's trapezoid figure, kWh.
+    trapezoid_kwh: f64,
+    /// The report's figure (the counter where readable), kWh.
+    best_kwh: f64,
+    /// The longest interval, s.
+    seconds: f64,
+}
+
+/// One interval's measurements (on `device`, when the sample has it); its trapezoid
+/// energy, kWh, when it has one.
+fn interval_measurements(
+    interval: &ClosedInterval,
+    device: Option<&GpuDeviceReading>,
+    settings: &EnergySettings,
+    carbon_intensity: f64,
+    out: &mut Vec<MetricMeasurement>,
+) -> Option<f64> {
+    let config = &settings.config;
+    let reference_attributes = device.map(device_attributes).unwrap_or_else(|| {
+        BTreeMap::from([(
+            "gpu_id".to_string(),
+            AttributeValue::String(interval.device.clone()),
+        )])
+    });
+    let best_attributes = interval_attributes(interval, device);
+    out.push(measurement(
+        INTERVAL_METRIC,
+        MetricKind::Gauge,
+        interval.seconds,
+        "s",
+        "Length of the power interval the energy covers",
+        best_attributes.clone(),
+    ));
+    out.push(measurement(
+        names::WATTLINE_ENERGY_CONSUMED,
+        MetricKind::Counter,
+        interval.kilowatt_hours,
+        "kWh",
+        "Energy consumed: the hardware counter where readable, else the trapezoid",
+        best_attributes,
+    ));
+    let kwh = interval.trapezoid_kilowatt_hours?;
+    // The reference's shapes: energy by component, cost per device, CO2 per device
+    // (its manual carbon-intensity mode, the spec's formula).
+    out.push(measurement(
+        names::ENERGY_CONSUMED,
+        MetricKind::Counter,
+        kwh,
+        "kWh",
+        "Energy consumed: mean of the two power readings times the interval",
+        component_gpu(),
+    ));
+    out.push(measurement(
+        names::POWER_COST,
+        MetricKind::Counter,
+        kwh * config.cost_per_kwh,
+        &config.currency,
+        "Cost of the energy consumed",
+        reference_attributes.clone(),
+    ));
+    if config.co2_tracking {
+        let gpu_id = reference_attributes
+            .get("gpu_id")
+            .cloned()
+            .map(|id| BTreeMap::from([("gpu_id".to_string(), id)]))
+            .unwrap_or_default();
+        out.push(measurement(
+            names::CO2_EMISSIONS,
+            MetricKind::Counter,
+            kwh * carbon_intensity,
+            "gCO2e",
+            "Energy times the configured carbon intensity (a factor)",
+            gpu_id,
+        ));
+    }
+    Some(kwh)
+}
+
+/// The `wattline.*` attributes of an interval's energy: the device, `component = gpu`,
+/// and the method. The interval's length and method let a reader of the event file
+/// rebuild the report: covered time and which figure the energy is.
+fn interval_attributes(
+    interval: &ClosedInterval,
+    device: Option<&GpuDeviceReading>,
+) -> BTreeMap<String, AttributeValue> {
+    let mut attributes = device.map(wattline_device_attributes).unwrap_or_else(|| {
+        BTreeMap::from([(
+            GPU_UUID_ATTRIBUTE.to_string(),
+            AttributeValue::String(interval.device.clone()),
+        )])
+    });
+    attributes.insert("component".into(), AttributeValue::String("gpu".into()));
+    let method = if interval.counter {
+        "counter"
+    } else {
+        "trapezoid"
+    };
+    attributes.insert(
+        METHOD_ATTRIBUTE.into(),
+        AttributeValue::String(method.into()),
+    );
+    attributes
+}
+
+/// The sample's totals: the reference's (trapezoid) and wattline's (best figure).
+fn total_measurements(
+    totals: &EnergyTotals,
+    settings: &EnergySettings,
+    carbon_intensity: f64,
+    out: &mut Vec<MetricMeasurement>,
+) {
+    let config = &settings.config;
     let none = BTreeMap::new;
     out.push(measurement(
         names::ENERGY_TOTAL,
         MetricKind::Counter,
-        trapezoid_kwh,
+        totals.trapezoid_kwh,
         "kWh",
         "GPU energy only; CPU and RAM are not in this figure",
         none(),
     ));
-    if config.co2_tracking && total_seconds > 0.0 {
+    if config.co2_tracking && totals.seconds > 0.0 {
         out.push(measurement(
             names::CO2_EMISSIONS_RATE,
             MetricKind::Histogram,
-            trapezoid_kwh * carbon_intensity / total_seconds,
+            totals.trapezoid_kwh * carbon_intensity / totals.seconds,
             "gCO2e/s",
             "CO2 rate over the last interval",
             none(),
@@ -471,7 +544,7 @@ fn energy(
     out.push(measurement(
         names::WATTLINE_ENERGY_TOTAL,
         MetricKind::Counter,
-        best_kwh,
+        totals.best_kwh,
         "kWh",
         "GPU energy only, by the report's figure",
         none(),
@@ -479,7 +552,7 @@ fn energy(
     out.push(measurement(
         names::WATTLINE_ENERGY_COST,
         MetricKind::Counter,
-        best_kwh * config.cost_per_kwh,
+        totals.best_kwh * config.cost_per_kwh,
         &config.currency,
         "Cost of the GPU energy, by the report's figure",
         none(),
@@ -488,7 +561,7 @@ fn energy(
         out.push(measurement(
             names::WATTLINE_CO2_EMISSIONS,
             MetricKind::Counter,
-            best_kwh * carbon_intensity,
+            totals.best_kwh * carbon_intensity,
             "gCO2e",
             "GPU energy times the configured carbon intensity (a factor)",
             none(),

@@ -3,6 +3,8 @@
 //! samples, and clipping an interval to a window, live with the intervals in
 //! [`super::account`].
 
+pub use wattline_model::report::{DENSE_INTERVAL_SECONDS, EnergySource};
+
 /// Joules in one kilowatt-hour.
 pub const JOULES_PER_KILOWATT_HOUR: f64 = 3_600_000.0;
 
@@ -53,45 +55,6 @@ pub fn shared_counter_delta_joules(
     ))
 }
 
-/// Where an energy figure came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EnergySource {
-    /// A hardware energy counter (NVML total energy, RAPL).
-    Counter,
-    /// The trapezoid between power readings at most [`DENSE_INTERVAL_SECONDS`] apart
-    /// on average: a rhythm of a second or two is followed.
-    DenseTrapezoid,
-    /// The trapezoid between sparser readings: a workload's rhythm can alias with it.
-    SparseTrapezoid,
-    /// Counter deltas for some intervals, the trapezoid for the rest.
-    Mixed,
-}
-
-/// Longest mean interval between readings that counts as dense sampling, s.
-pub const DENSE_INTERVAL_SECONDS: f64 = 0.5;
-
-impl EnergySource {
-    /// `counter`, `dense trapezoid`, `sparse trapezoid` or `mixed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EnergySource::Counter => "counter",
-            EnergySource::DenseTrapezoid => "dense trapezoid",
-            EnergySource::SparseTrapezoid => "sparse trapezoid",
-            EnergySource::Mixed => "mixed",
-        }
-    }
-
-    /// The trapezoid, dense or sparse by the mean interval `seconds`.
-    pub fn trapezoid(mean_interval_seconds: f64) -> Self {
-        if mean_interval_seconds <= DENSE_INTERVAL_SECONDS {
-            EnergySource::DenseTrapezoid
-        } else {
-            EnergySource::SparseTrapezoid
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,17 +80,6 @@ mod tests {
             counter_delta_joules(262_143_000_000, 1_000_000, 1e6, Some(262_143_328_850)),
             1.32885
         );
-    }
-
-    #[test]
-    fn each_method_has_its_name_in_words() {
-        assert_eq!(EnergySource::Counter.as_str(), "counter");
-        assert_eq!(EnergySource::DenseTrapezoid.as_str(), "dense trapezoid");
-        assert_eq!(EnergySource::SparseTrapezoid.as_str(), "sparse trapezoid");
-        assert_eq!(EnergySource::Mixed.as_str(), "mixed");
-        // The line between dense and sparse is 0.5 s between readings, inclusive.
-        assert_eq!(EnergySource::trapezoid(0.5), EnergySource::DenseTrapezoid);
-        assert_eq!(EnergySource::trapezoid(0.51), EnergySource::SparseTrapezoid);
     }
 
     #[test]

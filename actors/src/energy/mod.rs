@@ -5,6 +5,7 @@ pub mod actor;
 pub mod attribution;
 pub mod folded_scopes;
 pub mod genai;
+pub mod input;
 pub mod integrator;
 pub mod quantile_sketch;
 pub mod record;

@@ -125,92 +125,7 @@ impl SemconvMetrics {
     ) -> Vec<MetricMeasurement> {
         let mut out = Vec::new();
         for device in &sample.devices {
-            let common = common_attributes(device);
-            let typed = with_gpu_type(&common);
-            let identity = gpu_attributes(device);
-            if let Some(percent) = device.compute_utilization_percent {
-                let mut attributes = identity.clone();
-                attributes.insert(
-                    "hw.gpu.task".into(),
-                    AttributeValue::String("general".into()),
-                );
-                out.push(measurement(
-                    HW_GPU_UTILIZATION,
-                    MetricKind::Gauge,
-                    percent / 100.0,
-                    "1",
-                    "Fraction of time the GPU was busy",
-                    attributes,
-                ));
-            }
-            let id = &device.device_identifier;
-            let levels = [
-                (
-                    HW_GPU_MEMORY_USAGE,
-                    device.memory_used_bytes,
-                    "GPU memory used",
-                ),
-                (
-                    HW_GPU_MEMORY_LIMIT,
-                    device.memory_total_bytes,
-                    "GPU memory installed",
-                ),
-            ];
-            for (name, bytes, description) in levels {
-                if let Some(bytes) = bytes {
-                    let change = self.change(name, id, "", bytes as f64, Start::FromZero);
-                    out.push(measurement(
-                        name,
-                        MetricKind::UpDownCounter,
-                        change,
-                        "By",
-                        description,
-                        identity.clone(),
-                    ));
-                }
-            }
-            if let Some(watts) = device.power_draw_watts.filter(|w| w.is_finite()) {
-                out.push(measurement(
-                    HW_POWER,
-                    MetricKind::Gauge,
-                    watts,
-                    "W",
-                    "GPU power draw",
-                    typed.clone(),
-                ));
-            }
-            if let Some(celsius) = device.temperature_celsius {
-                out.push(measurement(
-                    HW_TEMPERATURE,
-                    MetricKind::Gauge,
-                    celsius,
-                    "Cel",
-                    "GPU core temperature",
-                    sensor_attributes(device),
-                ));
-            }
-            let errors = [
-                ("corrected", device.ecc_corrected),
-                ("uncorrected", device.ecc_uncorrected),
-            ];
-            for (error_type, total) in errors {
-                let Some(total) = total else { continue };
-                // Errors before the run are the driver's history, not this run's.
-                let change = self.change(HW_ERRORS, id, error_type, total as f64, Start::AtFirst);
-                let mut attributes = with_gpu_type(&identity);
-                attributes.insert(
-                    "error.type".into(),
-                    AttributeValue::String(error_type.into()),
-                );
-                out.push(measurement(
-                    HW_ERRORS,
-                    MetricKind::Counter,
-                    change,
-                    "{error}",
-                    "ECC errors of the GPU memory",
-                    attributes,
-                ));
-            }
+            self.device_measurements(device, &mut out);
         }
         for interval in closed {
             let attributes = sample
@@ -237,6 +152,117 @@ impl SemconvMetrics {
             ));
         }
         out
+    }
+
+    /// One device's utilization, memory, power, temperature and errors.
+    fn device_measurements(&mut self, device: &GpuDeviceReading, out: &mut Vec<MetricMeasurement>) {
+        let identity = gpu_attributes(device);
+        if let Some(percent) = device.compute_utilization_percent {
+            let mut attributes = identity.clone();
+            attributes.insert(
+                "hw.gpu.task".into(),
+                AttributeValue::String("general".into()),
+            );
+            out.push(measurement(
+                HW_GPU_UTILIZATION,
+                MetricKind::Gauge,
+                percent / 100.0,
+                "1",
+                "Fraction of time the GPU was busy",
+                attributes,
+            ));
+        }
+        self.memory_measurements(device, &identity, out);
+        if let Some(watts) = device.power_draw_watts.filter(|w| w.is_finite()) {
+            out.push(measurement(
+                HW_POWER,
+                MetricKind::Gauge,
+                watts,
+                "W",
+                "GPU power draw",
+                with_gpu_type(&common_attributes(device)),
+            ));
+        }
+        if let Some(celsius) = device.temperature_celsius {
+            out.push(measurement(
+                HW_TEMPERATURE,
+                MetricKind::Gauge,
+                celsius,
+                "Cel",
+                "GPU core temperature",
+                sensor_attributes(device),
+            ));
+        }
+        self.error_measurements(device, &identity, out);
+    }
+
+    /// Memory used and installed, as up-down counters: the change since the last
+    /// sample (from zero at the first).
+    fn memory_measurements(
+        &mut self,
+        device: &GpuDeviceReading,
+        identity: &BTreeMap<String, AttributeValue>,
+        out: &mut Vec<MetricMeasurement>,
+    ) {
+        let levels = [
+            (
+                HW_GPU_MEMORY_USAGE,
+                device.memory_used_bytes,
+                "GPU memory used",
+            ),
+            (
+                HW_GPU_MEMORY_LIMIT,
+                device.memory_total_bytes,
+                "GPU memory installed",
+            ),
+        ];
+        for (name, bytes, description) in levels {
+            if let Some(bytes) = bytes {
+                let id = &device.device_identifier;
+                let change = self.change(name, id, "", bytes as f64, Start::FromZero);
+                out.push(measurement(
+                    name,
+                    MetricKind::UpDownCounter,
+                    change,
+                    "By",
+                    description,
+                    identity.clone(),
+                ));
+            }
+        }
+    }
+
+    /// ECC errors, corrected and uncorrected, as counters: the increase since the
+    /// last sample.
+    fn error_measurements(
+        &mut self,
+        device: &GpuDeviceReading,
+        identity: &BTreeMap<String, AttributeValue>,
+        out: &mut Vec<MetricMeasurement>,
+    ) {
+        let errors = [
+            ("corrected", device.ecc_corrected),
+            ("uncorrected", device.ecc_uncorrected),
+        ];
+        for (error_type, total) in errors {
+            let Some(total) = total else { continue };
+            let id = &device.device_identifier;
+            // Errors before the run are the driver's history, not this run's.
+            let change = self.change(HW_ERRORS, id, error_type, total as f64, Start::AtFirst);
+            let mut attributes = with_gpu_type(identity);
+            attributes.insert(
+                "error.type".into(),
+                AttributeValue::String(error_type.into()),
+            );
+            out.push(measurement(
+                HW_ERRORS,
+                MetricKind::Counter,
+                change,
+                "{error}",
+                "ECC errors of the GPU memory",
+                attributes,
+            ));
+        }
     }
 
     /// The increment from the last value of a series to `value`. A total that went

@@ -21,6 +21,7 @@ pub mod nvidia_smi_collector;
 pub mod nvidia_smi_stream;
 pub mod nvml;
 pub mod selection;
+pub mod timed_run;
 pub mod visible_devices;
 
 use std::collections::BTreeSet;

@@ -20,7 +20,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
@@ -166,8 +167,39 @@ async fn run_child(
     sink: &dyn PowerSampleSink,
     events: &dyn GpuEventSink,
 ) -> Ended {
+    let (mut child, mut lines) = match start_child(config, field) {
+        Ok(started) => started,
+        Err(ended) => return ended,
+    };
+    let mut reader = StreamLines::new(field);
+    loop {
+        let line = match tokio::time::timeout(config.timeout, lines.next_line()).await {
+            Err(_) => {
+                let _ = child.start_kill();
+                return Ended::Failed {
+                    answered: reader.answered,
+                    message: format!(
+                        "gave no line for {} s and was killed",
+                        config.timeout.as_secs_f64()
+                    ),
+                };
+            }
+            Ok(Ok(Some(line))) => line,
+            Ok(Ok(None)) | Ok(Err(_)) => return child_ended(&mut child, reader.answered).await,
+        };
+        if let Some(ended) = reader.read(&line, &config.selectors, sink, events) {
+            return ended;
+        }
+    }
+}
+
+/// Starts `nvidia-smi` looping over `field`, with its output's lines to read.
+fn start_child(
+    config: &SmiStreamConfig,
+    field: &str,
+) -> Result<(Child, Lines<BufReader<ChildStdout>>), Ended> {
     let loop_ms = config.period.as_millis().max(1);
-    let mut child = match tokio::process::Command::new(&config.program)
+    let mut child = tokio::process::Command::new(&config.program)
         .arg(format!("--query-gpu=index,uuid,{field}"))
         .arg(FORMAT_ARGUMENT)
         .arg(format!("--loop-ms={loop_ms}"))
@@ -176,65 +208,74 @@ async fn run_child(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-    {
-        Ok(child) => child,
-        Err(error) => {
-            return Ended::Failed {
-                answered: false,
-                message: format!("could not start: {error}"),
-            };
-        }
-    };
+        .map_err(|error| Ended::Failed {
+            answered: false,
+            message: format!("could not start: {error}"),
+        })?;
     let Some(stdout) = child.stdout.take() else {
-        return Ended::Failed {
+        return Err(Ended::Failed {
             answered: false,
             message: "has no standard output".into(),
-        };
+        });
     };
-    let mut lines = BufReader::new(stdout).lines();
-    let fields = ["index", "uuid", field];
-    let mut group = LoopGroup::default();
-    let mut answered = false;
-    let mut garbage_recorded = false;
-    loop {
-        let line = match tokio::time::timeout(config.timeout, lines.next_line()).await {
-            Err(_) => {
-                let _ = child.start_kill();
-                return Ended::Failed {
-                    answered,
-                    message: format!(
-                        "gave no line for {} s and was killed",
-                        config.timeout.as_secs_f64()
-                    ),
-                };
-            }
-            Ok(Ok(Some(line))) => line,
-            Ok(Ok(None)) | Ok(Err(_)) => {
-                let mut said = String::new();
-                if let Some(mut stderr) = child.stderr.take() {
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(1),
-                        stderr.read_to_string(&mut said),
-                    )
-                    .await;
-                }
-                let status = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
-                let status = match status {
-                    Ok(Ok(status)) => status.to_string(),
-                    _ => "an unknown status".into(),
-                };
-                return Ended::Failed {
-                    answered,
-                    message: format!("ended with {status}{}", said_suffix(&said)),
-                };
-            }
-        };
+    Ok((child, BufReader::new(stdout).lines()))
+}
+
+/// The child closed its output: how it ended, with what it said on stderr, each
+/// waited for at most a second.
+async fn child_ended(child: &mut Child, answered: bool) -> Ended {
+    let mut said = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ =
+            tokio::time::timeout(Duration::from_secs(1), stderr.read_to_string(&mut said)).await;
+    }
+    let status = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+    let status = match status {
+        Ok(Ok(status)) => status.to_string(),
+        _ => "an unknown status".into(),
+    };
+    Ended::Failed {
+        answered,
+        message: format!("ended with {status}{}", said_suffix(&said)),
+    }
+}
+
+/// One child's lines as they are read: the loop being gathered, whether a reading
+/// went out, and whether garbage was already recorded.
+struct StreamLines {
+    field: &'static str,
+    fields: [&'static str; 3],
+    group: LoopGroup,
+    answered: bool,
+    garbage_recorded: bool,
+}
+
+impl StreamLines {
+    fn new(field: &'static str) -> Self {
+        StreamLines {
+            field,
+            fields: ["index", "uuid", field],
+            group: LoopGroup::default(),
+            answered: false,
+            garbage_recorded: false,
+        }
+    }
+
+    /// Reads one line, stamped now: a completed loop goes to `sink` as a dense
+    /// reading. Returns how the child ends when the line says it should.
+    fn read(
+        &mut self,
+        line: &str,
+        selectors: &[String],
+        sink: &dyn PowerSampleSink,
+        events: &dyn GpuEventSink,
+    ) -> Option<Ended> {
         let arrived = Instant::now();
-        match interpret_answer(&line, &fields) {
+        match interpret_answer(line, &self.fields) {
             Ok(SmiAnswer::Devices(mut devices)) if devices.len() == 1 => {
                 let device = devices.remove(0);
-                if let Some(sample) = group.add(device, arrived, &config.selectors) {
-                    answered = true;
+                if let Some(sample) = self.group.add(device, arrived, selectors) {
+                    self.answered = true;
                     let mut reading = PowerSample::from_part(
                         SamplePart {
                             source: "nvidia-smi".into(),
@@ -244,30 +285,31 @@ async fn run_child(
                         false,
                     );
                     reading.dense = true;
-                    reading.power_field = Some(field);
+                    reading.power_field = Some(self.field);
                     sink.send(reading);
                 }
             }
-            Ok(SmiAnswer::UnknownField(_)) => return Ended::UnknownField,
-            Ok(SmiAnswer::NoDevices) if !answered => {
+            Ok(SmiAnswer::UnknownField(_)) => return Some(Ended::UnknownField),
+            Ok(SmiAnswer::NoDevices) if !self.answered => {
                 tracing::info!("nvidia-smi found no device: no dense power readings");
-                return Ended::NoDevices;
+                return Some(Ended::NoDevices);
             }
             Ok(SmiAnswer::Empty) => {}
             other => {
-                if !garbage_recorded {
-                    garbage_recorded = true;
+                if !self.garbage_recorded {
+                    self.garbage_recorded = true;
                     let detail = match other {
                         Err(error) => error.to_string(),
-                        _ => format!("an unexpected line: {}", truncate(&line)),
+                        _ => format!("an unexpected line: {}", truncate(line)),
                     };
                     events.record(GpuEvent::SmiParseFailure {
                         detail: format!("the power stream printed {detail}"),
                     });
                 }
-                tracing::debug!(line = %truncate(&line), "unreadable nvidia-smi stream line skipped");
+                tracing::debug!(line = %truncate(line), "unreadable nvidia-smi stream line skipped");
             }
         }
+        None
     }
 }
 

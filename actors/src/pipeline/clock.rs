@@ -14,7 +14,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerCategory};
-use crate::energy::actor::EnergyMessage;
+use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::merger::actor::MergerMessage;
 use crate::samplers::actor::{Outstanding, PowerRequest, SamplerMessage};
 use crate::samplers::gpu::GpuSourceStatus;
@@ -90,7 +90,7 @@ pub fn spawn_poll_clock(
 /// sample was not taken.
 pub async fn sample_energy_now(
     registry: &SamplerRegistry,
-    energy: &ActorRef<EnergyMessage>,
+    energy: &EnergyInbox,
     rapl: &RaplReader,
     timeout: Duration,
     fresh: bool,
@@ -131,12 +131,19 @@ pub async fn sample_energy_now(
         }
     };
     if let Ok(Some(status)) = &outcome {
-        let _ = energy.cast(EnergyMessage::GpuStatus(status.clone()));
+        energy.send(EnergyInput::GpuStatus {
+            status: status.clone(),
+        });
     }
     if let Some(read) = rapl.read().await {
-        let _ = energy.cast(EnergyMessage::CpuStatus(read.unavailable));
+        energy.send(EnergyInput::CpuStatus {
+            unavailable: read.unavailable,
+        });
         if !read.zones.is_empty() {
-            let _ = energy.cast(EnergyMessage::Rapl(read.at, read.zones));
+            energy.send(EnergyInput::Rapl {
+                at: read.at,
+                zones: read.zones,
+            });
         }
     }
     outcome
@@ -145,7 +152,7 @@ pub async fn sample_energy_now(
 /// Runs the energy clock until `cancel`: a sample at once, then one every `period`.
 pub fn spawn_energy_clock(
     registry: SamplerRegistry,
-    energy: ActorRef<EnergyMessage>,
+    energy: EnergyInbox,
     rapl: Arc<RaplReader>,
     period: Duration,
     cancel: CancellationToken,

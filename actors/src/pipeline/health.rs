@@ -5,23 +5,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::PipelineDiagnostics;
 
-/// One part of the pipeline that stopped working.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HealthProblem {
-    /// The part: `poll clock`, `energy clock`, `merger`, `energy stage`, `supervisor`.
-    pub component: String,
-    /// What happened, in words.
-    pub detail: String,
-    /// When it was noticed.
-    pub at: DateTime<Utc>,
-}
+pub use wattline_model::report::HealthProblem;
 
 /// The pipeline's health: healthy when nothing stopped that should be running.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod gpu_events;
 pub mod health;
 mod scope_start;
+mod stages;
 pub mod supervisor;
 
 use std::path::PathBuf;
@@ -17,28 +18,25 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use ractor::rpc::CallResult;
-use ractor::{Actor, ActorRef, RpcReplyPort};
+use ractor::{ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 use wattline_config::diagnostics::DiagnosticsLimits;
 use wattline_config::energy::EnergySettings;
 
-use self::clock::{MissedTicks, sample_energy_now, spawn_energy_clock, spawn_poll_clock};
-use self::health::{HealthBoard, PipelineHealth, watch_task};
-use self::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
-use crate::categories::{enabled_categories, sampler_factories};
+use self::clock::{MissedTicks, sample_energy_now};
+use self::health::{HealthBoard, PipelineHealth};
+use self::supervisor::SupervisorMessage;
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
-use crate::energy::actor::{EnergyActor, EnergyArguments, EnergyFeed, EnergyMessage};
+use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
 use crate::gpu::visible_devices::GpuSelection;
-use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, PowerSample, SamplePart};
-use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
+use crate::merger::actor::MergerMessage;
 pub use crate::merger::scopes::ROOT_SCOPE_NAME;
 use crate::merger::scopes::{LiveScope, scope_event, strictly_after};
-use crate::samplers::CategorySampler;
-use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
@@ -208,7 +206,7 @@ pub struct RunningPipeline {
     supervisor: ActorRef<SupervisorMessage>,
     merger: ActorRef<MergerMessage>,
     resource_enabled: bool,
-    energy: Option<ActorRef<EnergyMessage>>,
+    energy: Option<EnergyInbox>,
     registry: SamplerRegistry,
     diagnostics: Option<Diagnostics>,
     pipeline_diagnostics: Option<PipelineDiagnostics>,
@@ -257,7 +255,7 @@ pub fn open_diagnostics(
 
 impl RunningPipeline {
     /// Starts every actor and clock of `spec`.
-    pub async fn spawn(spec: PipelineSpec) -> Result<Self, PipelineError> {
+    pub async fn spawn(mut spec: PipelineSpec) -> Result<Self, PipelineError> {
         let (diagnostics, pipeline_diagnostics) = match &spec.diagnostics {
             Some((context, components)) => (Some(context.clone()), Some(components.clone())),
             None => (None, None),
@@ -276,168 +274,34 @@ impl RunningPipeline {
             ScopeCategory::Start,
             Vec::new(),
         ));
-        let spawn_error = |error: ractor::SpawnErr| PipelineError::Spawn(error.to_string());
-
-        let energy = match &spec.energy {
-            Some(settings) => Some(
-                Actor::spawn(
-                    None,
-                    EnergyActor,
-                    EnergyArguments {
-                        settings: settings.clone(),
-                        sink: Arc::clone(&spec.sink),
-                        epoch: spec.epoch,
-                        semconv_metrics: spec.semconv_metrics,
-                    },
-                )
-                .await
-                .map_err(spawn_error)?
-                .0,
-            ),
-            None => None,
-        };
-        let mut prepared_gpu = spec.prepared_gpu;
+        let energy = stages::spawn_energy(stages::energy_arguments(&spec)).await?;
+        let mut prepared_gpu = spec.prepared_gpu.take();
         if let Some(energy) = &energy {
-            // The window's opening first, so an interval the readings taken while
-            // preparing close (one before and one after a command's exec) is cut at it.
-            let (at, wall) = spec
-                .measuring_from
-                .unwrap_or_else(|| (Instant::now(), Utc::now()));
-            let _ = energy.cast(EnergyMessage::MeasuringFrom(at, wall));
-            let (first, edges) = prepared_gpu
-                .as_mut()
-                .map(|prepared| {
-                    (
-                        std::mem::take(&mut prepared.first_parts),
-                        std::mem::take(&mut prepared.edge_parts),
-                    )
-                })
-                .unwrap_or_default();
-            for part in first {
-                let _ = energy.cast(EnergyMessage::Power(PowerSample::from_part(part, false)));
-            }
-            for part in edges {
-                let mut sample = PowerSample::from_part(part, false);
-                sample.dense = true;
-                let _ = energy.cast(EnergyMessage::Power(sample));
-            }
+            stages::send_prepared_readings(energy, spec.measuring_from, prepared_gpu.as_mut());
         }
-        let prepared_source = prepared_gpu.and_then(|p| p.source);
-        let prepared_source = Arc::new(Mutex::new(prepared_source));
-
-        let resource = spec.resource.clone();
-        let mut factories: Vec<(SamplerCategory, SamplerFactory)> = resource
-            .as_ref()
-            .map(|config| sampler_factories(&spec.root, config))
-            .unwrap_or_default();
-        let categories = resource
-            .as_ref()
-            .map(enabled_categories)
-            .unwrap_or_default();
-        let gpu_wanted = resource.as_ref().is_some_and(|c| c.gpu.enabled) || energy.is_some();
-        let gpu_source_name = Arc::new(Mutex::new(None));
-        if gpu_wanted {
-            let gpu_config = resource.as_ref().map(|c| c.gpu.clone()).unwrap_or_default();
-            let power_sink: Option<Arc<dyn PowerSampleSink>> = energy
-                .as_ref()
-                .map(|actor| Arc::new(EnergyFeed(actor.clone())) as Arc<dyn PowerSampleSink>);
-            let make_source = Arc::clone(&spec.gpu_source);
-            let events = gpu_event_sink(pipeline_diagnostics.as_ref());
-            let name_slot = Arc::clone(&gpu_source_name);
-            let gpu_selection = spec.gpu_selection.clone();
-            let dense_period = spec
-                .energy
-                .as_ref()
-                .map(|settings| Duration::from_millis(settings.config.power_sample_millis));
-            factories.push((
-                SamplerCategory::Gpu,
-                Arc::new(move || {
-                    // The source prepared before the pipeline first; a new one after
-                    // each restart.
-                    let prepared = prepared_source.lock().ok().and_then(|mut slot| slot.take());
-                    let source = prepared.or_else(|| make_source(Arc::clone(&events)));
-                    let name = source.as_ref().map(|s| s.name().to_string());
-                    if let Ok(mut slot) = name_slot.lock() {
-                        slot.clone_from(&name);
-                    }
-                    let sampler = GpuSampler::new(source, gpu_config.clone(), power_sink.clone())
-                        .with_selection(gpu_selection.clone());
-                    let sampler = match dense_period {
-                        Some(period) => sampler.with_dense_power(period),
-                        None => sampler,
-                    };
-                    Box::new(sampler) as Box<dyn CategorySampler>
-                }),
-            ));
-        }
-        let (supervisor, _) = Actor::spawn(
-            None,
-            Supervisor,
-            SupervisorArguments {
-                factories,
-                registry: registry.clone(),
-                diagnostics: pipeline_diagnostics.clone(),
-            },
-        )
-        .await
-        .map_err(spawn_error)?;
-
-        let missed_ticks = Arc::new(MissedTicks::default());
-        // The merger also keeps the Agent scopes, which the energy stage needs even
-        // when resource_metrics is off: it runs either way, with no categories then.
-        let resource_enabled = resource.is_some();
-        let merger_config = resource.clone().unwrap_or_else(|| {
-            let mut idle = ResourceMetricsConfig::default();
-            idle.polling.enabled = false;
-            idle
-        });
-        let config = &merger_config;
-        let interval = Duration::from_millis(config.polling.interval_millis);
-        let deadline = spec.tick_deadline.unwrap_or_else(|| {
-            interval
-                .mul_f64(0.8)
-                .clamp(Duration::from_millis(50), Duration::from_secs(10))
-        });
-        let (merger, _) = Actor::spawn(
-            None,
-            MergerActor,
-            MergerArguments {
-                root: spec.root.clone(),
-                target: spec.target,
-                command_group: spec.command_group.clone(),
-                config: config.clone(),
-                categories,
-                registry: registry.clone(),
-                sink: Arc::clone(&spec.sink),
-                diagnostics: pipeline_diagnostics.clone(),
-                deadline,
-                root_scope,
-            },
-        )
-        .await
-        .map_err(spawn_error)?;
+        let samplers = stages::plan_samplers(
+            &spec,
+            energy.as_ref(),
+            pipeline_diagnostics.as_ref(),
+            prepared_gpu.and_then(|prepared| prepared.source),
+        );
+        let supervisor =
+            stages::spawn_supervisor(samplers.factories, &registry, pipeline_diagnostics.as_ref())
+                .await?;
+        let merger = stages::spawn_merger(stages::plan_merger(
+            &spec,
+            samplers.categories,
+            &registry,
+            pipeline_diagnostics.as_ref(),
+            root_scope,
+        ))
+        .await?;
         if let Some(diagnostics) = &pipeline_diagnostics {
             for note in &spec.command_group_notes {
                 diagnostics.command_cgroup_unavailable(note);
             }
         }
         let health = HealthBoard::new(pipeline_diagnostics.clone());
-        let mut clock_tasks = Vec::new();
-        if resource_enabled && config.polling.enabled {
-            let clock = spawn_poll_clock(
-                merger.clone(),
-                interval,
-                Arc::clone(&missed_ticks),
-                pipeline_diagnostics.clone(),
-                cancel.clone(),
-            );
-            clock_tasks.push(watch_task(
-                "poll clock",
-                clock,
-                health.clone(),
-                cancel.clone(),
-            ));
-        }
         let energy_interval = spec
             .energy
             .as_ref()
@@ -448,34 +312,29 @@ impl RunningPipeline {
             spec.root.clone(),
             pipeline_diagnostics.clone(),
         ));
-        if let Some(energy) = &energy {
-            let clock = spawn_energy_clock(
-                registry.clone(),
-                energy.clone(),
-                Arc::clone(&rapl),
-                energy_interval,
-                cancel.clone(),
-            );
-            clock_tasks.push(watch_task(
-                "energy clock",
-                clock,
-                health.clone(),
-                cancel.clone(),
-            ));
-        }
+        let clocks = stages::spawn_clocks(stages::ClockInputs {
+            merger: &merger,
+            energy: energy.as_ref(),
+            energy_interval,
+            registry: &registry,
+            rapl: &rapl,
+            health: &health,
+            diagnostics: pipeline_diagnostics.as_ref(),
+            cancel: &cancel,
+        });
         Ok(RunningPipeline {
             supervisor,
-            merger,
-            resource_enabled,
+            merger: merger.merger,
+            resource_enabled: spec.resource.is_some(),
             energy,
             registry,
             diagnostics,
             pipeline_diagnostics,
             cancel,
-            missed_ticks,
+            missed_ticks: clocks.missed_ticks,
             energy_interval,
-            gpu_source_name,
-            clock_tasks: Mutex::new(clock_tasks),
+            gpu_source_name: samplers.gpu_source_name,
+            clock_tasks: Mutex::new(clocks.tasks),
             root_scope,
             root_started,
             root_ended: AtomicBool::new(false),
@@ -503,7 +362,9 @@ impl RunningPipeline {
                 ("supervisor", Some(self.supervisor.get_status())),
                 (
                     "energy stage",
-                    self.energy.as_ref().map(|energy| energy.get_status()),
+                    self.energy
+                        .as_ref()
+                        .map(|energy| energy.actor().get_status()),
                 ),
             ];
             for (component, status) in actors {
@@ -578,7 +439,7 @@ impl RunningPipeline {
             attributes: attributes.to_vec(),
         }));
         if let Some(energy) = &self.energy {
-            let _ = energy.cast(EnergyMessage::ScopeStarted {
+            energy.send(EnergyInput::ScopeStarted {
                 uuid,
                 name: name.to_owned(),
                 parent,
@@ -613,7 +474,7 @@ impl RunningPipeline {
             flags: flags.to_vec(),
         });
         if let Some(energy) = &self.energy {
-            let _ = energy.cast(EnergyMessage::ScopeEnded(uuid, at, wall));
+            energy.send(EnergyInput::ScopeEnded { uuid, at, wall });
         }
         self.boundary_reading();
         true
@@ -656,7 +517,7 @@ impl RunningPipeline {
     fn energy_ends(&self, at: Instant, ended: Vec<(Uuid, DateTime<Utc>)>) {
         if let Some(energy) = &self.energy {
             for (uuid, wall) in ended {
-                let _ = energy.cast(EnergyMessage::ScopeEnded(uuid, at, wall));
+                energy.send(EnergyInput::ScopeEnded { uuid, at, wall });
             }
         }
     }
@@ -711,13 +572,10 @@ impl RunningPipeline {
                 &format!("the report's last power sample: {reason}"),
             );
         }
-        let mut report = match energy
-            .call(|reply| EnergyMessage::Report(at, wall, reply), None)
+        let mut report = energy
+            .report(at, wall)
             .await
-        {
-            Ok(CallResult::Success(report)) => report,
-            _ => return Err(PipelineError::Stopped),
-        };
+            .ok_or(PipelineError::Stopped)?;
         report.last_sample_missing = last_sample_missing;
         report.diagnostics = self
             .diagnostics
@@ -835,7 +693,7 @@ impl RunningPipeline {
             .await;
         self.supervisor.stop(None);
         if let Some(energy) = &self.energy {
-            energy.stop(None);
+            energy.actor().stop(None);
         }
         // The activation ends with its last handle: so do its components.
         if let Some(diagnostics) = &self.diagnostics {
@@ -852,7 +710,7 @@ impl Drop for RunningPipeline {
         self.merger.stop(None);
         self.supervisor.stop(None);
         if let Some(energy) = &self.energy {
-            energy.stop(None);
+            energy.actor().stop(None);
         }
         // The activation ends with its last handle: so do its components.
         if let Some(diagnostics) = &self.diagnostics {

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use wattline_config::units::{CpuUnit, DurationUnit};
 
 use super::{LimitEvent, Measurement, Snapshot};
-use crate::marks::{CPU_TIME_RESOLUTION, Gauge, MarkBuilder, at, whole_base};
+use crate::marks::{CPU_TIME_RESOLUTION, Gauge, MarkBuilder, at, semconv_in, whole_base};
+use crate::semconv::{SemconvEquivalent, SemconvShape};
 
 /// The CPU category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,41 +38,61 @@ const CPU_GAUGES: &[Gauge<CpuMetrics>] = &[
         name: "nemo.relay.resource.cpu.user_time",
         description: "User CPU time of the measured scope",
         value: |cpu| at(&cpu.user_time, CPU_TIME_RESOLUTION),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.cpu.time"),
+            system: Some("system.cpu.time"),
+            unit: "s",
+            shape: SemconvShape::Total,
+            attribute: Some(("cpu.mode", "user")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.cpu.system_time",
         description: "System CPU time of the measured scope",
         value: |cpu| at(&cpu.system_time, CPU_TIME_RESOLUTION),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.cpu.time"),
+            system: Some("system.cpu.time"),
+            unit: "s",
+            shape: SemconvShape::Total,
+            attribute: Some(("cpu.mode", "system")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.cpu.total_time",
         description: "User plus system CPU time",
         value: |cpu| at(&cpu.total_time, CPU_TIME_RESOLUTION),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.cpu.consumption_rate",
         description: "Average CPU use since the previous poll",
         value: |cpu| whole_base(&cpu.consumption_rate),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.cpu.throttled_time",
         description: "Time the environment was throttled",
         value: |cpu| whole_base(&cpu.throttled_time),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.cpu.effective_limit",
         description: "CPU capacity available to the environment",
         value: |cpu| whole_base(&cpu.effective_limit),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.cpu.pressure.some_stall_time",
         description: "Time some work stalled on CPU",
         value: |cpu| whole_base(&cpu.some_pressure_stall_time),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.cpu.pressure.full_stall_time",
         description: "Time all work stalled on CPU",
         value: |cpu| whole_base(&cpu.full_pressure_stall_time),
+        semconv: None,
     },
 ];
 
@@ -81,4 +102,9 @@ pub fn cpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
         mark.gauges(CPU_GAUGES, cpu, &[]);
         mark.limit_events(&cpu.limit_events);
     }
+}
+
+/// The semantic-convention equivalent of the CPU gauge named `mark`, if any.
+pub(super) fn cpu_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
+    semconv_in(CPU_GAUGES, mark)
 }

@@ -6,7 +6,8 @@ use wattline_config::units::{BandwidthUnit, CapacityUnit, CountUnit, DataUnit};
 
 use super::{Measurement, Snapshot};
 use crate::events::AttributeValue;
-use crate::marks::{Gauge, MarkBuilder, whole_base};
+use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
+use crate::semconv::{SemconvEquivalent, SemconvShape};
 
 /// Capacity of the filesystem holding one configured path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,31 +47,49 @@ const DISK_GAUGES: &[Gauge<DiskMetrics>] = &[
         name: "nemo.relay.resource.disk.read_data",
         description: "Storage data read by the measured scope",
         value: |disk| whole_base(&disk.read_data),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.disk.io"),
+            system: Some("system.disk.io"),
+            unit: "By",
+            shape: SemconvShape::Total,
+            attribute: Some(("disk.io.direction", "read")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.disk.write_data",
         description: "Storage data written by the measured scope",
         value: |disk| whole_base(&disk.write_data),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.disk.io"),
+            system: Some("system.disk.io"),
+            unit: "By",
+            shape: SemconvShape::Total,
+            attribute: Some(("disk.io.direction", "write")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.disk.read_throughput",
         description: "Read rate since the previous poll",
         value: |disk| whole_base(&disk.read_throughput),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.disk.write_throughput",
         description: "Write rate since the previous poll",
         value: |disk| whole_base(&disk.write_throughput),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.disk.read.operations",
         description: "Read operations",
         value: |disk| whole_base(&disk.read_operations),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.disk.write.operations",
         description: "Write operations",
         value: |disk| whole_base(&disk.write_operations),
+        semconv: None,
     },
 ];
 
@@ -80,16 +99,19 @@ const FILESYSTEM_GAUGES: &[Gauge<FilesystemMetrics>] = &[
         name: "nemo.relay.resource.disk.filesystem.total_capacity",
         description: "Filesystem capacity",
         value: |filesystem| whole_base(&filesystem.total_capacity),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.disk.filesystem.available_capacity",
         description: "Space available to the caller",
         value: |filesystem| whole_base(&filesystem.available_capacity),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.disk.filesystem.free_capacity",
         description: "Free space including reserved blocks",
         value: |filesystem| whole_base(&filesystem.free_capacity),
+        semconv: None,
     },
 ];
 
@@ -105,4 +127,9 @@ pub fn disk_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
             mark.gauges(FILESYSTEM_GAUGES, filesystem, &path);
         }
     }
+}
+
+/// The semantic-convention equivalent of the disk gauge named `mark`, if any.
+pub(super) fn disk_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
+    semconv_in(DISK_GAUGES, mark).or_else(|| semconv_in(FILESYSTEM_GAUGES, mark))
 }

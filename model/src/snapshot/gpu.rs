@@ -6,7 +6,8 @@ use wattline_config::units::{CapacityUnit, UtilizationUnit};
 
 use super::{Measurement, Snapshot};
 use crate::events::AttributeValue;
-use crate::marks::{Gauge, MarkBuilder, whole_base};
+use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
+use crate::semconv::SemconvEquivalent;
 
 /// The GPU vendor of a record (the GPU layer's vendor type, one definition).
 pub use GpuVendor as AcceleratorVendor;
@@ -87,11 +88,13 @@ const GPU_DEVICE_GAUGES: &[Gauge<AcceleratorDeviceMetrics>] = &[
         name: "nemo.relay.resource.accelerator.device.memory_used",
         description: "GPU memory in use",
         value: |device| whole_base(&device.memory_used),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.accelerator.device.compute_utilization",
         description: "GPU activity",
         value: |device| whole_base(&device.compute_utilization),
+        semconv: None,
     },
 ];
 
@@ -101,11 +104,13 @@ const GPU_PROCESS_GAUGES: &[Gauge<AcceleratorProcessMetrics>] = &[
         name: "nemo.relay.resource.accelerator.process.memory_used",
         description: "GPU memory used by the process",
         value: |process| whole_base(&process.memory_used),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.accelerator.process.compute_utilization",
         description: "GPU activity of the process",
         value: |process| whole_base(&process.compute_utilization),
+        semconv: None,
     },
 ];
 
@@ -159,4 +164,9 @@ pub fn gpu_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
         ));
         mark.gauges(GPU_PROCESS_GAUGES, process, &attributes);
     }
+}
+
+/// The semantic-convention equivalent of the GPU gauge named `mark`, if any.
+pub(super) fn gpu_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
+    semconv_in(GPU_DEVICE_GAUGES, mark).or_else(|| semconv_in(GPU_PROCESS_GAUGES, mark))
 }

@@ -218,3 +218,27 @@ fn limit_events_and_coverage_carry_their_attributes() {
         AttributeValue::String("cpu.total_time".into())
     );
 }
+
+#[test]
+fn a_gauge_row_gives_its_semantic_convention_equivalent_by_full_name() {
+    use crate::semconv::SemconvShape;
+
+    let user = semconv_equivalent("nemo.relay.resource.cpu.user_time").unwrap();
+    assert_eq!(user.process, Some("process.cpu.time"));
+    assert_eq!(user.system, Some("system.cpu.time"));
+    assert_eq!(user.unit, "s");
+    assert_eq!(user.shape, SemconvShape::Total);
+    assert_eq!(user.attribute, Some(("cpu.mode", "user")));
+    // A second table of a category (each interface's gauges) is searched too.
+    let interface =
+        semconv_equivalent("nemo.relay.resource.network.interface.received_data").unwrap();
+    assert_eq!(interface.system, Some("system.network.io"));
+    assert_eq!(interface.process, None);
+    // A gauge without an equivalent, a bare field name, an unknown name.
+    assert_eq!(
+        semconv_equivalent("nemo.relay.resource.cpu.total_time"),
+        None
+    );
+    assert_eq!(semconv_equivalent("cpu.user_time"), None);
+    assert_eq!(semconv_equivalent("nemo.relay.resource.nothing"), None);
+}

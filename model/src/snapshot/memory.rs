@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use wattline_config::units::{CapacityUnit, CountUnit, DurationUnit};
 
 use super::{LimitEvent, Measurement, Snapshot};
-use crate::marks::{Gauge, MarkBuilder, PROC_MEMORY_RESOLUTION, at, whole_base};
+use crate::marks::{Gauge, MarkBuilder, PROC_MEMORY_RESOLUTION, at, semconv_in, whole_base};
+use crate::semconv::{SemconvEquivalent, SemconvShape};
 
 /// The memory category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,66 +47,109 @@ const MEMORY_GAUGES: &[Gauge<MemoryMetrics>] = &[
         name: "nemo.relay.resource.memory.system.used",
         description: "System memory in use",
         value: |memory| at(&memory.system_used, PROC_MEMORY_RESOLUTION),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.memory.usage"),
+            unit: "By",
+            shape: SemconvShape::Level,
+            attribute: Some(("system.memory.state", "used")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.memory.system.total",
         description: "Total system memory",
         value: |memory| at(&memory.system_total, PROC_MEMORY_RESOLUTION),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.memory.limit"),
+            unit: "By",
+            shape: SemconvShape::Level,
+            attribute: None,
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.memory.system.available",
         description: "Available system memory",
         value: |memory| at(&memory.system_available, PROC_MEMORY_RESOLUTION),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.memory.linux.available"),
+            unit: "By",
+            shape: SemconvShape::Level,
+            attribute: None,
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.memory.resident",
         description: "Resident memory of the measured scope",
         value: |memory| at(&memory.resident, PROC_MEMORY_RESOLUTION),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.memory.usage"),
+            system: None,
+            unit: "By",
+            shape: SemconvShape::Level,
+            attribute: None,
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.memory.private",
         description: "Private memory of the measured scope",
         value: |memory| at(&memory.private, PROC_MEMORY_RESOLUTION),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.memory.physical_footprint",
         description: "Physical footprint",
         value: |memory| whole_base(&memory.physical_footprint),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.memory.virtual",
         description: "Virtual memory of the measured scope",
         value: |memory| at(&memory.virtual_memory, PROC_MEMORY_RESOLUTION),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.memory.virtual"),
+            system: None,
+            unit: "By",
+            shape: SemconvShape::Level,
+            attribute: None,
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.memory.peak_resident",
         description: "Peak resident memory of one process",
         value: |memory| at(&memory.peak_resident, PROC_MEMORY_RESOLUTION),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.memory.limit",
         description: "Memory limit of the environment",
         value: |memory| whole_base(&memory.limit),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.memory.environment_accounted",
         description: "Memory charged to the environment",
         value: |memory| whole_base(&memory.environment_accounted),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.memory.pressure.some_stall_time",
         description: "Time some work stalled on memory",
         value: |memory| whole_base(&memory.some_pressure_stall_time),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.memory.pressure.full_stall_time",
         description: "Time all work stalled on memory",
         value: |memory| whole_base(&memory.full_pressure_stall_time),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.memory.out_of_memory_event_count",
         description: "Cumulative out-of-memory events",
         value: |memory| whole_base(&memory.out_of_memory_event_count),
+        semconv: None,
     },
 ];
 
@@ -115,4 +159,9 @@ pub fn memory_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
         mark.gauges(MEMORY_GAUGES, memory, &[]);
         mark.limit_events(&memory.limit_events);
     }
+}
+
+/// The semantic-convention equivalent of the memory gauge named `mark`, if any.
+pub(super) fn memory_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
+    semconv_in(MEMORY_GAUGES, mark)
 }

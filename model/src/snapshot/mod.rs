@@ -26,16 +26,52 @@ pub use process::ProcessMetrics;
 use crate::events::{AttributeValue, MetricMeasurements};
 use crate::marks::{MarkBuilder, count};
 pub use crate::measurement::{LimitEvent, LimitEventKind, LimitResource, Measurement};
+use crate::semconv::SemconvEquivalent;
 
-/// Each category's part of a mark, in the order its gauges appear.
-const CATEGORY_MARKS: &[fn(&Snapshot, &mut MarkBuilder)] = &[
-    cpu::cpu_marks,
-    memory::memory_marks,
-    process::process_marks,
-    disk::disk_marks,
-    gpu::gpu_marks,
-    network::network_marks,
+/// One category's gauge tables, seen from outside the category: its part of a mark,
+/// and the semantic-convention column of its rows.
+struct CategoryGauges {
+    marks: fn(&Snapshot, &mut MarkBuilder),
+    semconv: fn(&str) -> Option<&'static SemconvEquivalent>,
+}
+
+/// Every category, in the order its gauges appear in a mark.
+const CATEGORIES: &[CategoryGauges] = &[
+    CategoryGauges {
+        marks: cpu::cpu_marks,
+        semconv: cpu::cpu_semconv,
+    },
+    CategoryGauges {
+        marks: memory::memory_marks,
+        semconv: memory::memory_semconv,
+    },
+    CategoryGauges {
+        marks: process::process_marks,
+        semconv: process::process_semconv,
+    },
+    CategoryGauges {
+        marks: disk::disk_marks,
+        semconv: disk::disk_semconv,
+    },
+    CategoryGauges {
+        marks: gpu::gpu_marks,
+        semconv: gpu::gpu_semconv,
+    },
+    CategoryGauges {
+        marks: network::network_marks,
+        semconv: network::network_semconv,
+    },
 ];
+
+/// What the resource gauge named `mark` (`nemo.relay.resource.cpu.user_time`) becomes
+/// under OpenTelemetry's `process.*` / `system.*` names: the semconv column of that
+/// gauge's table row. `None` for a name no table holds, or a gauge without an
+/// equivalent.
+pub fn semconv_equivalent(mark: &str) -> Option<&'static SemconvEquivalent> {
+    CATEGORIES
+        .iter()
+        .find_map(|category| (category.semconv)(mark))
+}
 
 /// The operating system the snapshot was taken on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,8 +195,8 @@ pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
         "Resource metric samples collected in this poll",
         &[],
     );
-    for category_marks in CATEGORY_MARKS {
-        category_marks(snapshot, &mut mark);
+    for category in CATEGORIES {
+        (category.marks)(snapshot, &mut mark);
     }
     if let Some(sampling) = &snapshot.process_sampling {
         mark.push(

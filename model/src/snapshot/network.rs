@@ -6,7 +6,8 @@ use wattline_config::units::{BandwidthUnit, CountUnit, DataUnit};
 
 use super::{Measurement, MeasurementScope, Snapshot};
 use crate::events::AttributeValue;
-use crate::marks::{Gauge, MarkBuilder, whole_base};
+use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
+use crate::semconv::{SemconvEquivalent, SemconvShape};
 
 /// Traffic counters of one network record.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -55,41 +56,61 @@ const NETWORK_SYSTEM_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
         name: "nemo.relay.resource.network.system.received_data",
         description: "Data received",
         value: |traffic| whole_base(&traffic.received_data),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.network.io"),
+            unit: "By",
+            shape: SemconvShape::Total,
+            attribute: Some(("network.io.direction", "receive")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.network.system.transmitted_data",
         description: "Data sent",
         value: |traffic| whole_base(&traffic.transmitted_data),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.network.io"),
+            unit: "By",
+            shape: SemconvShape::Total,
+            attribute: Some(("network.io.direction", "transmit")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.network.system.received_packets",
         description: "Packets received",
         value: |traffic| whole_base(&traffic.received_packets),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.system.transmitted_packets",
         description: "Packets sent",
         value: |traffic| whole_base(&traffic.transmitted_packets),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.system.receive_errors",
         description: "Receive errors",
         value: |traffic| whole_base(&traffic.receive_errors),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.system.transmit_errors",
         description: "Send errors",
         value: |traffic| whole_base(&traffic.transmit_errors),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.system.receive_throughput",
         description: "Receive rate since the previous poll",
         value: |traffic| whole_base(&traffic.receive_throughput),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.system.transmit_throughput",
         description: "Send rate since the previous poll",
         value: |traffic| whole_base(&traffic.transmit_throughput),
+        semconv: None,
     },
 ];
 
@@ -99,41 +120,61 @@ const NETWORK_INTERFACE_GAUGES: &[Gauge<NetworkTrafficMetrics>] = &[
         name: "nemo.relay.resource.network.interface.received_data",
         description: "Data received",
         value: |traffic| whole_base(&traffic.received_data),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.network.io"),
+            unit: "By",
+            shape: SemconvShape::Total,
+            attribute: Some(("network.io.direction", "receive")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.network.interface.transmitted_data",
         description: "Data sent",
         value: |traffic| whole_base(&traffic.transmitted_data),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.network.io"),
+            unit: "By",
+            shape: SemconvShape::Total,
+            attribute: Some(("network.io.direction", "transmit")),
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.network.interface.received_packets",
         description: "Packets received",
         value: |traffic| whole_base(&traffic.received_packets),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.interface.transmitted_packets",
         description: "Packets sent",
         value: |traffic| whole_base(&traffic.transmitted_packets),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.interface.receive_errors",
         description: "Receive errors",
         value: |traffic| whole_base(&traffic.receive_errors),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.interface.transmit_errors",
         description: "Send errors",
         value: |traffic| whole_base(&traffic.transmit_errors),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.interface.receive_throughput",
         description: "Receive rate since the previous poll",
         value: |traffic| whole_base(&traffic.receive_throughput),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.network.interface.transmit_throughput",
         description: "Send rate since the previous poll",
         value: |traffic| whole_base(&traffic.transmit_throughput),
+        semconv: None,
     },
 ];
 
@@ -149,4 +190,9 @@ pub fn network_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
             mark.gauges(NETWORK_INTERFACE_GAUGES, &interface.traffic, &name);
         }
     }
+}
+
+/// The semantic-convention equivalent of the network gauge named `mark`, if any.
+pub(super) fn network_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
+    semconv_in(NETWORK_SYSTEM_GAUGES, mark).or_else(|| semconv_in(NETWORK_INTERFACE_GAUGES, mark))
 }

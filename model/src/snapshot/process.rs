@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use wattline_config::units::CountUnit;
 
 use super::{LimitEvent, Measurement, Snapshot};
-use crate::marks::{Gauge, MarkBuilder, whole_base};
+use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
+use crate::semconv::{SemconvEquivalent, SemconvShape};
 
 /// The process category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,31 +33,55 @@ const PROCESS_GAUGES: &[Gauge<ProcessMetrics>] = &[
         name: "nemo.relay.resource.process.active_count",
         description: "Processes in the measured scope",
         value: |process| whole_base(&process.active_count),
+        semconv: Some(SemconvEquivalent {
+            process: None,
+            system: Some("system.process.count"),
+            unit: "{process}",
+            shape: SemconvShape::Level,
+            attribute: None,
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.process.descendant_count",
         description: "Live descendants of the root",
         value: |process| whole_base(&process.descendant_count),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.thread.count",
         description: "Threads in the measured scope",
         value: |process| whole_base(&process.thread_count),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.thread.count"),
+            system: None,
+            unit: "{thread}",
+            shape: SemconvShape::Level,
+            attribute: None,
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.process.lifetime_creation_count",
         description: "Processes created in the job",
         value: |process| whole_base(&process.lifetime_creation_count),
+        semconv: None,
     },
     Gauge {
         name: "nemo.relay.resource.process.open_file_descriptor_count",
         description: "Open file descriptors",
         value: |process| whole_base(&process.open_file_descriptor_count),
+        semconv: Some(SemconvEquivalent {
+            process: Some("process.unix.file_descriptor.count"),
+            system: None,
+            unit: "{file_descriptor}",
+            shape: SemconvShape::Level,
+            attribute: None,
+        }),
     },
     Gauge {
         name: "nemo.relay.resource.process.windows_handle_count",
         description: "Windows kernel handles",
         value: |process| whole_base(&process.windows_handle_count),
+        semconv: None,
     },
 ];
 
@@ -66,4 +91,9 @@ pub fn process_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
         mark.gauges(PROCESS_GAUGES, process, &[]);
         mark.limit_events(&process.limit_events);
     }
+}
+
+/// The semantic-convention equivalent of the process gauge named `mark`, if any.
+pub(super) fn process_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
+    semconv_in(PROCESS_GAUGES, mark)
 }

@@ -36,6 +36,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "carbon_region_dataset",
     "carbon_region_licence",
     "carbon_region_source",
+    "scope_attributed_energy_kwh",
+    "unattributed_energy_kwh",
 ];
 
 /// What the report does not know about its run: the scope measured and the command.
@@ -96,6 +98,13 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         .as_ref()
         .and_then(|factor| factor.region.as_ref());
     let region_text = |text: fn(&RegionFactor) -> String| region.map(text).unwrap_or_default();
+    // What the Agent scopes were attributed in all, and what no scope held: they add up
+    // to the total. Empty for a run without scopes.
+    let had_scopes = !report.agent_scopes.is_empty() || !report.folded_scopes.is_empty();
+    let scope_attributed = total.energy_kwh.filter(|_| had_scopes).map(|energy| {
+        let unattributed: f64 = report.domains.iter().map(|d| d.unattributed_kwh).sum();
+        (energy - unattributed, unattributed)
+    });
     let values = [
         report
             .started_at
@@ -130,6 +139,8 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         region_text(|region| region.intensity.dataset.clone()),
         region_text(|region| region.intensity.licence.clone()),
         region_text(|region| factor_source(&region.origin)),
+        number(scope_attributed.map(|(attributed, _)| attributed)),
+        number(scope_attributed.map(|(_, unattributed)| unattributed)),
     ];
     debug_assert_eq!(values.len(), CSV_COLUMNS.len());
     values

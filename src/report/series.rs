@@ -13,11 +13,11 @@ use chrono::{DateTime, Utc};
 use wattline_actors::EnergyReport;
 use wattline_actors::energy::integrator::counter_delta_joules;
 use wattline_actors::energy::record::{EnergyRecord, Nanos, PowerRecord};
-use wattline_actors::energy::report::EnergyDomain;
 use wattline_config::units::{CapacityUnit, CpuUnit};
 use wattline_model::events::{
     AttributeValue, EventSink, MetricMeasurement, PipelineEvent, RESOURCE_MARK_NAME,
 };
+use wattline_model::report::EnergyDomain;
 
 /// CPU use of the measured scope since the previous poll.
 const CPU_CONSUMPTION_RATE: &str = "nemo.relay.resource.cpu.consumption_rate";

@@ -1,0 +1,399 @@
+//! The account's report as of an instant: each meter's, domain's and scope's energy
+//! with what lies after that instant taken back out, priced and turned into CO2.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use wattline_config::energy::CarbonIntensity;
+
+use super::{EnergyAccount, LateAttribution, Meter, ScopeAccount, Tally, seconds};
+use crate::energy::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
+use crate::energy::record::Nanos;
+use crate::energy::report::{
+    DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
+    SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
+};
+
+fn kwh(joules: f64) -> f64 {
+    joules / JOULES_PER_KILOWATT_HOUR
+}
+
+/// The factors that turn energy into money and CO2.
+struct Pricing {
+    /// Per kWh, in the configured currency.
+    price: f64,
+    /// gCO2e per kWh.
+    gco2e_per_kwh: f64,
+    /// Whether CO2 is reported at all.
+    co2_tracking: bool,
+}
+
+impl Pricing {
+    fn cost(&self, kwh: f64) -> f64 {
+        kwh * self.price
+    }
+
+    fn co2(&self, kwh: f64) -> Option<f64> {
+        self.co2_tracking.then_some(kwh * self.gco2e_per_kwh)
+    }
+}
+
+/// What a scope's figures depend on besides the scope.
+struct ScopeFigures<'a> {
+    /// The report's instant.
+    at: Nanos,
+    /// Whether any domain was measured.
+    measured: bool,
+    /// Whether the GPU was.
+    gpu_measured: bool,
+    /// The counted domains.
+    domains: &'a [DomainEnergy],
+}
+
+/// What the meters add up to as of the report's instant.
+#[derive(Default)]
+struct MeterFigures {
+    devices: Vec<DeviceEnergy>,
+    zones: Vec<ZoneEnergy>,
+    processes: Vec<ProcessEnergy>,
+    /// Per counted domain: its joules and each meter's method.
+    domain_joules: BTreeMap<EnergyDomain, (f64, Vec<EnergySource>)>,
+}
+
+impl EnergyAccount {
+    /// The report as of monotonic `at` (wall-clock `wall`): intervals, or their parts,
+    /// after `at` are left out, even when their readings have already arrived.
+    pub fn report(&self, at: Nanos, wall: DateTime<Utc>) -> EnergyReport {
+        let config = &self.settings.config;
+        let from = self.measuring_from.map_or(0, |(at, _)| at);
+        let carbon = self.settings.carbon_intensity();
+        let pricing = Pricing {
+            price: config.cost_per_kwh,
+            gco2e_per_kwh: carbon.gco2e_per_kwh,
+            co2_tracking: config.co2_tracking,
+        };
+        let meters = self.meter_figures(at, from, &pricing);
+        let mut scopes: Vec<&ScopeAccount> =
+            self.finished_scopes.iter().chain(&self.scopes).collect();
+        scopes.sort_by_key(|scope| scope.start);
+        let late = self.late_attribution(&scopes, at.max(from));
+        let unattributed = |domain: &EnergyDomain| {
+            kwh(self.unattributed.get(domain).copied().unwrap_or(0.0)
+                - late.unattributed.get(domain).copied().unwrap_or(0.0))
+        };
+        let domains = domain_energies(&meters.domain_joules, unattributed, &pricing);
+        let domain_kwh = |domain: EnergyDomain| {
+            domains
+                .iter()
+                .find(|d| d.domain == domain)
+                .map(|d| d.energy_kwh)
+        };
+        let measured = !domains.is_empty();
+        let gpu_measured = domain_kwh(EnergyDomain::Gpu).is_some();
+        let answering: Vec<&str> = self
+            .sources
+            .iter()
+            .filter(|(_, source)| source.answered)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        EnergyReport {
+            started_at: self.measuring_from.map_or(self.clock.1, |(_, wall)| wall),
+            ended_at: wall,
+            gpu_source: (!answering.is_empty()).then(|| answering.join("+")),
+            gpu_source_configured: self.gpu_configured.clone(),
+            gpu_unavailable: (!gpu_measured)
+                .then(|| self.gpu_unavailable_reason(!answering.is_empty()))
+                .flatten(),
+            gpu_selection: self.gpu_selection.clone(),
+            cpu_unavailable: domain_kwh(EnergyDomain::CpuPackage)
+                .is_none()
+                .then(|| self.cpu_unavailable.clone())
+                .flatten(),
+            total: totals(&domains, config.pue, &pricing),
+            agent_scopes: self.scope_energies(
+                &scopes,
+                &late,
+                ScopeFigures {
+                    at,
+                    measured,
+                    gpu_measured,
+                    domains: &domains,
+                },
+                &pricing,
+            ),
+            scope_attribution: Some(SCOPE_ATTRIBUTION.to_owned()),
+            folded_scopes: self.folded_scopes.summaries(),
+            domains,
+            devices: meters.devices,
+            cpu_zones: meters.zones,
+            processes: meters.processes,
+            cost_per_kwh: Factor {
+                value: pricing.price,
+                unit: format!("{}/kWh", config.currency),
+                origin: self.settings.cost_origin.clone(),
+                region: None,
+            },
+            currency: config.currency.clone(),
+            carbon_intensity: config.co2_tracking.then(|| carbon_factor(&carbon)),
+            pue: Factor {
+                value: config.pue,
+                unit: "ratio".into(),
+                origin: self.settings.pue_origin.clone(),
+                region: None,
+            },
+            ignored_variables: self.settings.ignored_variables.clone(),
+            diagnostics: None,
+            exporter_drops: Vec::new(),
+            exporters: Vec::new(),
+            replay_notes: Vec::new(),
+            last_sample_missing: None,
+            health: Vec::new(),
+        }
+    }
+
+    /// Every meter's energy in the window from `from` to `at`: GPU devices (and their
+    /// processes), RAPL zones, and the counted domains' sums.
+    fn meter_figures(&self, at: Nanos, from: Nanos, pricing: &Pricing) -> MeterFigures {
+        let mut figures = MeterFigures::default();
+        for ((domain, id), meter) in &self.meters {
+            if meter.readings == 0 {
+                continue;
+            }
+            let (run, process_joules) = meter.as_of(at, from);
+            if domain.is_counted() {
+                let slot = figures.domain_joules.entry(*domain).or_default();
+                slot.0 += run.best_joules;
+                slot.1.push(run.method());
+            }
+            match domain {
+                EnergyDomain::Gpu => {
+                    let attributed: f64 = process_joules.values().sum();
+                    for (pid, joules) in &process_joules {
+                        figures.processes.push(ProcessEnergy {
+                            process_id: *pid,
+                            device_identifier: id.clone(),
+                            gpu_energy_kwh: kwh(*joules),
+                            basis: meter.basis,
+                        });
+                    }
+                    let device = meter.device_energy(id, &run, attributed, pricing);
+                    figures.devices.push(device);
+                }
+                _ => figures.zones.push(ZoneEnergy {
+                    zone: id.clone(),
+                    name: meter.name.clone().unwrap_or_else(|| id.clone()),
+                    domain: *domain,
+                    energy_kwh: kwh(run.best_joules),
+                    covered_seconds: seconds(run.covered_nanos),
+                    readings: meter.readings,
+                }),
+            }
+        }
+        figures
+    }
+
+    /// Every Agent scope's energy (`scopes`, in start order), window and attributed,
+    /// with what lies after the report's instant taken back out (`late`, the
+    /// attributed part of it, in the same order). Totals only when anything was
+    /// measured; GPU energy only when the GPU was.
+    fn scope_energies(
+        &self,
+        scopes: &[&ScopeAccount],
+        late: &LateAttribution,
+        figures: ScopeFigures<'_>,
+        pricing: &Pricing,
+    ) -> Vec<ScopeEnergy> {
+        let ScopeFigures {
+            at,
+            measured,
+            gpu_measured,
+            domains,
+        } = figures;
+        scopes
+            .iter()
+            .zip(&late.scopes)
+            .map(|(scope, late_attributed)| {
+                let mut joules = scope.joules.clone();
+                for ((domain, _), meter) in &self.meters {
+                    if !domain.is_counted() {
+                        continue;
+                    }
+                    for segment in meter.recent.iter().filter(|s| s.end.at > at) {
+                        let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
+                        *joules.entry(*domain).or_default() -= segment.best_joules() * energy;
+                    }
+                }
+                let gpu = joules.get(&EnergyDomain::Gpu).copied().map(kwh);
+                let total = measured.then(|| kwh(joules.values().sum::<f64>()));
+                let attributed = |domain: &EnergyDomain| {
+                    scope.attributed.get(domain).copied().unwrap_or(0.0)
+                        - late_attributed.get(domain).copied().unwrap_or(0.0)
+                };
+                let attributed_total = measured
+                    .then(|| kwh(domains.iter().map(|d| attributed(&d.domain)).sum::<f64>()));
+                ScopeEnergy {
+                    uuid: scope.uuid.to_string(),
+                    name: scope.name.clone(),
+                    parent_uuid: scope.parent.map(|uuid| uuid.to_string()),
+                    process_id: scope.process_id,
+                    weight: scope.weight,
+                    attributed_gpu_energy_kwh: gpu_measured
+                        .then(|| kwh(attributed(&EnergyDomain::Gpu))),
+                    attributed_energy_kwh: attributed_total,
+                    attributed_cost: attributed_total.map(|kwh| pricing.cost(kwh)),
+                    attributed_co2_grams: attributed_total.and_then(|kwh| pricing.co2(kwh)),
+                    gpu_energy_kwh: gpu.filter(|_| gpu_measured),
+                    energy_kwh: total,
+                    cost: total.map(|kwh| pricing.cost(kwh)),
+                    co2_grams: total.and_then(|kwh| pricing.co2(kwh)),
+                    started_at: scope.started_wall,
+                    ended_at: scope.end.map(|(_, wall)| wall),
+                }
+            })
+            .collect()
+    }
+
+    /// Why no GPU energy was measured: a selection that leaves every device out says
+    /// so before the sources' own reasons.
+    fn gpu_unavailable_reason(&self, sources_answered: bool) -> Option<String> {
+        match &self.gpu_selection {
+            Some(selection) if selection.selects_nothing() => Some(format!(
+                "no GPU is selected ({}): none counted",
+                selection.describe()
+            )),
+            Some(selection) if sources_answered => Some(format!(
+                "no device matched the selection ({})",
+                selection.describe()
+            )),
+            _ => self.gpu_unavailable.clone(),
+        }
+    }
+}
+
+impl Meter {
+    /// The run's tally and each process's joules in the window from `from` to `at`:
+    /// the intervals, or their parts, after `at` taken back out.
+    fn as_of(&self, at: Nanos, from: Nanos) -> (Tally, BTreeMap<u32, f64>) {
+        let mut run = self.run.clone();
+        let mut process_joules = self.processes.clone();
+        for segment in self.recent.iter().filter(|s| s.end.at > at) {
+            let fractions = segment.fractions(at.max(from), Nanos::MAX);
+            run.add(segment, fractions, -1.0);
+            if fractions.1 > 0.0 && fractions.1 >= segment.fractions(from, Nanos::MAX).1 {
+                // The whole of its part in the window lies after the report.
+                run.forget(segment);
+            }
+            if let Some(shares) = &segment.shares {
+                for (pid, share) in &shares.processes {
+                    *process_joules.entry(*pid).or_default() -=
+                        segment.best_joules() * fractions.0 * share;
+                }
+            }
+        }
+        (run, process_joules)
+    }
+
+    /// The GPU device `id`'s figures from its `run` in the window, of which
+    /// `attributed` joules went to processes.
+    fn device_energy(
+        &self,
+        id: &str,
+        run: &Tally,
+        attributed: f64,
+        pricing: &Pricing,
+    ) -> DeviceEnergy {
+        let energy_kwh = kwh(run.best_joules);
+        DeviceEnergy {
+            device_identifier: id.to_owned(),
+            name: self.name.clone(),
+            source: self.source.clone(),
+            energy_kwh,
+            energy_source: run.method(),
+            counter_kwh: (run.counter_intervals > 0 && run.counter_intervals == run.intervals)
+                .then(|| kwh(run.counter_joules)),
+            trapezoid_kwh: (run.trapezoid_intervals > 0).then(|| kwh(run.trapezoid_joules)),
+            mean_watts: (run.covered_nanos > 0.0)
+                .then(|| run.trapezoid_joules / seconds(run.covered_nanos)),
+            max_watts: self.max_watts,
+            covered_seconds: seconds(run.covered_nanos),
+            readings: self.readings,
+            sampling_rate_hz: run
+                .mean_interval_seconds()
+                .filter(|mean| *mean > 0.0)
+                .map(|mean| 1.0 / mean),
+            gaps: self.gaps,
+            cost: pricing.cost(energy_kwh),
+            co2_grams: pricing.co2(energy_kwh),
+            attribution: self.basis,
+            power_fields: self.power_fields.iter().cloned().collect(),
+            attributed_kwh: kwh(attributed),
+            unattributed_kwh: energy_kwh - kwh(attributed),
+            shared_board_power: self.shared_board,
+        }
+    }
+}
+
+/// Each counted domain's energy, priced, with the method its meters share (or
+/// `mixed`).
+fn domain_energies(
+    domain_joules: &BTreeMap<EnergyDomain, (f64, Vec<EnergySource>)>,
+    unattributed_kwh: impl Fn(&EnergyDomain) -> f64,
+    pricing: &Pricing,
+) -> Vec<DomainEnergy> {
+    domain_joules
+        .iter()
+        .map(|(domain, (joules, methods))| {
+            let energy_kwh = kwh(*joules);
+            DomainEnergy {
+                domain: *domain,
+                energy_kwh,
+                method: combined_method(methods),
+                unattributed_kwh: unattributed_kwh(domain),
+                cost: pricing.cost(energy_kwh),
+                co2_grams: pricing.co2(energy_kwh),
+            }
+        })
+        .collect()
+}
+
+/// The run's totals over the counted `domains`, and at the facility (times `pue`).
+fn totals(domains: &[DomainEnergy], pue: f64, pricing: &Pricing) -> EnergyTotals {
+    let domain_kwh = |domain: EnergyDomain| {
+        domains
+            .iter()
+            .find(|d| d.domain == domain)
+            .map(|d| d.energy_kwh)
+    };
+    let energy_kwh =
+        (!domains.is_empty()).then(|| domains.iter().map(|d| d.energy_kwh).sum::<f64>());
+    EnergyTotals {
+        energy_kwh,
+        gpu_energy_kwh: domain_kwh(EnergyDomain::Gpu),
+        cpu_energy_kwh: domain_kwh(EnergyDomain::CpuPackage),
+        dram_energy_kwh: domain_kwh(EnergyDomain::Dram),
+        cost: energy_kwh.map(|kwh| pricing.cost(kwh)),
+        co2_grams: energy_kwh.and_then(|kwh| pricing.co2(kwh)),
+        pue,
+        facility_energy_kwh: energy_kwh.map(|kwh| kwh * pue),
+        facility_cost: energy_kwh.map(|kwh| kwh * pue * pricing.price),
+    }
+}
+
+/// The carbon intensity in force, as the report states it.
+fn carbon_factor(carbon: &CarbonIntensity) -> Factor {
+    Factor {
+        value: carbon.gco2e_per_kwh,
+        unit: "gCO2e/kWh".into(),
+        origin: carbon.origin.clone(),
+        region: carbon.region.clone(),
+    }
+}
+
+/// The method a domain's meters share, or `mixed` when they differ.
+fn combined_method(methods: &[EnergySource]) -> EnergySource {
+    match methods.first() {
+        Some(first) if methods.iter().all(|m| m == first) => *first,
+        Some(_) => EnergySource::Mixed,
+        None => EnergySource::SparseTrapezoid,
+    }
+}
