@@ -40,12 +40,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     scope.scope_category, scope.name, scope.uuid
                 )
             }
-            PipelineEvent::MarkCopies(copies) => println!(
-                "marks {} under {} scopes ({} measurements, built once and shared)",
-                copies.timestamp,
-                copies.copies.len(),
-                copies.data.measurements.len()
-            ),
+            // One poll's mark, copied under every live scope: the data is built once.
+            PipelineEvent::MarkCopies(copies) => {
+                for copy in &copies.copies {
+                    println!(
+                        "mark  {} under {} ({} measurements; copies of one poll share data and time)",
+                        copies.timestamp,
+                        copy.parent_uuid.map(|u| u.to_string()).unwrap_or_default(),
+                        copies.data.measurements.len()
+                    );
+                }
+            }
             PipelineEvent::Mark(mark) => println!(
                 "mark  {} under {} ({} measurements; copies of one poll share data and time)",
                 mark.timestamp,

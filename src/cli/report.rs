@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::run::ReportFormat;
+use super::report_output::ReportFormat;
 
 /// Arguments of `wattline report`.
 #[derive(Debug, Args)]

@@ -7,9 +7,19 @@ use wattline::EnergyReport;
 use wattline::report::csv::{RunDescription, csv_header, csv_row};
 use wattline::report::series::RunSeries;
 // The library's format also names the HTML page, which is only ever written to a file.
+use clap::ValueEnum;
 use wattline::report::{ReportFormat as RenderFormat, render_report};
 
-use super::run::ReportFormat;
+/// How the report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// A table on stderr.
+    Table,
+    /// JSON on stdout.
+    Json,
+    /// A CSV header and one row on stdout (columns: README, "CSV").
+    Csv,
+}
 
 /// What a report is printed and written as.
 pub struct ReportOutputs<'a> {

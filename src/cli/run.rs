@@ -6,23 +6,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use wattline::config::{MeasurementScopeSetting, ResourceMetricsConfig};
 use wattline::gpu::visible_devices::gpu_selection_for_command;
 
+use super::report_output::ReportFormat;
 use super::status::{StatusSink, status_line};
 use super::{ScopeArgument, cli_resource_metrics, load_configuration};
-
-/// How the report is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    /// A table on stderr.
-    Table,
-    /// JSON on stdout.
-    Json,
-    /// A CSV header and one row on stdout (columns: README, "CSV").
-    Csv,
-}
 
 /// Arguments of `wattline run`.
 #[derive(Debug, Args)]

@@ -6,35 +6,18 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use chrono::Utc;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
 use super::semconv::SemconvMetrics;
 use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
-use crate::energy::input::EnergyInput;
+use crate::energy::input::{EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
-use crate::energy::report::EnergyReport;
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
 use wattline_model::events::{EventSink, PipelineEvent};
-
-/// Messages the energy actor answers.
-pub enum EnergyMessage {
-    /// A reading, boundary or status from one of the producers (sent through an
-    /// [`EnergyInbox`](crate::energy::input::EnergyInbox)).
-    Input(EnergyInput),
-    /// The report as of an instant (the flush call's).
-    Report {
-        /// The report's instant.
-        at: Instant,
-        /// The same instant on the wall clock.
-        wall: DateTime<Utc>,
-        /// Where the report goes.
-        reply: RpcReplyPort<EnergyReport>,
-    },
-}
 
 /// What the energy actor starts with.
 pub struct EnergyArguments {
@@ -292,6 +275,7 @@ mod tests {
     use super::*;
     use crate::energy::input::EnergyInbox;
     use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
+    use crate::energy::report::EnergyReport;
     use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
     use crate::samplers::gpu::PowerSampleSink;
     use uuid::Uuid;

@@ -4,11 +4,10 @@
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use ractor::ActorRef;
 use ractor::rpc::CallResult;
+use ractor::{ActorRef, RpcReplyPort};
 use uuid::Uuid;
 
-use crate::energy::actor::EnergyMessage;
 use crate::energy::report::EnergyReport;
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
@@ -69,6 +68,22 @@ pub enum EnergyInput {
     CpuStatus {
         /// The reason, in words; `None` while RAPL is read.
         unavailable: Option<String>,
+    },
+}
+
+/// Messages the energy actor answers.
+pub enum EnergyMessage {
+    /// A reading, boundary or status from one of the producers (sent through an
+    /// [`EnergyInbox`]).
+    Input(EnergyInput),
+    /// The report as of an instant (the flush call's).
+    Report {
+        /// The report's instant.
+        at: Instant,
+        /// The same instant on the wall clock.
+        wall: DateTime<Utc>,
+        /// Where the report goes.
+        reply: RpcReplyPort<EnergyReport>,
     },
 }
 

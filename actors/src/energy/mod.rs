@@ -1,14 +1,15 @@
-//! The energy stage: power samples in time order become kWh, cost and gCO2e.
+//! The energy stage: power samples in time order become kWh, cost and gCO2e. The
+//! account itself (intervals, windows, attribution, the report) is the
+//! `wattline-energy` crate, re-exported here; this module holds what feeds it live:
+//! the actor, its inbox, the records made from samples, and the metrics it sends.
 
-pub mod account;
 pub mod actor;
-pub mod attribution;
-pub mod folded_scopes;
 pub mod genai;
 pub mod input;
-pub mod integrator;
-pub mod quantile_sketch;
 pub mod record;
-pub mod replay;
 pub mod report;
 pub mod semconv;
+
+pub use wattline_energy::{
+    account, attribution, folded_scopes, integrator, quantile_sketch, replay,
+};

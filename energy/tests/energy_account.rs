@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use wattline_actors::energy::account::EnergyAccount;
-use wattline_actors::energy::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
-use wattline_actors::energy::record::{
+use wattline_config::energy::{EnergySettings, FactorOrigin};
+use wattline_energy::account::EnergyAccount;
+use wattline_energy::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
+use wattline_energy::replay::report_from_records;
+use wattline_model::energy::RaplZoneReading;
+use wattline_model::energy::{
     DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
 };
-use wattline_actors::energy::replay::report_from_records;
-use wattline_actors::energy::report::{EnergyDomain, EnergyReport};
-use wattline_actors::platform::linux::rapl::RaplZoneReading;
-use wattline_config::energy::{EnergySettings, FactorOrigin};
+use wattline_model::report::{EnergyDomain, EnergyReport};
 
 const SECOND: f64 = 1e9;
 
@@ -903,7 +903,7 @@ fn every_device_and_domain_carries_its_own_cost_and_co2() {
 
 #[test]
 fn why_no_gpu_energy_was_measured_names_the_selection_before_the_sources() {
-    use wattline_actors::gpu::visible_devices::GpuSelection;
+    use wattline_model::gpu_selection::GpuSelection;
     let status = |selectors: &[&str], given: &str| EnergyRecord::GpuStatus {
         configured: "nvml".into(),
         unavailable: Some("NVML library not found".into()),
@@ -997,7 +997,7 @@ fn a_scopes_cost_and_co2_are_of_its_own_energy() {
 
 #[test]
 fn an_exporter_lost_data_when_it_dropped_failed_or_lost_anything_and_says_what() {
-    use wattline_actors::energy::report::ExporterOutcome;
+    use wattline_model::report::ExporterOutcome;
     let outcome = |dropped, failed, lost| ExporterOutcome {
         name: "atof".into(),
         exported: 10,

@@ -17,13 +17,14 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_config::energy::EnergySettings;
 
-use super::attribution::{Claimant, divide, usable_weight};
-use super::folded_scopes::FoldedScopeAggregates;
-use super::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, shared_counter_delta_joules};
-use super::record::{EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis};
-use super::report::EnergyDomain;
-use crate::gpu::visible_devices::GpuSelection;
-use crate::platform::os::rapl::RaplZoneReading;
+use crate::attribution::{Claimant, divide, usable_weight};
+use crate::folded_scopes::FoldedScopeAggregates;
+use crate::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, shared_counter_delta_joules};
+use wattline_model::energy::{
+    EnergyRecord, Nanos, PowerRecord, ProcessShares, RaplZoneReading, ShareBasis,
+};
+use wattline_model::gpu_selection::GpuSelection;
+use wattline_model::report::EnergyDomain;
 
 mod reporting;
 
@@ -717,7 +718,7 @@ fn divide_segment(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::energy::record::DevicePower;
+    use wattline_model::energy::DevicePower;
 
     fn reading(seconds: u64) -> EnergyRecord {
         EnergyRecord::Power(PowerRecord {

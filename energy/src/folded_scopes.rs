@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::quantile_sketch::QuantileSketch;
-use super::report::{Distribution, FoldedScopes};
+use crate::quantile_sketch::QuantileSketch;
+use wattline_model::report::{Distribution, FoldedScopes};
 
 /// At most this many names keep an aggregate of their own; scopes of further names
 /// fold into [`OTHER_NAMES`] (a name per request would otherwise grow without bound).

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use uuid::Uuid;
 
-use super::record::Nanos;
+use wattline_model::energy::Nanos;
 
 /// The weight a scope has when the caller gives none (or one that is not a positive,
 /// finite number).

@@ -1,9 +1,9 @@
 //! The energy report rebuilt from an event file's energy records: the same records
 //! fed to the same account give the same report as the live one.
 
-use super::account::EnergyAccount;
-use super::record::EnergyRecord;
-use super::report::EnergyReport;
+use crate::account::EnergyAccount;
+use wattline_model::energy::EnergyRecord;
+use wattline_model::report::EnergyReport;
 
 /// Rebuilds the report from `records` in file order, as of the last report taken
 /// (for a file whose run was cut short: as of its newest record). `None` when the

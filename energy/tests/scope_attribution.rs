@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use proptest::prelude::*;
 use uuid::Uuid;
-use wattline_actors::energy::account::EnergyAccount;
-use wattline_actors::energy::integrator::JOULES_PER_KILOWATT_HOUR;
-use wattline_actors::energy::record::{
+use wattline_config::energy::EnergySettings;
+use wattline_energy::account::EnergyAccount;
+use wattline_energy::integrator::JOULES_PER_KILOWATT_HOUR;
+use wattline_model::energy::RaplZoneReading;
+use wattline_model::energy::{
     DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
 };
-use wattline_actors::energy::report::{EnergyDomain, EnergyReport, ScopeEnergy};
-use wattline_actors::platform::linux::rapl::RaplZoneReading;
-use wattline_config::energy::EnergySettings;
+use wattline_model::report::{EnergyDomain, EnergyReport, ScopeEnergy};
 
 const HOST: u32 = 100;
 const REMOTE: u32 = 200;

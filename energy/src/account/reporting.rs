@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use wattline_config::energy::CarbonIntensity;
 
 use super::{EnergyAccount, LateAttribution, Meter, ScopeAccount, Tally, seconds};
-use crate::energy::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
-use crate::energy::record::Nanos;
-use crate::energy::report::{
+use crate::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
+use wattline_model::energy::Nanos;
+use wattline_model::report::{
     DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
     SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
 };
