@@ -1,0 +1,118 @@
+//! What one Agent scope costs the caller, opened and ended, against an OpenTelemetry
+//! SDK span started and ended in the same process and runtime: the yardstick a host
+//! already pays per step. Three rows, side by side in one run, as ratios to the span:
+//! the span; a wattline scope with no GPU source; a wattline scope with a GPU source
+//! (an instant stand-in, so the figure is wattline's own, not a driver's). Each row
+//! is timed over `WATTLINE_SCOPE_COST_ROUNDS` rounds (default 20,000) after a tenth as
+//! many to warm up, and reports wall time and this process's CPU time per scope (CPU
+//! includes the pipeline's own threads reacting to the scope). Asserts nothing.
+//!
+//! Run: `cargo bench --bench scope_cost`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::env_number;
+use opentelemetry::trace::{Span, Tracer, TracerProvider};
+use wattline::gpu::{GpuDeviceReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor};
+
+/// A GPU that answers at once: 300 W, one device.
+struct InstantGpu;
+
+impl GpuSource for InstantGpu {
+    fn name(&self) -> &str {
+        "instant"
+    }
+
+    fn sample(&mut self, _request: &GpuSampleRequest) -> Option<GpuSample> {
+        let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-bench");
+        device.power_draw_watts = Some(300.0);
+        Some(GpuSample {
+            devices: vec![device],
+            processes: Vec::new(),
+            taken_at: Instant::now(),
+        })
+    }
+}
+
+/// Wall and CPU time per round of `round`, after `warmup` untimed rounds.
+struct Cost {
+    wall: Duration,
+    cpu: Duration,
+}
+
+async fn measure<F, Fut>(rounds: u64, mut round: F) -> Cost
+where
+    F: FnMut(u64) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    for n in 0..(rounds / 10).max(1) {
+        round(n).await;
+    }
+    let (started, cpu_at_start) = (Instant::now(), common::cpu_seconds());
+    for n in 0..rounds {
+        round(n).await;
+    }
+    Cost {
+        wall: started.elapsed() / rounds as u32,
+        cpu: Duration::from_secs_f64((common::cpu_seconds() - cpu_at_start) / rounds as f64),
+    }
+}
+
+async fn wattline_scopes(rounds: u64, with_gpu: bool) -> Cost {
+    let mut builder =
+        wattline::Pipeline::builder().config(common::pipeline_config(1000, None, None));
+    builder = if with_gpu {
+        builder.gpu_source(|| Some(Box::new(InstantGpu)))
+    } else {
+        builder.gpu_source(|| None)
+    };
+    let pipeline = builder.spawn().await.expect("the pipeline");
+    let names: Vec<String> = (0..10).map(|n| format!("step-{n}")).collect();
+    let cost = measure(rounds, |n| {
+        let (pipeline, name) = (&pipeline, &names[(n % 10) as usize]);
+        async move {
+            let scope = pipeline.agent_scope(name).await.expect("a scope");
+            scope.end().await.expect("its end");
+        }
+    })
+    .await;
+    // Everything asked of the pipeline is done before the next row.
+    let _ = pipeline.shutdown().await;
+    cost
+}
+
+#[tokio::main]
+async fn main() {
+    let rounds = env_number("WATTLINE_SCOPE_COST_ROUNDS", 20_000);
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    let tracer = provider.tracer("bench");
+    let span = measure(rounds, |_| {
+        let mut span = tracer.start("step");
+        span.end();
+        std::future::ready(())
+    })
+    .await;
+    let without_gpu = wattline_scopes(rounds, false).await;
+    let with_gpu = wattline_scopes(rounds, true).await;
+    println!("scope_cost: {rounds} rounds each, open and end, one runtime, one process");
+    println!(
+        "{:<36} {:>10} {:>10} {:>9} {:>9}",
+        "row", "wall µs", "CPU µs", "wall ×", "CPU ×"
+    );
+    for (label, cost) in [
+        ("OpenTelemetry SDK span", &span),
+        ("wattline scope, no GPU source", &without_gpu),
+        ("wattline scope, instant GPU source", &with_gpu),
+    ] {
+        println!(
+            "{label:<36} {:>10.2} {:>10.2} {:>9.2} {:>9.2}",
+            cost.wall.as_secs_f64() * 1e6,
+            cost.cpu.as_secs_f64() * 1e6,
+            cost.wall.as_secs_f64() / span.wall.as_secs_f64(),
+            cost.cpu.as_secs_f64() / span.cpu.as_secs_f64().max(1e-12),
+        );
+    }
+    let _ = provider.shutdown();
+}
