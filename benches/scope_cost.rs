@@ -1,7 +1,8 @@
 //! What one Agent scope costs the caller, opened and ended, against an OpenTelemetry
 //! SDK span started and ended in the same process and runtime: the yardstick a host
 //! already pays per step. Three rows, side by side in one run, as ratios to the span:
-//! the span; a wattline scope with no GPU source; a wattline scope with a GPU source
+//! the span (the SDK's batch processor in front of an exporter that discards); a
+//! wattline scope with no GPU source; a wattline scope with a GPU source
 //! (an instant stand-in, so the figure is wattline's own, not a driver's). Each row
 //! is timed over `WATTLINE_SCOPE_COST_ROUNDS` rounds (default 20,000) after a tenth as
 //! many to warm up, and reports wall time and this process's CPU time per scope (CPU
@@ -16,6 +17,20 @@ use std::time::{Duration, Instant};
 use common::env_number;
 use opentelemetry::trace::{Span, Tracer, TracerProvider};
 use wattline::gpu::{GpuDeviceReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor};
+
+/// Takes every batch of spans and keeps none: the span's own cost, a batch processor
+/// included, without a collector's.
+#[derive(Debug)]
+struct DiscardSpans;
+
+impl opentelemetry_sdk::trace::SpanExporter for DiscardSpans {
+    async fn export(
+        &self,
+        _batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+}
 
 /// A GPU that answers at once: 300 W, one device.
 struct InstantGpu;
@@ -86,7 +101,10 @@ async fn wattline_scopes(rounds: u64, with_gpu: bool) -> Cost {
 #[tokio::main]
 async fn main() {
     let rounds = env_number("WATTLINE_SCOPE_COST_ROUNDS", 20_000);
-    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    // As a host sets the SDK up: spans go to a batch processor, then an exporter.
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(DiscardSpans)
+        .build();
     let tracer = provider.tracer("bench");
     let span = measure(rounds, |_| {
         let mut span = tracer.start("step");

@@ -26,7 +26,7 @@ use uuid::Uuid;
 use wattline_config::{AtofConfig, AtofWriteMode};
 use wattline_model::energy::EnergyRecord;
 use wattline_model::events::{
-    METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MarkCopies,
+    METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MarkCopies, MarkCopy,
     MetricMeasurements, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
 };
 
@@ -188,50 +188,70 @@ pub fn render_mark_copies(
     copies: &MarkCopies,
     root_of: impl Fn(Option<Uuid>) -> Option<Uuid>,
 ) -> Result<Vec<String>, ExportError> {
-    let invalid = |reason: String| ExportError::InvalidMark {
-        name: copies.name.clone(),
-        reason,
-    };
-    validate_metric_measurements(&copies.data).map_err(invalid)?;
-    let template = serde_json::to_string(&Envelope {
-        kind: "mark",
-        atof_version: ATOF_VERSION,
-        uuid: Uuid::nil(),
-        parent_uuid: None,
-        propagation_root_uuid: None,
-        timestamp: format_timestamp(copies.timestamp),
-        name: &copies.name,
-        data: Some(&*copies.data),
-        data_schema: Some(MEASUREMENTS_SCHEMA),
-        metadata: None,
-        tail: MarkTail {
-            category: None,
-            category_profile: None,
-        },
-    })?;
-    // The head's fields come before the timestamp: the rest is every copy's.
-    let shared = template
-        .find(",\"timestamp\":")
-        .map(|at| &template[at..])
-        .ok_or_else(|| invalid("the rendered mark has no timestamp".into()))?;
+    let lines = MarkCopyLines::new(copies)?;
     copies
         .copies
         .iter()
-        .map(|copy| {
-            let head = serde_json::to_string(&EnvelopeHead {
-                kind: "mark",
-                atof_version: ATOF_VERSION,
-                uuid: copy.uuid,
-                parent_uuid: copy.parent_uuid,
-                propagation_root_uuid: root_of(copy.parent_uuid),
-            })?;
-            let open = head.strip_suffix('}').unwrap_or(&head);
-            let mut line = String::with_capacity(open.len() + shared.len());
-            line.push_str(open);
-            line.push_str(shared);
-            Ok(line)
-        })
+        .map(|copy| lines.line(copy, root_of(copy.parent_uuid)))
         .collect()
+}
+
+/// A mark's copies, rendered one line at a time: the part every copy shares is
+/// serialised once, so a poll copied under thousands of scopes never holds all its
+/// lines at once.
+pub struct MarkCopyLines {
+    /// From the timestamp key to the end of the line.
+    shared: String,
+}
+
+impl MarkCopyLines {
+    /// Validates the data and serialises the shared part.
+    pub fn new(copies: &MarkCopies) -> Result<Self, ExportError> {
+        let invalid = |reason: String| ExportError::InvalidMark {
+            name: copies.name.clone(),
+            reason,
+        };
+        validate_metric_measurements(&copies.data).map_err(invalid)?;
+        let template = serde_json::to_string(&Envelope {
+            kind: "mark",
+            atof_version: ATOF_VERSION,
+            uuid: Uuid::nil(),
+            parent_uuid: None,
+            propagation_root_uuid: None,
+            timestamp: format_timestamp(copies.timestamp),
+            name: &copies.name,
+            data: Some(&*copies.data),
+            data_schema: Some(MEASUREMENTS_SCHEMA),
+            metadata: None,
+            tail: MarkTail {
+                category: None,
+                category_profile: None,
+            },
+        })?;
+        // The head's fields come before the timestamp: the rest is every copy's.
+        let at = template
+            .find(",\"timestamp\":")
+            .ok_or_else(|| invalid("the rendered mark has no timestamp".into()))?;
+        Ok(MarkCopyLines {
+            shared: template[at..].to_owned(),
+        })
+    }
+
+    /// The line of `copy`, whose propagation root is `root`.
+    pub fn line(&self, copy: &MarkCopy, root: Option<Uuid>) -> Result<String, ExportError> {
+        let head = serde_json::to_string(&EnvelopeHead {
+            kind: "mark",
+            atof_version: ATOF_VERSION,
+            uuid: copy.uuid,
+            parent_uuid: copy.parent_uuid,
+            propagation_root_uuid: root,
+        })?;
+        let open = head.strip_suffix('}').unwrap_or(&head);
+        let mut line = String::with_capacity(open.len() + self.shared.len());
+        line.push_str(open);
+        line.push_str(&self.shared);
+        Ok(line)
+    }
 }
 
 /// One energy record as an ATOF mark line (no trailing newline), under `parent`.
@@ -532,9 +552,23 @@ impl Exporter for AtofExporter {
             return Err(ExportError::ShutDown("atof"));
         }
         if let PipelineEvent::MarkCopies(copies) = event {
-            let lines = render_mark_copies(copies, |parent| self.propagation_root_under(parent))?;
-            for line in lines {
-                self.queue(line);
+            let lines = MarkCopyLines::new(copies)?;
+            let roots: Vec<Option<Uuid>> = copies
+                .copies
+                .iter()
+                .map(|copy| self.propagation_root_under(copy.parent_uuid))
+                .collect();
+            // Rendered and written one at a time: a poll's copies can outnumber the
+            // backlog, which only holds lines a failed write left behind.
+            let mut failed = None;
+            for (copy, root) in copies.copies.iter().zip(roots) {
+                self.queue(lines.line(copy, root)?);
+                if failed.is_none() && self.pending.len() >= MAX_PENDING_LINES / 2 {
+                    failed = self.write_pending().err();
+                }
+            }
+            if let Some(error) = failed {
+                return Err(error);
             }
         } else {
             let line = self.render(event)?;

@@ -429,3 +429,39 @@ fn the_copies_of_a_mark_are_the_lines_each_copy_renders_alone() {
     assert_eq!(lines, alone);
     assert_eq!(lines.len(), 3);
 }
+
+#[test]
+fn a_poll_copied_under_more_scopes_than_the_backlog_holds_writes_every_copy() {
+    let directory = tempfile::tempdir().unwrap();
+    let mut exporter = AtofExporter::build_at(
+        &config(directory.path(), AtofWriteMode::Overwrite),
+        at(0, 0),
+    )
+    .unwrap();
+    let PipelineEvent::Mark(mark) = resource_mark(uuid(9), None, at(5, 0), 3) else {
+        unreachable!()
+    };
+    let count = wattline_exporters::atof::MAX_PENDING_LINES as u128 * 4 + 3;
+    let copies = MarkCopies {
+        timestamp: mark.timestamp,
+        name: mark.name.clone(),
+        data: std::sync::Arc::new(mark.data.clone()),
+        copies: (0..count)
+            .map(|n| MarkCopy {
+                uuid: uuid(1000 + n),
+                parent_uuid: Some(uuid(2)),
+            })
+            .collect(),
+    };
+    exporter.export(&PipelineEvent::MarkCopies(copies)).unwrap();
+    exporter.flush().unwrap();
+    assert_eq!(exporter.lost(), 0);
+    let text = std::fs::read_to_string(exporter.path()).unwrap();
+    assert_eq!(text.lines().count() as u128, count);
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains(&uuid(1000 + count - 1).to_string())
+    );
+}

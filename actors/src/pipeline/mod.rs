@@ -37,6 +37,7 @@ use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use crate::merger::actor::MergerMessage;
 pub use crate::merger::scopes::ROOT_SCOPE_NAME;
 use crate::merger::scopes::{LiveScope, scope_event, strictly_after};
+use crate::samplers::actor::Outstanding;
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
@@ -527,15 +528,20 @@ impl RunningPipeline {
         let Some(energy) = self.energy.clone() else {
             return;
         };
-        let (registry, rapl, timeout, slot) = (
+        // Many scopes starting or ending at once share the one boundary reading still
+        // outstanding: the others spawn nothing and read nothing (a scope's boundary is
+        // then clipped from the readings on either side of it).
+        let Some(claim) = Outstanding::claim(&self.boundary_slot) else {
+            return;
+        };
+        let (registry, rapl, timeout) = (
             self.registry.clone(),
             Arc::clone(&self.rapl),
             self.energy_interval,
-            Arc::clone(&self.boundary_slot),
         );
-        // Many scopes starting at once share the one reading still outstanding.
         tokio::spawn(async move {
-            let _ = sample_energy_now(&registry, &energy, &rapl, timeout, false, Some(&slot)).await;
+            let _ = sample_energy_now(&registry, &energy, &rapl, timeout, false, None).await;
+            drop(claim);
         });
     }
 
