@@ -442,12 +442,19 @@ impl EnergyAccount {
                 own: BTreeMap::new(),
             }),
             EnergyRecord::ScopeEnded { uuid, at, wall } => {
-                if let Some(scope) = self
+                // The newest scopes are at the end: most ends find theirs soon.
+                if let Some(index) = self
                     .scopes
-                    .iter_mut()
-                    .find(|s| s.uuid == *uuid && s.end.is_none())
+                    .iter()
+                    .rposition(|s| s.uuid == *uuid && s.end.is_none())
                 {
-                    scope.end = Some((*at, *wall));
+                    self.scopes[index].end = Some((*at, *wall));
+                    // Retired at once when no open reading reaches back to its end (with
+                    // no meter at all, always): without readings nothing else would.
+                    if *at <= self.horizon(*at) {
+                        let scope = self.scopes.remove(index);
+                        self.finish(scope);
+                    }
                 }
             }
             EnergyRecord::GpuStatus {
@@ -633,20 +640,33 @@ impl EnergyAccount {
         }
     }
 
-    /// Scopes that ended before every meter's open reading can receive no more.
-    fn retire_scopes(&mut self, now: Nanos) {
-        let horizon = self
-            .meters
+    /// The earliest instant a later interval can still start from: every meter's open
+    /// reading, or `now`.
+    fn horizon(&self, now: Nanos) -> Nanos {
+        self.meters
             .values()
             .filter_map(|m| m.last.map(|p| p.at))
             .min()
             .unwrap_or(now)
-            .min(now);
+            .min(now)
+    }
+
+    /// Scopes that ended before every meter's open reading can receive no more.
+    fn retire_scopes(&mut self, now: Nanos) {
+        let horizon = self.horizon(now);
         let (done, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.scopes)
             .into_iter()
             .partition(|scope| scope.end.is_some_and(|(end, _)| end <= horizon));
         self.scopes = live;
-        self.finished_scopes.extend(done);
+        for scope in done {
+            self.finish(scope);
+        }
+    }
+
+    /// Keeps a retired scope for the report, folding the oldest past
+    /// `scopes_in_detail` into their name's aggregate.
+    fn finish(&mut self, scope: ScopeAccount) {
+        self.finished_scopes.push_back(scope);
         while self.finished_scopes.len() > self.settings.config.scopes_in_detail {
             let Some(oldest) = self.finished_scopes.pop_front() else {
                 break;
@@ -746,6 +766,35 @@ mod tests {
         let meter = account.meters.values().next().unwrap();
         // Intervals of 1 s ending within 120 s of the newest: 121 of them.
         assert_eq!(meter.recent.len(), 121);
+    }
+
+    #[test]
+    fn without_any_reading_an_ended_scope_is_retired_at_its_end_and_memory_stays_bounded() {
+        // No GPU and no RAPL: no reading would ever retire a scope, so its end does.
+        let mut settings = EnergySettings::default();
+        settings.config.scopes_in_detail = 100;
+        let mut account = EnergyAccount::new(settings, 0, Utc::now());
+        let wall = Utc::now();
+        for n in 0..10_000u64 {
+            let uuid = Uuid::from_u128(u128::from(n) + 1);
+            account.apply(&EnergyRecord::ScopeStarted {
+                uuid,
+                name: format!("step-{}", n % 3),
+                at: n * 1_000,
+                wall,
+                parent: None,
+                process_id: None,
+                weight: None,
+            });
+            account.apply(&EnergyRecord::ScopeEnded {
+                uuid,
+                at: n * 1_000 + 500,
+                wall,
+            });
+        }
+        assert!(account.scopes.is_empty());
+        assert_eq!(account.finished_scopes.len(), 100);
+        assert_eq!(account.folded_scopes.count(), 9_900);
     }
 
     #[test]
