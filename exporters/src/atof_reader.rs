@@ -89,8 +89,8 @@ pub struct AtofMarkStream {
     files: std::vec::IntoIter<PathBuf>,
     current: Option<OpenSource>,
     skip_copies: bool,
-    /// The previous mark's line from its timestamp on, and whether it was a resource
-    /// mark, for [`Self::skipping_copies`].
+    /// The previous mark's line from its timestamp on (empty after an energy record),
+    /// for [`Self::skipping_copies`].
     previous_tail: Vec<u8>,
     line: Vec<u8>,
     left_out: Vec<String>,
@@ -140,7 +140,8 @@ impl AtofMarkStream {
 
     /// Leaves out the copies of a mark: a mark line whose bytes from its timestamp on
     /// are those of the mark just before it (one poll copied under many scopes shares
-    /// its timestamp and data) is checked as an envelope and not given.
+    /// its timestamp and data) is checked as an envelope and not given. Energy records
+    /// are always given.
     pub fn skipping_copies(mut self) -> Self {
         self.skip_copies = true;
         self
@@ -199,7 +200,10 @@ impl AtofMarkStream {
             match parse_line(&source.path, number, &String::from_utf8_lossy(&self.line)) {
                 Ok(Some(mark)) => {
                     self.previous_tail.clear();
-                    if let Some(at) = tail_at {
+                    // An energy record is never a copy: two alike are two records.
+                    if let Some(at) = tail_at
+                        && mark.energy.is_none()
+                    {
                         self.previous_tail.extend_from_slice(&self.line[at..]);
                     }
                     return Ok(Some(mark));

@@ -471,3 +471,26 @@ fn the_copies_of_a_poll_are_read_once_when_skipping_copies() {
         ]
     );
 }
+
+#[test]
+fn two_alike_energy_records_are_both_read_when_skipping_copies() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("energy.jsonl");
+    let record = wattline_model::energy::EnergyRecord::MeasuringFrom {
+        at: 5,
+        wall: at(5, 0),
+    };
+    let render = || {
+        wattline_exporters::atof::render_energy_record(at(5, 0), Some(uuid(1)), &record).unwrap()
+    };
+    let (line, other) = (render(), render());
+    assert_ne!(line, other, "each record has its own UUID");
+    std::fs::write(&path, format!("{line}\n{other}\n")).unwrap();
+    let mut stream = AtofMarkStream::open(&path).unwrap().skipping_copies();
+    let mut records = 0;
+    while let Some(mark) = stream.next_mark().unwrap() {
+        assert_eq!(mark.energy.as_ref(), Some(&record));
+        records += 1;
+    }
+    assert_eq!(records, 2);
+}
