@@ -494,3 +494,21 @@ fn two_alike_energy_records_are_both_read_when_skipping_copies() {
     }
     assert_eq!(records, 2);
 }
+
+#[test]
+fn a_corrupt_frame_mid_file_is_an_error_naming_the_file_and_the_frame() {
+    let directory = tempfile::tempdir().unwrap();
+    let (path, _) = file_with_a_cut_frame(directory.path());
+    // Damage the first frame's compressed bytes (past its 4-byte magic and header).
+    let mut bytes = std::fs::read(&path).unwrap();
+    for byte in &mut bytes[12..20] {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let message = read_atof_file(&path).unwrap_err().to_string();
+    assert!(
+        message.starts_with(&format!("{}: ", path.display()))
+            && message.contains("the zstd frame at byte 0 is corrupt"),
+        "{message}"
+    );
+}
