@@ -101,53 +101,56 @@ pub fn load_config(
 
 /// The energy/cost report rebuilt from an ATOF file alone: its energy records, fed to
 /// the same account the live pipeline used, as of the last report taken (or, for a run
-/// cut short, its newest record).
+/// cut short, its newest record). Reads plain, zstd-compressed and rotated files as
+/// [`report_and_series_from_atof`] does.
 pub fn report_from_atof(
     path: &std::path::Path,
 ) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
-    report_from_file(path, wattline_exporters::read_atof_file(path)?)
+    report_and_series_from_atof(path).map(|(report, _)| report)
 }
 
 /// The report (as [`report_from_atof`]) and the run's time series (power, CPU use,
-/// memory; for [`report::html`] and the table's sparklines), from one read of an ATOF
-/// file.
+/// memory; for [`report::html`] and the table's sparklines), from one streaming read
+/// of an ATOF file: plain or zstd-compressed, and every file of its set in order when
+/// `path` is a part of a rotated set (or names one). Marks are read one at a time and
+/// the copies of a poll under many scopes are skipped, so memory stays bounded
+/// whatever the file's size.
 pub fn report_and_series_from_atof(
     path: &std::path::Path,
 ) -> Result<(EnergyReport, report::series::RunSeries), wattline_exporters::AtofReadError> {
-    let file = wattline_exporters::read_atof_file(path)?;
+    let mut marks = wattline_exporters::AtofMarkStream::open(path)?.skipping_copies();
     let mut builder = report::series::SeriesBuilder::new();
-    for mark in &file.marks {
-        match &mark.energy {
-            Some(record) => builder.push_energy(record),
-            None if mark.name == events::RESOURCE_MARK_NAME => {
-                builder.push_resource_mark(mark.timestamp, &mark.measurements);
+    let mut failure = None;
+    let records = std::iter::from_fn(|| {
+        loop {
+            match marks.next_mark() {
+                Ok(Some(mark)) => match mark.energy {
+                    Some(record) => {
+                        builder.push_energy(&record);
+                        return Some(record);
+                    }
+                    None if mark.name == events::RESOURCE_MARK_NAME => {
+                        builder.push_resource_mark(mark.timestamp, &mark.measurements);
+                    }
+                    None => {}
+                },
+                Ok(None) => return None,
+                Err(error) => {
+                    failure = Some(error);
+                    return None;
+                }
             }
-            None => {}
         }
+    });
+    let report = wattline_actors::energy::replay::report_from_records(records);
+    if let Some(error) = failure {
+        return Err(error);
     }
-    Ok((report_from_file(path, file)?, builder.finish()))
-}
-
-/// The report of a file read back, naming a last line that was cut short.
-fn report_from_file(
-    path: &std::path::Path,
-    file: wattline_exporters::AtofFile,
-) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
-    let mut report = report_from_marks(path, file.marks)?;
-    report.replay_notes.extend(file.cut_short_last_line);
-    Ok(report)
-}
-
-fn report_from_marks(
-    path: &std::path::Path,
-    marks: Vec<wattline_exporters::RecordedMark>,
-) -> Result<EnergyReport, wattline_exporters::AtofReadError> {
-    wattline_actors::energy::replay::report_from_records(
-        marks.into_iter().filter_map(|mark| mark.energy),
-    )
-    .ok_or_else(|| wattline_exporters::AtofReadError::Invalid {
+    let mut report = report.ok_or_else(|| wattline_exporters::AtofReadError::Invalid {
         path: path.to_path_buf(),
         line: 0,
         reason: "no energy records: the file was written with the energy component off, or by a wattline older than 0.2".into(),
-    })
+    })?;
+    report.replay_notes.extend(marks.left_out().iter().cloned());
+    Ok((report, builder.finish()))
 }

@@ -102,6 +102,94 @@ async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
     );
 }
 
+/// The pipeline writes zstd frames (and an agent's copies of each poll): the report
+/// rebuilt from the compressed file is the live one, and so is the report rebuilt from
+/// the same lines spread over a rotated set of plain and of compressed parts, read from
+/// any part.
+#[allow(clippy::await_holding_lock)] // a std lock: the tests run on threads of their own
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_reads_the_same_from_a_zstd_file_and_from_rotated_sets() {
+    use std::io::BufRead;
+    let _alone = support::one_at_a_time(&ONE_AT_A_TIME);
+    let directory = tempfile::tempdir().unwrap();
+    let mut resource = ResourceMetricsConfig::default();
+    resource.polling.enabled = true;
+    resource.polling.interval_millis = 100;
+    let mut config = EffectiveConfig {
+        resource_metrics: Some(resource),
+        atof: Some(AtofConfig {
+            output_directory: directory.path().to_string_lossy().into_owned(),
+            filename: "run.jsonl".into(),
+            compression: wattline::config::AtofCompression::Zstd,
+            ..AtofConfig::default()
+        }),
+        ..EffectiveConfig::default()
+    };
+    config.energy.as_mut().unwrap().config.interval_millis = 100;
+    let pipeline = Pipeline::builder()
+        .config(config)
+        .environment(Default::default())
+        .gpu_source(|| Some(Box::new(ConstantPowerGpu::new(250.0))))
+        .spawn()
+        .await
+        .unwrap();
+    let first = pipeline.agent_scope("planner").await.unwrap();
+    let second = pipeline.agent_scope("coder").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    second.end().await.unwrap();
+    first.end().await.unwrap();
+    let live = pipeline.shutdown().await.unwrap().unwrap();
+    assert!(!live.exporters[0].lost_data(), "{:?}", live.exporters[0]);
+    let comparable = |report: &wattline::EnergyReport| {
+        let mut value = serde_json::to_value(report).unwrap();
+        value["diagnostics"] = serde_json::Value::Null;
+        value["exporter_drops"] = serde_json::Value::Null;
+        value["exporters"] = serde_json::Value::Null;
+        value
+    };
+    let compressed = directory.path().join("run.jsonl.zst");
+    assert_eq!(
+        atof_files(directory.path()),
+        std::slice::from_ref(&compressed)
+    );
+    let (replayed, series) = wattline::report_and_series_from_atof(&compressed).unwrap();
+    assert!(live.total.gpu_energy_kwh.unwrap() > 0.0);
+    assert_eq!(comparable(&replayed), comparable(&live));
+    assert!(series.has_power());
+
+    // The file's lines, decoded, spread over three parts: plain, then compressed.
+    let mut lines = Vec::new();
+    let mut reader =
+        wattline_exporters::atof_frames::FrameLines::new(std::fs::File::open(&compressed).unwrap())
+            .unwrap();
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 {
+        lines.push(std::mem::take(&mut line));
+    }
+    assert!(lines.len() > 10, "{} lines", lines.len());
+    let third = lines.len().div_ceil(3);
+    let sets = tempfile::tempdir().unwrap();
+    for (index, part) in lines.chunks(third).enumerate() {
+        let text = part.concat();
+        let name = format!("set-{:04}.jsonl", index + 1);
+        std::fs::write(sets.path().join(&name), &text).unwrap();
+        // One frame per part, written by zstd itself rather than by the exporter.
+        let frame = zstd::bulk::compress(text.as_bytes(), 3).unwrap();
+        std::fs::write(sets.path().join(format!("{name}.zst")), frame).unwrap();
+    }
+    for read_from in [
+        "set-0001.jsonl",
+        "set-0003.jsonl",
+        "set.jsonl",
+        "set-0002.jsonl.zst",
+        "set.jsonl.zst",
+    ] {
+        let replayed = wattline::report_from_atof(&sets.path().join(read_from))
+            .unwrap_or_else(|error| panic!("{read_from}: {error}"));
+        assert_eq!(comparable(&replayed), comparable(&live), "{read_from}");
+    }
+}
+
 #[test]
 fn wattline_report_prints_the_recomputed_report() {
     let _alone = support::one_at_a_time(&ONE_AT_A_TIME);

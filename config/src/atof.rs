@@ -1,5 +1,6 @@
-//! The `atof` component: where the ATOF JSON-lines file goes, its name pattern and
-//! whether an existing file is appended to or replaced.
+//! The `atof` component: where the ATOF JSON-lines file goes, its name pattern,
+//! whether an existing file is appended to or replaced, whether it is compressed and
+//! when it is rotated.
 
 use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,25 @@ pub enum AtofWriteMode {
     Overwrite,
 }
 
+/// The file ending a compressed file's name gets when its pattern lacks it.
+pub const ZSTD_FILE_SUFFIX: &str = ".zst";
+
+/// The smallest `max_file_bytes` accepted: below it a file would hold a handful of
+/// lines and a run would scatter over thousands of files.
+pub const MIN_ATOF_FILE_BYTES: u64 = 64 * 1024;
+
+/// How the lines are stored in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtofCompression {
+    /// Plain JSON lines (the default).
+    #[default]
+    None,
+    /// A sequence of independent zstd frames, each holding whole lines; the file name
+    /// ends in `.zst`.
+    Zstd,
+}
+
 /// Configuration of the `atof` component (`[components.config]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -32,6 +52,13 @@ pub struct AtofConfig {
     pub filename: String,
     /// `append` (default) or `overwrite`.
     pub mode: AtofWriteMode,
+    /// `none` (default, plain JSON lines) or `zstd` (independent frames of whole lines,
+    /// `.zst` appended to the name when the pattern does not end in it).
+    pub compression: AtofCompression,
+    /// Bytes on disk after which the file is closed and the run goes on in the next
+    /// file of its set (`-0001`, `-0002`, ... before `.jsonl`); `None` (default) never
+    /// rotates. At least [`MIN_ATOF_FILE_BYTES`].
+    pub max_file_bytes: Option<u64>,
 }
 
 impl Default for AtofConfig {
@@ -40,6 +67,8 @@ impl Default for AtofConfig {
             output_directory: ".".into(),
             filename: DEFAULT_ATOF_FILENAME.into(),
             mode: AtofWriteMode::Append,
+            compression: AtofCompression::None,
+            max_file_bytes: None,
         }
     }
 }
@@ -60,7 +89,28 @@ impl AtofConfig {
                 "must not contain a NUL character",
             ));
         }
+        if let Some(bytes) = self.max_file_bytes
+            && bytes < MIN_ATOF_FILE_BYTES
+        {
+            return Err(FieldError::new(
+                "max_file_bytes",
+                format!("must be at least {MIN_ATOF_FILE_BYTES} (64 KiB); got {bytes}"),
+            ));
+        }
         self.render_filename(sample_instant()).map(|_| ())
+    }
+
+    /// The name of the file (of the first file of a rotated set, before its sequence
+    /// suffix) opened at `at`: [`Self::render_filename`], with [`ZSTD_FILE_SUFFIX`]
+    /// appended when compressed and the name does not already end in it.
+    pub fn file_name(&self, at: DateTime<Utc>) -> Result<String, FieldError> {
+        let rendered = self.render_filename(at)?;
+        Ok(match self.compression {
+            AtofCompression::Zstd if !rendered.ends_with(ZSTD_FILE_SUFFIX) => {
+                format!("{rendered}{ZSTD_FILE_SUFFIX}")
+            }
+            _ => rendered,
+        })
     }
 
     /// The file name for a file opened at `at`: the `filename` pattern rendered in UTC.

@@ -17,7 +17,7 @@ pub mod resource_metrics;
 pub mod units;
 pub mod worker;
 
-pub use atof::{AtofConfig, AtofWriteMode};
+pub use atof::{AtofCompression, AtofConfig, AtofWriteMode, MIN_ATOF_FILE_BYTES};
 pub use document::{ComponentEntry, ComponentKind, KNOWN_KINDS, PluginsDocument};
 pub use error::{ConfigError, FieldError};
 pub use layers::{

@@ -2,7 +2,8 @@
 //! asserting the message names the file, the field path and the rule.
 
 use wattline_config::{
-    AtofWriteMode, EffectiveConfig, MetricTemporality, OtlpTransport, PluginsDocument,
+    AtofCompression, AtofWriteMode, EffectiveConfig, MetricTemporality, OtlpTransport,
+    PluginsDocument,
 };
 
 fn rejection(text: &str) -> String {
@@ -53,6 +54,46 @@ fn atof_defaults() {
     assert_eq!(config.output_directory, ".");
     assert_eq!(config.filename, "wattline-%Y-%m-%d-%H.%M.%S.jsonl");
     assert_eq!(config.mode, AtofWriteMode::Append);
+    assert_eq!(config.compression, AtofCompression::None);
+    assert_eq!(config.max_file_bytes, None);
+}
+
+#[test]
+fn atof_zstd_appends_zst_to_the_name_unless_the_pattern_ends_in_it() {
+    let at = chrono::DateTime::parse_from_rfc3339("2026-03-04T05:06:07Z")
+        .unwrap()
+        .to_utc();
+    let config = effective(&atof("compression = \"zstd\"\nfilename = \"run-%H.jsonl\""))
+        .atof
+        .unwrap();
+    assert_eq!(config.compression, AtofCompression::Zstd);
+    assert_eq!(config.file_name(at).unwrap(), "run-05.jsonl.zst");
+    let already = effective(&atof(
+        "compression = \"zstd\"\nfilename = \"run-%H.jsonl.zst\"",
+    ))
+    .atof
+    .unwrap();
+    assert_eq!(already.file_name(at).unwrap(), "run-05.jsonl.zst");
+    let plain = effective(&atof("filename = \"run-%H.jsonl\""))
+        .atof
+        .unwrap();
+    assert_eq!(plain.file_name(at).unwrap(), "run-05.jsonl");
+    let message = rejection(&atof("compression = \"gzip\""));
+    assert!(
+        message.starts_with("plugins.toml: components[0].config.compression: ")
+            && message.contains("`zstd`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn atof_max_file_bytes_below_64_kib_is_rejected_naming_the_field() {
+    assert_eq!(
+        rejection(&atof("max_file_bytes = 65535")),
+        "plugins.toml: components[0].config.max_file_bytes: must be at least 65536 (64 KiB); got 65535"
+    );
+    let config = effective(&atof("max_file_bytes = 65536")).atof.unwrap();
+    assert_eq!(config.max_file_bytes, Some(65536));
 }
 
 #[test]

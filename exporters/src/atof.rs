@@ -12,8 +12,16 @@
 //! waits in a bounded backlog ([`MAX_PENDING_LINES`]); the next event (or flush) re-opens
 //! the file in append mode and writes the backlog first, so nothing already written is
 //! lost and a transient failure loses nothing at all.
+//!
+//! Compressed (`compression = "zstd"`), lines gather in an open frame that is closed,
+//! compressed and written as one independent zstd frame at every flush and when it holds
+//! [`FRAME_BYTES`] of lines; a failed write cuts the partial frame off and the frame
+//! waits in a backlog of [`MAX_PENDING_FRAMES`]. With `max_file_bytes`, a line or frame
+//! that would take the file past it goes to the next part of the set instead
+//! ([`crate::atof_files`]); a line or frame is never split between files.
 
 use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 #[cfg(unix)]
@@ -23,13 +31,15 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use uuid::Uuid;
-use wattline_config::{AtofConfig, AtofWriteMode};
+use wattline_config::{AtofCompression, AtofConfig, AtofWriteMode};
 use wattline_model::energy::EnergyRecord;
 use wattline_model::events::{
     METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MarkCopies, MarkCopy,
     MetricMeasurements, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
 };
 
+use crate::atof_files::{list_parts, part_file_name};
+use crate::atof_frames::{FrameCompressor, cut_unfinished_frame};
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
 use crate::metric_schema::validate_metric_measurements;
 
@@ -45,6 +55,16 @@ pub const ENERGY_RECORD_SCHEMA: &str = "wattline.energy_record";
 pub const ROOT_SCOPE_SUBTYPE: &str = "root";
 /// Lines kept for retry after a write error; past this the oldest is dropped and counted.
 pub const MAX_PENDING_LINES: usize = 256;
+/// Compressed frames kept for retry after a write error; past this the oldest is
+/// dropped and its lines counted lost.
+pub const MAX_PENDING_FRAMES: usize = 8;
+
+/// A poll's copies are written once this many lines (plain) or frames (zstd) wait:
+/// well under either backlog's bound, so none is dropped while the file takes them.
+const WRITE_AHEAD_CHUNKS: usize = MAX_PENDING_FRAMES / 2;
+/// Uncompressed bytes of lines at which an open frame is closed and written (or
+/// `max_file_bytes`, when smaller).
+pub const FRAME_BYTES: usize = 1024 * 1024;
 /// Permission bits of a file the exporter creates.
 pub const FILE_MODE: u32 = 0o600;
 
@@ -279,16 +299,47 @@ pub fn render_energy_record(
     Ok(serde_json::to_string(&line)?)
 }
 
-/// Writes pipeline events to one ATOF JSON-lines file.
+/// Bytes written to the file in one `write`: a line (plain) or a frame (zstd), and
+/// how many lines it holds.
+#[derive(Debug)]
+struct Chunk {
+    bytes: Vec<u8>,
+    lines: u64,
+}
+
+/// The lines of a compressed file not yet in a frame.
+#[derive(Debug)]
+struct OpenFrame {
+    compressor: FrameCompressor,
+    lines: Vec<u8>,
+    line_count: u64,
+    /// Uncompressed bytes at which the frame is closed.
+    bound: usize,
+}
+
+/// Where the parts of a rotated file go.
+#[derive(Debug)]
+struct Rotation {
+    max_file_bytes: u64,
+    directory: PathBuf,
+    /// The set's name (unrotated); part `part` is named from it.
+    name: String,
+    part: u32,
+}
+
+/// Writes pipeline events to one ATOF JSON-lines file (or a rotated set of them).
 #[derive(Debug)]
 pub struct AtofExporter {
     path: PathBuf,
     file: Option<File>,
-    /// Length of the file up to the end of the last complete line we wrote.
+    /// Length of the file up to the end of the last complete line or frame we wrote.
     good_len: u64,
     /// A failed write left bytes past `good_len` that could not be cut off yet.
     cut_pending: bool,
-    pending: VecDeque<Vec<u8>>,
+    pending: VecDeque<Chunk>,
+    /// `None` for plain lines.
+    open_frame: Option<OpenFrame>,
+    rotation: Option<Rotation>,
     lines_written: u64,
     lines_lost: u64,
     /// Lines written to the file now open: lost with it if it is removed.
@@ -308,16 +359,46 @@ impl AtofExporter {
 
     /// Opens the file for `config`, its name rendered (in UTC) from `opened_at`.
     /// Creates `output_directory` if missing; an error names the path that failed.
+    ///
+    /// Rotated, appending goes on in the set's last part; overwriting removes every
+    /// part of the set first and starts at part 1.
     pub fn build_at(config: &AtofConfig, opened_at: DateTime<Utc>) -> Result<Self, BuildError> {
         config.validate()?;
-        let file_name = config.render_filename(opened_at)?;
+        let file_name = config.file_name(opened_at)?;
         let directory = PathBuf::from(&config.output_directory);
-        std::fs::create_dir_all(&directory).map_err(|source| BuildError::OutputDirectory {
+        let directory_error = |source| BuildError::OutputDirectory {
             path: directory.clone(),
             source,
-        })?;
-        let path = directory.join(file_name);
+        };
+        std::fs::create_dir_all(&directory).map_err(directory_error)?;
         let truncate = config.mode == AtofWriteMode::Overwrite;
+        let rotation = match config.max_file_bytes {
+            None => None,
+            Some(max_file_bytes) => {
+                let parts = list_parts(&directory, &file_name).map_err(directory_error)?;
+                let part = if truncate {
+                    for (_, path) in &parts {
+                        std::fs::remove_file(path).map_err(|source| BuildError::OpenFile {
+                            path: path.clone(),
+                            source,
+                        })?;
+                    }
+                    1
+                } else {
+                    parts.last().map_or(1, |(part, _)| *part)
+                };
+                Some(Rotation {
+                    max_file_bytes,
+                    directory: directory.clone(),
+                    name: file_name.clone(),
+                    part,
+                })
+            }
+        };
+        let path = match &rotation {
+            Some(rotation) => directory.join(part_file_name(&rotation.name, rotation.part)),
+            None => directory.join(&file_name),
+        };
         let file = open_file(&path, truncate).map_err(|source| BuildError::OpenFile {
             path: path.clone(),
             source,
@@ -326,18 +407,35 @@ impl AtofExporter {
             path: path.clone(),
             source,
         };
-        // A file appended to may end in a line a killed writer left half written:
-        // cut it off, so the lines written now stay lines of their own.
-        let (good_len, cut_tail) = cut_unfinished_line(&path).map_err(open_error)?;
-        if cut_tail {
-            tracing::warn!(path = %path.display(), "an unfinished last line was cut off before appending");
+        // A file appended to may end in a line (or frame) a killed writer left half
+        // written: cut it off, so what is written now stays whole.
+        let (good_len, cut_tail) = match config.compression {
+            AtofCompression::None => cut_unfinished_line(&path),
+            AtofCompression::Zstd => cut_unfinished_frame(&path),
         }
+        .map_err(open_error)?;
+        if cut_tail {
+            tracing::warn!(path = %path.display(), "an unfinished last line or frame was cut off before appending");
+        }
+        let open_frame = match config.compression {
+            AtofCompression::None => None,
+            AtofCompression::Zstd => Some(OpenFrame {
+                compressor: FrameCompressor::new().map_err(open_error)?,
+                lines: Vec::new(),
+                line_count: 0,
+                bound: config.max_file_bytes.map_or(FRAME_BYTES, |max| {
+                    usize::try_from(max).unwrap_or(FRAME_BYTES).min(FRAME_BYTES)
+                }),
+            }),
+        };
         Ok(AtofExporter {
             path,
             file: Some(file),
             good_len,
             cut_pending: false,
             pending: VecDeque::new(),
+            open_frame,
+            rotation,
             lines_written: 0,
             lines_lost: u64::from(cut_tail),
             lines_in_file: 0,
@@ -347,9 +445,14 @@ impl AtofExporter {
         })
     }
 
-    /// The file being written.
+    /// The file being written (the current part of a rotated set).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Lines written to the open frame and not yet compressed into the file (zstd).
+    pub fn lines_in_open_frame(&self) -> u64 {
+        self.open_frame.as_ref().map_or(0, |frame| frame.line_count)
     }
 
     /// Lines written completely since the exporter was built.
@@ -357,9 +460,12 @@ impl AtofExporter {
         self.lines_written
     }
 
-    /// Lines waiting to be written after a write error.
+    /// Lines waiting to be written after a write error (in frames, when compressed).
     pub fn pending_lines(&self) -> usize {
-        self.pending.len()
+        self.pending
+            .iter()
+            .map(|chunk| usize::try_from(chunk.lines).unwrap_or(usize::MAX))
+            .sum()
     }
 
     /// Lines given up because the backlog was full.
@@ -470,25 +576,63 @@ impl AtofExporter {
                 )),
             ));
         }
-        let Some(file) = self.file.as_mut() else {
-            return Ok(());
-        };
-        while let Some(line) = self.pending.front() {
-            match file.write_all(line) {
+        while let Some(length) = self.pending.front().map(|chunk| chunk.bytes.len() as u64) {
+            if self.file_is_full_before(length) {
+                self.rotate()
+                    .map_err(|source| self.io_error("rotate", source))?;
+            }
+            let Some(file) = self.file.as_mut() else {
+                return Ok(());
+            };
+            let Some(chunk) = self.pending.front() else {
+                return Ok(());
+            };
+            match file.write_all(&chunk.bytes) {
                 Ok(()) => {
-                    self.good_len += line.len() as u64;
-                    self.lines_written += 1;
-                    self.lines_in_file += 1;
+                    self.good_len += length;
+                    self.lines_written += chunk.lines;
+                    self.lines_in_file += chunk.lines;
                     self.pending.pop_front();
                 }
                 Err(source) => {
-                    // Cut off a partial line so the next one starts on a line of its own.
+                    // Cut off a partial line (or frame) so the next one starts whole.
                     self.cut_pending = file.set_len(self.good_len).is_err();
                     self.file = None;
                     return Err(self.io_error("write", source));
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Whether writing `length` more bytes would take a rotated file past its bound (a
+    /// file holds at least one line or frame, however long).
+    fn file_is_full_before(&self, length: u64) -> bool {
+        self.rotation.as_ref().is_some_and(|rotation| {
+            self.good_len > 0 && self.good_len.saturating_add(length) > rotation.max_file_bytes
+        })
+    }
+
+    /// Closes the current part (fsynced) and opens the next one of the set.
+    fn rotate(&mut self) -> std::io::Result<()> {
+        let Some(rotation) = self.rotation.as_mut() else {
+            return Ok(());
+        };
+        if let Some(file) = self.file.take()
+            && let Err(error) = file.sync_all()
+        {
+            tracing::warn!(path = %self.path.display(), %error, "could not fsync a rotated-out ATOF file");
+        }
+        rotation.part = rotation.part.saturating_add(1);
+        self.path = rotation
+            .directory
+            .join(part_file_name(&rotation.name, rotation.part));
+        self.good_len = 0;
+        self.lines_in_file = 0;
+        self.cut_pending = false;
+        tracing::debug!(path = %self.path.display(), "ATOF file rotated");
+        let file = self.reopen()?;
+        self.file = Some(file);
         Ok(())
     }
 
@@ -517,21 +661,68 @@ impl AtofExporter {
             operation,
             path: self.path.clone(),
             source,
-            pending: self.pending.len(),
+            pending: self.pending_lines(),
         }
     }
 
-    fn queue(&mut self, line: String) {
-        let mut bytes = line.into_bytes();
-        bytes.push(b'\n');
-        if self.pending.len() >= MAX_PENDING_LINES {
-            self.pending.pop_front();
-            self.lines_lost += 1;
+    /// Adds a line: to the backlog (plain), or to the open frame, which is closed when
+    /// it reaches its bound (zstd).
+    fn queue(&mut self, line: String) -> Result<(), ExportError> {
+        match self.open_frame.as_mut() {
+            None => {
+                let mut bytes = line.into_bytes();
+                bytes.push(b'\n');
+                self.queue_chunk(Chunk { bytes, lines: 1 }, MAX_PENDING_LINES);
+                Ok(())
+            }
+            Some(frame) => {
+                frame.lines.extend_from_slice(line.as_bytes());
+                frame.lines.push(b'\n');
+                frame.line_count += 1;
+                if frame.lines.len() >= frame.bound {
+                    self.close_frame()?;
+                }
+                Ok(())
+            }
         }
-        self.pending.push_back(bytes);
+    }
+
+    /// Compresses the open frame (when it holds lines) into the backlog.
+    fn close_frame(&mut self) -> Result<(), ExportError> {
+        let Some(frame) = self.open_frame.as_mut() else {
+            return Ok(());
+        };
+        if frame.line_count == 0 {
+            return Ok(());
+        }
+        let lines = std::mem::take(&mut frame.line_count);
+        let compressed = frame.compressor.compress(&frame.lines);
+        frame.lines.clear();
+        match compressed {
+            Ok(bytes) => {
+                self.queue_chunk(Chunk { bytes, lines }, MAX_PENDING_FRAMES);
+                Ok(())
+            }
+            Err(source) => {
+                self.lines_lost += lines;
+                let mut message = source.to_string();
+                let _ = write!(message, "; the frame's {lines} line(s) are lost");
+                Err(self.io_error("compress", std::io::Error::other(message)))
+            }
+        }
+    }
+
+    fn queue_chunk(&mut self, chunk: Chunk, bound: usize) {
+        if self.pending.len() >= bound
+            && let Some(dropped) = self.pending.pop_front()
+        {
+            self.lines_lost += dropped.lines;
+        }
+        self.pending.push_back(chunk);
     }
 
     fn sync(&mut self) -> Result<(), ExportError> {
+        self.close_frame()?;
         self.write_pending()?;
         match self.file.as_ref() {
             Some(file) => file
@@ -558,21 +749,27 @@ impl Exporter for AtofExporter {
                 .iter()
                 .map(|copy| self.propagation_root_under(copy.parent_uuid))
                 .collect();
-            // Rendered and written one at a time: a poll's copies can outnumber the
-            // backlog, which only holds lines a failed write left behind.
-            let mut failed = None;
+            // Rendered and written as they go: a poll's copies can outnumber the
+            // backlog, which only holds what a failed write left behind. Every copy is
+            // queued even when a write or a frame's close fails on the way.
+            let mut first_error = None;
             for (copy, root) in copies.copies.iter().zip(roots) {
-                self.queue(lines.line(copy, root)?);
-                if failed.is_none() && self.pending.len() >= MAX_PENDING_LINES / 2 {
-                    failed = self.write_pending().err();
+                if let Err(error) = self.queue(lines.line(copy, root)?) {
+                    first_error.get_or_insert(error);
+                }
+                if first_error.is_none()
+                    && self.pending.len() >= WRITE_AHEAD_CHUNKS
+                    && let Err(error) = self.write_pending()
+                {
+                    first_error.get_or_insert(error);
                 }
             }
-            if let Some(error) = failed {
+            if let Some(error) = first_error {
                 return Err(error);
             }
         } else {
             let line = self.render(event)?;
-            self.queue(line);
+            self.queue(line)?;
         }
         self.write_pending()
     }
@@ -587,7 +784,7 @@ impl Exporter for AtofExporter {
     fn lost(&self) -> u64 {
         // After shutdown nothing pending will ever be written.
         let unwritten = if self.shut_down {
-            self.pending.len() as u64
+            self.pending_lines() as u64 + self.lines_in_open_frame()
         } else {
             0
         };

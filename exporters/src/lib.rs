@@ -11,6 +11,8 @@
 #![warn(missing_docs)]
 
 pub mod atof;
+pub mod atof_files;
+pub mod atof_frames;
 pub mod atof_reader;
 pub mod exporter;
 pub mod fanout;
@@ -24,7 +26,9 @@ pub mod semconv_names;
 pub mod stdout;
 
 pub use atof::AtofExporter;
-pub use atof_reader::{AtofFile, AtofReadError, RecordedMark, read_atof_file, read_atof_marks};
+pub use atof_reader::{
+    AtofFile, AtofMarkStream, AtofReadError, RecordedMark, read_atof_file, read_atof_marks,
+};
 pub use exporter::{BuildError, ExportError, Exporter, ExporterKind};
 pub use fanout::{
     ExportFailureSink, ExporterStats, FanOut, FanOutBuilder, FanOutError, FanOutReport,

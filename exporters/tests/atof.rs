@@ -25,6 +25,7 @@ fn config(directory: &Path, mode: AtofWriteMode) -> AtofConfig {
         output_directory: directory.display().to_string(),
         filename: "run-%Y%m%dT%H%M%S.jsonl".into(),
         mode,
+        ..AtofConfig::default()
     }
 }
 

@@ -34,6 +34,7 @@ fn a_write_error_is_returned_and_the_next_event_writes_the_backlog_first() {
         output_directory: directory.path().display().to_string(),
         filename: "run.jsonl".into(),
         mode: AtofWriteMode::Append,
+        ..AtofConfig::default()
     };
     let mut exporter = AtofExporter::build_at(&config, at(0, 0)).unwrap();
     let event = |n: u128| resource_mark(uuid(n), None, at(n as i64, 0), n as u64);

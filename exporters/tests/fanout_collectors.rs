@@ -39,6 +39,7 @@ async fn fanout(
         output_directory: directory.display().to_string(),
         filename: "run.jsonl".into(),
         mode: AtofWriteMode::Append,
+        ..AtofConfig::default()
     })
     .unwrap();
     let path = atof.path().to_path_buf();

@@ -1,4 +1,5 @@
-//! `wattline report FILE.jsonl`: the energy/cost report recomputed from an ATOF file.
+//! `wattline report FILE`: the energy/cost report recomputed from an ATOF file (plain
+//! `.jsonl`, zstd `.jsonl.zst`, or a rotated set), read as a stream.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,7 +12,8 @@ use super::report_output::ReportFormat;
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// An ATOF JSON-lines file written by `wattline run --atof DIR` (or the `atof`
-    /// component).
+    /// component): plain or zstd-compressed; for a rotated set, any of its parts (or
+    /// its unrotated name), and every part is read in order.
     file: PathBuf,
     /// The report's format (`table` prints to stdout here).
     #[arg(long, value_enum, default_value = "table")]
