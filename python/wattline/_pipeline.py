@@ -87,6 +87,7 @@ class AgentScope:
         start: Callable[[str, Optional[float]], str],
         end: Callable[[str], bool],
         weight: Optional[float] = None,
+        blocking: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise _native.WattlineError("agent scope name must be a non-blank string")
@@ -103,6 +104,10 @@ class AgentScope:
         self.weight = None if weight is None else float(weight)
         self._start = start
         self._end = end
+        # Whether starting and ending wait on something (the run's host endpoint, over
+        # a socket): then `async with` takes them off the event loop's thread. In
+        # process they wait for no device read and no poll, and run in place.
+        self._blocking = blocking
         self._open: List[str] = []
         self._lock = threading.Lock()
 
@@ -119,7 +124,10 @@ class AgentScope:
             self._end(scope_id)
 
     async def __aenter__(self) -> "AgentScope":
-        scope_id = await _in_thread(self._start, self.name, self.weight)
+        if self._blocking:
+            scope_id = await _in_thread(self._start, self.name, self.weight)
+        else:
+            scope_id = self._start(self.name, self.weight)
         with self._lock:
             self._open.append(scope_id)
         return self
@@ -127,23 +135,27 @@ class AgentScope:
     async def __aexit__(self, *_: Any) -> None:
         with self._lock:
             scope_id = self._open.pop() if self._open else None
-        if scope_id is not None:
+        if scope_id is None:
+            return
+        if self._blocking:
             # Shielded: a cancelled task still ends its scope.
             await asyncio.shield(_in_thread(self._end, scope_id))
+        else:
+            self._end(scope_id)
 
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):
 
             @functools.wraps(function)
             async def scoped_coroutine(*arguments: Any, **named: Any) -> Any:
-                async with AgentScope(self.name, self._start, self._end, self.weight):
+                async with AgentScope(self.name, self._start, self._end, self.weight, self._blocking):
                     return await function(*arguments, **named)
 
             return scoped_coroutine  # type: ignore[return-value]
 
         @functools.wraps(function)
         def scoped(*arguments: Any, **named: Any) -> Any:
-            with AgentScope(self.name, self._start, self._end, self.weight):
+            with AgentScope(self.name, self._start, self._end, self.weight, self._blocking):
                 return function(*arguments, **named)
 
         return scoped  # type: ignore[return-value]
@@ -357,7 +369,9 @@ def agent_scope(name: str, weight: Optional[float] = None) -> AgentScope:
     when ``None``) is its share of the energy it shares with the scopes live beside
     it."""
     if under_wattline_run():
-        return AgentScope(name, _native.host_start_scope, _native.host_end_scope, weight)
+        return AgentScope(
+            name, _native.host_start_scope, _native.host_end_scope, weight, blocking=True
+        )
     return AgentScope(
         name,
         lambda scope_name, scope_weight: _default()._running().start_scope(
