@@ -47,6 +47,15 @@ async function call(promise) {
   }
 }
 
+/** A native call that answers at once (no promise), its error translated as `call`'s. */
+function callNow(native) {
+  try {
+    return native();
+  } catch (error) {
+    throw translate(error);
+  }
+}
+
 // --- names: one rule, both directions ----------------------------------------------
 
 /** `total_time` → `totalTime`. */
@@ -204,8 +213,9 @@ class Pipeline {
     checkName(name);
     const weight = weightOf(options);
     const inner = this._running();
-    const uuid = await call(inner.startScope(name, weight));
-    const step = new AgentScope(name, () => inner.endScope(uuid));
+    // Starting and ending wait for no device read and no poll: called in place.
+    const uuid = callNow(() => inner.startScope(name, weight));
+    const step = new AgentScope(name, async () => callNow(() => inner.endScope(uuid)));
     step.uuid = uuid;
     return step;
   }

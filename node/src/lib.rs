@@ -119,19 +119,19 @@ impl NativePipeline {
         to_tagged_json(self.inner.collect().await.map_err(embedded_error)?)
     }
 
-    /// Starts an Agent scope of `weight` (1 when absent); its UUID.
+    /// Starts an Agent scope of `weight` (1 when absent); its UUID. Synchronous: a
+    /// start waits for no device read and no poll, so it needs no worker thread (it
+    /// runs inside the runtime's context, where its boundary reading is spawned).
     #[napi]
-    pub async fn start_scope(&self, name: String, weight: Option<f64>) -> Result<String> {
-        self.inner
-            .start_scope(&name, weight)
-            .await
-            .map_err(embedded_error)
+    pub fn start_scope(&self, name: String, weight: Option<f64>) -> Result<String> {
+        block_on(self.inner.start_scope(&name, weight)).map_err(embedded_error)
     }
 
-    /// Ends the Agent scope `uuid`; `false` when it was not live.
+    /// Ends the Agent scope `uuid`; `false` when it was not live. Synchronous, as
+    /// [`Self::start_scope`].
     #[napi]
-    pub async fn end_scope(&self, uuid: String) -> Result<bool> {
-        self.inner.end_scope(&uuid).await.map_err(embedded_error)
+    pub fn end_scope(&self, uuid: String) -> Result<bool> {
+        block_on(self.inner.end_scope(&uuid)).map_err(embedded_error)
     }
 
     /// The energy report so far, as tagged JSON.
