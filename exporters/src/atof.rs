@@ -27,6 +27,7 @@ use std::io::Write;
 #[cfg(unix)]
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -65,6 +66,12 @@ const WRITE_AHEAD_CHUNKS: usize = MAX_PENDING_FRAMES / 2;
 /// Uncompressed bytes of lines at which an open frame is closed and written (or
 /// `max_file_bytes`, when smaller).
 pub const FRAME_BYTES: usize = 1024 * 1024;
+
+/// A compressed file's open frame is closed at the first line that finds it this old,
+/// even short of [`FRAME_BYTES`], so a killed run loses little more than the lines of
+/// this long (where nothing flushed the exporter for minutes, as at one scope and slow
+/// polling, it would otherwise lose up to [`FRAME_BYTES`] of them).
+pub const FRAME_MAX_AGE: Duration = Duration::from_secs(5);
 /// Permission bits of a file the exporter creates.
 pub const FILE_MODE: u32 = 0o600;
 
@@ -315,6 +322,10 @@ struct OpenFrame {
     line_count: u64,
     /// Uncompressed bytes at which the frame is closed.
     bound: usize,
+    /// When its first line came: a frame older than `max_age` is closed at the next
+    /// line, so a killed run loses at most that much beside the last frame's lines.
+    opened: Option<Instant>,
+    max_age: Duration,
 }
 
 /// Where the parts of a rotated file go.
@@ -352,6 +363,15 @@ pub struct AtofExporter {
 }
 
 impl AtofExporter {
+    /// Sets how old a compressed file's open frame may grow before the next line
+    /// closes it ([`FRAME_MAX_AGE`] by default): what a killed run can lose beyond the
+    /// last frame. No effect on a plain file, whose lines are written at once.
+    pub fn set_frame_max_age(&mut self, max_age: Duration) {
+        if let Some(frame) = self.open_frame.as_mut() {
+            frame.max_age = max_age;
+        }
+    }
+
     /// Opens the file for `config`, its name rendered from the current time.
     pub fn build(config: &AtofConfig) -> Result<Self, BuildError> {
         Self::build_at(config, Utc::now())
@@ -426,6 +446,8 @@ impl AtofExporter {
                 bound: config.max_file_bytes.map_or(FRAME_BYTES, |max| {
                     usize::try_from(max).unwrap_or(FRAME_BYTES).min(FRAME_BYTES)
                 }),
+                opened: None,
+                max_age: FRAME_MAX_AGE,
             }),
         };
         Ok(AtofExporter {
@@ -679,7 +701,8 @@ impl AtofExporter {
                 frame.lines.extend_from_slice(line.as_bytes());
                 frame.lines.push(b'\n');
                 frame.line_count += 1;
-                if frame.lines.len() >= frame.bound {
+                let opened = *frame.opened.get_or_insert_with(Instant::now);
+                if frame.lines.len() >= frame.bound || opened.elapsed() >= frame.max_age {
                     self.close_frame()?;
                 }
                 Ok(())
@@ -696,6 +719,7 @@ impl AtofExporter {
             return Ok(());
         }
         let lines = std::mem::take(&mut frame.line_count);
+        frame.opened = None;
         let compressed = frame.compressor.compress(&frame.lines);
         frame.lines.clear();
         match compressed {

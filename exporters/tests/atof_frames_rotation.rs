@@ -549,3 +549,28 @@ fn a_poll_copied_into_more_frames_than_the_backlog_holds_loses_no_copy() {
     let first = files_in(directory.path()).remove(0);
     assert_eq!(sample_counts(&first).len() as u128, count);
 }
+
+#[test]
+fn an_open_frame_past_its_age_is_closed_at_the_next_line_without_a_flush() {
+    // A run killed before any flush: with no age bound every line would still sit in
+    // the open frame. Age zero closes the frame at each line, so each poll is on disk.
+    let directory = tempfile::tempdir().unwrap();
+    let mut exporter = AtofExporter::build_at(
+        &config(
+            directory.path(),
+            AtofCompression::Zstd,
+            None,
+            AtofWriteMode::Overwrite,
+        ),
+        at(0, 0),
+    )
+    .unwrap();
+    exporter.set_frame_max_age(std::time::Duration::ZERO);
+    for n in 1..=3 {
+        exporter.export(&poll(n)).unwrap();
+    }
+    let file = files_in(directory.path()).remove(0);
+    let (frames, _) = frames(&file);
+    assert_eq!(frames.len(), 3, "one frame a line, written without a flush");
+    assert_eq!(sample_counts(&file), vec![1, 2, 3]);
+}
