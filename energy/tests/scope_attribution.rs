@@ -330,6 +330,22 @@ fn finished_scopes_past_those_kept_in_detail_fold_into_per_name_aggregates() {
     assert_eq!(detailed.domains, folded.domains);
 }
 
+#[test]
+fn without_a_gpu_reading_the_attributed_gpu_figure_is_null_not_zero() {
+    // RAPL only: 1 J per second over 0–2 s, one step holding 1–2 s.
+    let readings = (0..=2u64)
+        .map(|s| rapl(at(s as f64), s * 1_000_000))
+        .collect();
+    let report = report(&schedule(&[Step::new(1, 1.0, 2.0)], readings), at(2.0));
+    let step = scope(&report, 1);
+    assert_eq!(step.gpu_energy_kwh, None);
+    assert_eq!(step.attributed_gpu_energy_kwh, None);
+    assert_close(joules(step.attributed_energy_kwh.unwrap()), 1.0);
+    let package = &report.domains[0];
+    assert_eq!(package.domain, EnergyDomain::CpuPackage);
+    assert_close(joules(package.unattributed_kwh), 1.0);
+}
+
 /// A random schedule: readings (GPU power with gaps and shares, a RAPL counter), a
 /// window start, scopes (top-level, nested inside a live parent, remote, weighted,
 /// still live) and a report instant, possibly before the newest reading.

@@ -516,13 +516,11 @@ impl AtofExporter {
             PipelineEvent::Mark(mark) => {
                 render_mark(mark, self.propagation_root_under(mark.parent_uuid))
             }
-            // Many lines: `export` writes them with `render_mark_copies`.
-            PipelineEvent::MarkCopies(copies) => {
-                Ok(
-                    render_mark_copies(copies, |parent| self.propagation_root_under(parent))?
-                        .join("\n"),
-                )
-            }
+            // Not one line: `export` queues each copy's line as it renders it.
+            PipelineEvent::MarkCopies(copies) => Err(ExportError::InvalidMark {
+                name: copies.name.clone(),
+                reason: "a poll's copies are one line each, queued by `export`".into(),
+            }),
             PipelineEvent::Metrics {
                 timestamp,
                 measurements,
@@ -736,6 +734,31 @@ impl AtofExporter {
         }
     }
 
+    /// Queues a poll's copies, rendered one line at a time and written as they go: they
+    /// can outnumber the backlog, which only holds what a failed write left behind.
+    /// Every copy is queued even when a write or a frame's close fails on the way.
+    fn queue_copies(&mut self, copies: &MarkCopies) -> Result<(), ExportError> {
+        let lines = MarkCopyLines::new(copies)?;
+        let roots: Vec<Option<Uuid>> = copies
+            .copies
+            .iter()
+            .map(|copy| self.propagation_root_under(copy.parent_uuid))
+            .collect();
+        let mut first_error = None;
+        for (copy, root) in copies.copies.iter().zip(roots) {
+            if let Err(error) = self.queue(lines.line(copy, root)?) {
+                first_error.get_or_insert(error);
+            }
+            if first_error.is_none()
+                && self.pending.len() >= WRITE_AHEAD_CHUNKS
+                && let Err(error) = self.write_pending()
+            {
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     fn queue_chunk(&mut self, chunk: Chunk, bound: usize) {
         if self.pending.len() >= bound
             && let Some(dropped) = self.pending.pop_front()
@@ -766,34 +789,12 @@ impl Exporter for AtofExporter {
         if self.shut_down {
             return Err(ExportError::ShutDown("atof"));
         }
-        if let PipelineEvent::MarkCopies(copies) = event {
-            let lines = MarkCopyLines::new(copies)?;
-            let roots: Vec<Option<Uuid>> = copies
-                .copies
-                .iter()
-                .map(|copy| self.propagation_root_under(copy.parent_uuid))
-                .collect();
-            // Rendered and written as they go: a poll's copies can outnumber the
-            // backlog, which only holds what a failed write left behind. Every copy is
-            // queued even when a write or a frame's close fails on the way.
-            let mut first_error = None;
-            for (copy, root) in copies.copies.iter().zip(roots) {
-                if let Err(error) = self.queue(lines.line(copy, root)?) {
-                    first_error.get_or_insert(error);
-                }
-                if first_error.is_none()
-                    && self.pending.len() >= WRITE_AHEAD_CHUNKS
-                    && let Err(error) = self.write_pending()
-                {
-                    first_error.get_or_insert(error);
-                }
+        match event {
+            PipelineEvent::MarkCopies(copies) => self.queue_copies(copies)?,
+            event => {
+                let line = self.render(event)?;
+                self.queue(line)?;
             }
-            if let Some(error) = first_error {
-                return Err(error);
-            }
-        } else {
-            let line = self.render(event)?;
-            self.queue(line)?;
         }
         self.write_pending()
     }

@@ -29,6 +29,20 @@ fn config(
     }
 }
 
+/// An exporter opened at 0 s for `config(directory, compression, max_file_bytes, mode)`.
+fn open(
+    directory: &Path,
+    compression: AtofCompression,
+    max_file_bytes: Option<u64>,
+    mode: AtofWriteMode,
+) -> AtofExporter {
+    AtofExporter::build_at(
+        &config(directory, compression, max_file_bytes, mode),
+        at(0, 0),
+    )
+    .unwrap()
+}
+
 /// A resource mark whose `sample_count` is `n`, one second apart.
 fn poll(n: u64) -> PipelineEvent {
     resource_mark(uuid(u128::from(n) + 100), None, at(n as i64, 0), n)
@@ -75,16 +89,12 @@ fn files_in(directory: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_zstd_file_is_one_frame_per_flush_and_reads_back_every_line() {
     let directory = tempfile::tempdir().unwrap();
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::Zstd,
-            None,
-            AtofWriteMode::Append,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::Zstd,
+        None,
+        AtofWriteMode::Append,
+    );
     assert_eq!(exporter.path(), directory.path().join("run.jsonl.zst"));
     for n in 1..=3 {
         exporter.export(&poll(n)).unwrap();
@@ -111,16 +121,12 @@ fn a_zstd_file_is_one_frame_per_flush_and_reads_back_every_line() {
 #[test]
 fn a_frame_is_closed_and_written_when_its_lines_reach_the_bound() {
     let directory = tempfile::tempdir().unwrap();
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::Zstd,
-            None,
-            AtofWriteMode::Append,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::Zstd,
+        None,
+        AtofWriteMode::Append,
+    );
     // The frame closes after the line that takes it to FRAME_BYTES.
     let mut per_frame = 0;
     let mut frame_bytes = 0;
@@ -152,16 +158,12 @@ fn a_frame_is_closed_and_written_when_its_lines_reach_the_bound() {
 /// Writes two frames (polls 1-3, then 4-6) and cuts the second in half, as a kill in
 /// the middle of its write leaves it. Returns the file and where the first frame ends.
 fn file_with_a_cut_frame(directory: &Path) -> (PathBuf, u64) {
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory,
-            AtofCompression::Zstd,
-            None,
-            AtofWriteMode::Append,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory,
+        AtofCompression::Zstd,
+        None,
+        AtofWriteMode::Append,
+    );
     for n in 1..=6 {
         exporter.export(&poll(n)).unwrap();
         if n == 3 {
@@ -215,16 +217,12 @@ fn a_frame_cut_by_a_kill_is_named_and_every_whole_frame_before_it_kept() {
 fn appending_to_a_zstd_file_cuts_a_cut_frame_off_first_and_keeps_the_rest() {
     let directory = tempfile::tempdir().unwrap();
     let (path, cut_at) = file_with_a_cut_frame(directory.path());
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::Zstd,
-            None,
-            AtofWriteMode::Append,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::Zstd,
+        None,
+        AtofWriteMode::Append,
+    );
     assert_eq!(std::fs::metadata(&path).unwrap().len(), cut_at);
     for n in 7..=8 {
         exporter.export(&poll(n)).unwrap();
@@ -255,16 +253,12 @@ fn appending_to_a_whole_zstd_file_adds_frames_after_its_own() {
     assert_eq!(frames(&path).0.len(), 2);
     assert_eq!(sample_counts(&path), [1, 2, 11, 12]);
     // Overwriting starts the file again.
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::Zstd,
-            None,
-            AtofWriteMode::Overwrite,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::Zstd,
+        None,
+        AtofWriteMode::Overwrite,
+    );
     exporter.export(&poll(21)).unwrap();
     exporter.shutdown().unwrap();
     assert_eq!(sample_counts(&path), [21]);
@@ -274,16 +268,12 @@ const MAX_FILE_BYTES: u64 = 64 * 1024;
 
 /// Writes `polls` marks to a rotated set, flushing every 10 (the flush closes a frame).
 fn write_rotated(directory: &Path, compression: AtofCompression, polls: u64) -> AtofExporter {
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory,
-            compression,
-            Some(MAX_FILE_BYTES),
-            AtofWriteMode::Append,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory,
+        compression,
+        Some(MAX_FILE_BYTES),
+        AtofWriteMode::Append,
+    );
     for n in 1..=polls {
         exporter.export(&poll(n)).unwrap();
         if n % 10 == 0 {
@@ -362,16 +352,12 @@ fn appending_to_a_set_goes_on_in_its_last_part_and_overwriting_removes_every_par
     let directory = tempfile::tempdir().unwrap();
     write_rotated(directory.path(), AtofCompression::None, 250);
     let parts = files_in(directory.path());
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::None,
-            Some(MAX_FILE_BYTES),
-            AtofWriteMode::Append,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::None,
+        Some(MAX_FILE_BYTES),
+        AtofWriteMode::Append,
+    );
     assert_eq!(exporter.path(), parts.last().unwrap());
     exporter.export(&poll(1000)).unwrap();
     exporter.shutdown().unwrap();
@@ -379,16 +365,12 @@ fn appending_to_a_set_goes_on_in_its_last_part_and_overwriting_removes_every_par
     expected.push(1000);
     assert_eq!(sample_counts(&parts[0]), expected);
 
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::None,
-            Some(MAX_FILE_BYTES),
-            AtofWriteMode::Overwrite,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::None,
+        Some(MAX_FILE_BYTES),
+        AtofWriteMode::Overwrite,
+    );
     exporter.export(&poll(7)).unwrap();
     exporter.shutdown().unwrap();
     assert_eq!(
@@ -402,11 +384,7 @@ fn appending_to_a_set_goes_on_in_its_last_part_and_overwriting_removes_every_par
 fn a_removed_zstd_file_counts_its_lines_lost_and_the_rest_goes_to_a_new_file() {
     let directory = tempfile::tempdir().unwrap();
     let folder = directory.path().join("atof");
-    let mut exporter = AtofExporter::build_at(
-        &config(&folder, AtofCompression::Zstd, None, AtofWriteMode::Append),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(&folder, AtofCompression::Zstd, None, AtofWriteMode::Append);
     for n in 1..=3 {
         exporter.export(&poll(n)).unwrap();
     }
@@ -426,16 +404,12 @@ fn a_removed_zstd_file_counts_its_lines_lost_and_the_rest_goes_to_a_new_file() {
 #[test]
 fn the_copies_of_a_poll_are_read_once_when_skipping_copies() {
     let directory = tempfile::tempdir().unwrap();
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::Zstd,
-            None,
-            AtofWriteMode::Append,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::Zstd,
+        None,
+        AtofWriteMode::Append,
+    );
     for n in 1..=2 {
         let PipelineEvent::Mark(mark) = poll(n) else {
             unreachable!()
@@ -518,16 +492,12 @@ fn a_poll_copied_into_more_frames_than_the_backlog_holds_loses_no_copy() {
     // Frames close at 64 KiB (the smallest max_file_bytes), so one poll's copies make
     // more frames than the 8 the backlog keeps: they are written as they close.
     let directory = tempfile::tempdir().unwrap();
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::Zstd,
-            Some(65_536),
-            AtofWriteMode::Overwrite,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::Zstd,
+        Some(65_536),
+        AtofWriteMode::Overwrite,
+    );
     let PipelineEvent::Mark(mark) = poll(7) else {
         unreachable!()
     };
@@ -555,16 +525,12 @@ fn an_open_frame_past_its_age_is_closed_at_the_next_line_without_a_flush() {
     // A run killed before any flush: with no age bound every line would still sit in
     // the open frame. Age zero closes the frame at each line, so each poll is on disk.
     let directory = tempfile::tempdir().unwrap();
-    let mut exporter = AtofExporter::build_at(
-        &config(
-            directory.path(),
-            AtofCompression::Zstd,
-            None,
-            AtofWriteMode::Overwrite,
-        ),
-        at(0, 0),
-    )
-    .unwrap();
+    let mut exporter = open(
+        directory.path(),
+        AtofCompression::Zstd,
+        None,
+        AtofWriteMode::Overwrite,
+    );
     exporter.set_frame_max_age(std::time::Duration::ZERO);
     for n in 1..=3 {
         exporter.export(&poll(n)).unwrap();

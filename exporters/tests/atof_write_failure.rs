@@ -4,23 +4,9 @@
 
 mod support;
 
-use support::{at, resource_mark, uuid};
+use support::{at, resource_mark, set_file_size_limit, uuid};
 use wattline_config::{AtofConfig, AtofWriteMode};
 use wattline_exporters::{AtofExporter, ExportError, Exporter, parse_metric_measurements};
-
-/// Sets the soft file-size limit (the hard limit stays, so it can be raised again).
-fn set_file_size_limit(bytes: libc::rlim_t) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit), 0);
-        limit.rlim_cur = bytes.min(limit.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-    }
-}
 
 #[test]
 fn a_write_error_is_returned_and_the_next_event_writes_the_backlog_first() {

@@ -6,25 +6,11 @@
 
 mod support;
 
-use support::{at, resource_mark, uuid};
+use support::{at, resource_mark, set_file_size_limit, uuid};
 use wattline_config::{AtofCompression, AtofConfig};
 use wattline_exporters::atof::MAX_PENDING_FRAMES;
 use wattline_exporters::{AtofExporter, ExportError, Exporter, read_atof_marks};
 use wattline_model::events::MetricValue;
-
-/// Sets the soft file-size limit (the hard limit stays, so it can be raised again).
-fn set_file_size_limit(bytes: libc::rlim_t) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit), 0);
-        limit.rlim_cur = bytes.min(limit.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-    }
-}
 
 #[test]
 fn a_failed_frame_waits_in_a_bounded_backlog_and_the_oldest_is_counted_lost() {

@@ -568,3 +568,18 @@ pub fn gpu_utilization(received: &[Received]) -> BTreeMap<String, f64> {
         })
         .collect()
 }
+
+/// Sets this process's soft file-size limit (RLIMIT_FSIZE: writes past it fail with
+/// EFBIG, root included); the hard limit stays, so it can be raised again.
+pub fn set_file_size_limit(bytes: libc::rlim_t) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit), 0);
+        limit.rlim_cur = bytes.min(limit.rlim_max);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+    }
+}
