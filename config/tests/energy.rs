@@ -194,3 +194,19 @@ fn power_sample_millis_defaults_to_100_and_is_validated() {
         );
     }
 }
+
+#[test]
+fn scopes_in_detail_defaults_to_ten_thousand_and_is_validated() {
+    assert_eq!(EnergySettings::default().config.scopes_in_detail, 10_000);
+    let file = energy_document("plugins.toml", "scopes_in_detail = 0");
+    let settings = EffectiveConfig::merge(&[file]).unwrap().energy.unwrap();
+    assert_eq!(settings.config.scopes_in_detail, 0);
+    let result = PluginsDocument::parse(
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\nscopes_in_detail = 10000001\n",
+    );
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "plugins.toml: components[0].config.scopes_in_detail: must be at most 10000000 (got 10000001)"
+    );
+}
