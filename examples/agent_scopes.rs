@@ -58,6 +58,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 mark.data.measurements.len()
             ),
             PipelineEvent::Energy { .. } => {}
+            // A step's final energy, once no later reading can change it (here no GPU
+            // or RAPL is read, so it holds its duration only).
+            PipelineEvent::ScopeEnergy { settled, .. } => println!(
+                "energy {:<9} attributed {:?} kWh, window {:?} kWh, {:.3} s",
+                settled.energy.name,
+                settled.energy.attributed_energy_kwh,
+                settled.energy.energy_kwh,
+                settled.duration_seconds().unwrap_or_default()
+            ),
             PipelineEvent::Metrics { measurements, .. } => {
                 println!("gen_ai metrics: {}", measurements.len())
             }

@@ -126,6 +126,44 @@ fn a_step_marked_by_the_measured_program_gets_its_marks_and_energy() {
         (attributed - step_kwh).abs() <= 1e-9 * step_kwh,
         "{attributed} against its window {step_kwh}"
     );
+    // Its final figures are in the event file too: one mark under the step, in joules,
+    // equal to the report's.
+    let settled: Vec<&serde_json::Value> = run
+        .events
+        .iter()
+        .filter(|event| {
+            event["name"] == "wattline.scope_energy" && event["parent_uuid"] == start["uuid"]
+        })
+        .collect();
+    assert_eq!(settled.len(), 1, "{settled:?}");
+    assert_eq!(settled[0]["timestamp"], end["timestamp"]);
+    let observed = |name: &str| {
+        settled[0]["data"]["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {}", settled[0]))
+            .clone()
+    };
+    let attributed_joules = observed("wattline.scope.energy.attributed");
+    assert_eq!(attributed_joules["kind"], "histogram");
+    assert_eq!(
+        attributed_joules["attributes"]["wattline.scope.name"],
+        "planner"
+    );
+    let in_joules = |kwh: &serde_json::Value| kwh.as_f64().unwrap() * 3_600_000.0;
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    assert!(close(
+        attributed_joules["value"].as_f64().unwrap(),
+        in_joules(&step["attributed_energy_kwh"])
+    ));
+    assert!(close(
+        observed("wattline.scope.energy.window")["value"]
+            .as_f64()
+            .unwrap(),
+        in_joules(&step["energy_kwh"])
+    ));
     let pid = step["process_id"]
         .as_u64()
         .expect("the command's process ID");
@@ -172,6 +210,22 @@ fn a_step_left_open_at_the_programs_exit_is_ended_and_flagged() {
         .find(|scope| scope["name"] == "executor")
         .unwrap();
     assert!(step["ended_at"].is_string(), "{step}");
+    // Settled at the run's final report, with the report's figures.
+    let settled = run
+        .events
+        .iter()
+        .find(|event| {
+            event["name"] == "wattline.scope_energy" && event["parent_uuid"] == executor[0]["uuid"]
+        })
+        .expect("the step's energy mark");
+    let attributed = settled["data"]["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "wattline.scope.energy.attributed")
+        .unwrap();
+    let expected = step["attributed_energy_kwh"].as_f64().unwrap() * 3_600_000.0;
+    assert!((attributed["value"].as_f64().unwrap() - expected).abs() <= 1e-9 * expected);
     assert!(
         run.stderr
             .contains("the command left 1 agent scope(s) open; ended at its exit"),

@@ -36,6 +36,11 @@ pub const IGNORED_VARIABLE_PREFIX: &str = "GENAI_CO2_";
 
 /// Finished Agent scopes kept in detail by default.
 pub const DEFAULT_SCOPES_IN_DETAIL: usize = 10_000;
+/// Distinct scope names the per-step metrics carry by default.
+pub const DEFAULT_SCOPE_NAMES_IN_METRICS: usize = 100;
+/// The most distinct scope names the per-step metrics may be configured to carry: each
+/// is a series per histogram at the collector.
+pub const MAX_SCOPE_NAMES_IN_METRICS: usize = 10_000;
 
 /// Configuration of the `energy` component (`[components.config]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +72,12 @@ pub struct EnergyConfig {
     /// ones fold into per-name aggregates (count, attributed energy and duration
     /// distributions), so memory stays bounded. Default 10000.
     pub scopes_in_detail: usize,
+    /// How many distinct Agent scope names the per-step metrics
+    /// (`wattline.scope.*` histograms) carry as `wattline.scope.name`, the first seen;
+    /// steps of any further name are counted under `other` (and in
+    /// `wattline.scope.names_folded`), so the series stay bounded. Default 100, at
+    /// most 10000.
+    pub scope_names_in_metrics: usize,
 }
 
 impl Default for EnergyConfig {
@@ -81,6 +92,7 @@ impl Default for EnergyConfig {
             pue: 1.0,
             power_sample_millis: 100,
             scopes_in_detail: DEFAULT_SCOPES_IN_DETAIL,
+            scope_names_in_metrics: DEFAULT_SCOPE_NAMES_IN_METRICS,
         }
     }
 }
@@ -120,6 +132,15 @@ impl EnergyConfig {
             return Err(FieldError::new(
                 "scopes_in_detail",
                 format!("must be at most 10000000 (got {})", self.scopes_in_detail),
+            ));
+        }
+        if self.scope_names_in_metrics > MAX_SCOPE_NAMES_IN_METRICS {
+            return Err(FieldError::new(
+                "scope_names_in_metrics",
+                format!(
+                    "must be at most {MAX_SCOPE_NAMES_IN_METRICS} (got {})",
+                    self.scope_names_in_metrics
+                ),
             ));
         }
         if !self.pue.is_finite() || self.pue < 1.0 {

@@ -210,3 +210,19 @@ fn scopes_in_detail_defaults_to_ten_thousand_and_is_validated() {
         "plugins.toml: components[0].config.scopes_in_detail: must be at most 10000000 (got 10000001)"
     );
 }
+
+#[test]
+fn scope_names_in_metrics_defaults_to_one_hundred_and_is_validated() {
+    assert_eq!(EnergySettings::default().config.scope_names_in_metrics, 100);
+    let file = energy_document("plugins.toml", "scope_names_in_metrics = 3");
+    let settings = EffectiveConfig::merge(&[file]).unwrap().energy.unwrap();
+    assert_eq!(settings.config.scope_names_in_metrics, 3);
+    let result = PluginsDocument::parse(
+        "plugins.toml",
+        "version = 1\n[[components]]\nkind = \"energy\"\n[components.config]\nscope_names_in_metrics = 10001\n",
+    );
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "plugins.toml: components[0].config.scope_names_in_metrics: must be at most 10000 (got 10001)"
+    );
+}

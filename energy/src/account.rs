@@ -11,7 +11,7 @@
 //! A reading is taken once: a source's reading no later than its newest one (a cached
 //! answer seen again) adds nothing, and neither does a failure observed before it.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -24,7 +24,8 @@ use wattline_model::energy::{
     EnergyRecord, Nanos, PowerRecord, ProcessShares, RaplZoneReading, ShareBasis,
 };
 use wattline_model::gpu_selection::GpuSelection;
-use wattline_model::report::EnergyDomain;
+use wattline_model::report::{EnergyDomain, EnergyReport, ScopeEnergy};
+use wattline_model::scope_energy::SettledScope;
 
 mod reporting;
 
@@ -268,6 +269,8 @@ struct ScopeAccount {
     attributed: BTreeMap<EnergyDomain, f64>,
     /// Attributed energy received as an innermost scope (J).
     own: BTreeMap<EnergyDomain, f64>,
+    /// Its final figures were announced (see [`EnergyAccount::announce_settled_scopes`]).
+    announced: bool,
 }
 
 impl ScopeAccount {
@@ -310,6 +313,10 @@ pub struct EnergyAccount {
     cpu_unavailable: Option<String>,
     last_report: Option<(Nanos, DateTime<Utc>)>,
     newest: Nanos,
+    /// Scopes whose figures became final since the last
+    /// [`EnergyAccount::take_settled_scopes`]; `None` unless announcing was asked for (a
+    /// replay does not, so it keeps nothing extra).
+    settled: Option<Vec<SettledScope>>,
 }
 
 /// The intervals one power record closed, by device, for the `gen_ai.*` energy metrics.
@@ -348,6 +355,7 @@ impl EnergyAccount {
             cpu_unavailable: None,
             last_report: None,
             newest: at,
+            settled: None,
         }
     }
 
@@ -440,6 +448,7 @@ impl EnergyAccount {
                 joules: BTreeMap::new(),
                 attributed: BTreeMap::new(),
                 own: BTreeMap::new(),
+                announced: false,
             }),
             EnergyRecord::ScopeEnded { uuid, at, wall } => {
                 // The newest scopes are at the end: most ends find theirs soon.
@@ -472,6 +481,49 @@ impl EnergyAccount {
             EnergyRecord::Report { at, wall } => self.last_report = Some((*at, *wall)),
         }
         Vec::new()
+    }
+
+    /// From now on, every scope whose figures become final (it ended and no later
+    /// interval can reach it) is kept for [`Self::take_settled_scopes`].
+    pub fn announce_settled_scopes(&mut self) {
+        self.settled.get_or_insert_with(Vec::new);
+    }
+
+    /// The scopes settled since the last call, in the order they settled.
+    pub fn take_settled_scopes(&mut self) -> Vec<SettledScope> {
+        self.settled
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The run's final word: every scope not yet announced is settled with its figures
+    /// as `report` (the final report) has them, and never announced again.
+    pub fn settle_remaining_scopes(&mut self, report: &EnergyReport) {
+        if self.settled.is_none() {
+            return;
+        }
+        let figures: HashMap<&str, &ScopeEnergy> = report
+            .agent_scopes
+            .iter()
+            .map(|scope| (scope.uuid.as_str(), scope))
+            .collect();
+        let remaining = |scope: &&ScopeAccount| !scope.announced;
+        let settled: Vec<SettledScope> = self
+            .scopes
+            .iter()
+            .filter(remaining)
+            .filter_map(|scope| figures.get(scope.uuid.to_string().as_str()))
+            .map(|energy| self.settled_with(ScopeEnergy::clone(energy)))
+            .collect();
+        for scope in &mut self.scopes {
+            if figures.contains_key(scope.uuid.to_string().as_str()) {
+                scope.announced = true;
+            }
+        }
+        if let Some(pending) = &mut self.settled {
+            pending.extend(settled);
+        }
     }
 
     /// Whether `record` is a reading (or failure) the account has already seen past:
@@ -664,8 +716,15 @@ impl EnergyAccount {
     }
 
     /// Keeps a retired scope for the report, folding the oldest past
-    /// `scopes_in_detail` into their name's aggregate.
+    /// `scopes_in_detail` into their name's aggregate; announces its final figures
+    /// when asked to.
     fn finish(&mut self, scope: ScopeAccount) {
+        if self.settled.is_some() && !scope.announced {
+            let settled = self.settled_scope(&scope);
+            if let Some(pending) = &mut self.settled {
+                pending.push(settled);
+            }
+        }
         self.finished_scopes.push_back(scope);
         while self.finished_scopes.len() > self.settings.config.scopes_in_detail {
             let Some(oldest) = self.finished_scopes.pop_front() else {

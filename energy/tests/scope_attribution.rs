@@ -18,6 +18,7 @@ use wattline_model::energy::{
     DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
 };
 use wattline_model::report::{EnergyDomain, EnergyReport, ScopeEnergy};
+use wattline_model::scope_energy::SettledScope;
 
 const HOST: u32 = 100;
 const REMOTE: u32 = 200;
@@ -344,6 +345,109 @@ fn without_a_gpu_reading_the_attributed_gpu_figure_is_null_not_zero() {
     let package = &report.domains[0];
     assert_eq!(package.domain, EnergyDomain::CpuPackage);
     assert_close(joules(package.unattributed_kwh), 1.0);
+}
+
+/// Feeds `records` to an account that announces settled scopes, taking what settled
+/// after each record: (index of the record after which it settled, the figures).
+fn settling(records: &[EnergyRecord]) -> (EnergyAccount, Vec<(usize, SettledScope)>) {
+    let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall(0));
+    account.announce_settled_scopes();
+    let mut settled = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        account.apply(record);
+        settled.extend(
+            account
+                .take_settled_scopes()
+                .into_iter()
+                .map(|s| (index, s)),
+        );
+    }
+    (account, settled)
+}
+
+#[test]
+fn a_step_settles_once_the_first_reading_past_its_end_arrives_with_its_final_figures() {
+    // 100 W read at 0, 1, 2, 3, 4 s. Steps 1 and 2 share 0.5–2.5 s (200 J window each,
+    // 100 J attributed each); step 3 runs 2.5–3.5 s alone (100 J both ways).
+    let steps = [
+        Step::new(1, 0.5, 2.5),
+        Step::new(2, 0.5, 2.5),
+        Step::new(3, 2.5, 3.5),
+    ];
+    let readings: Vec<EnergyRecord> = (0..=4)
+        .map(|s| gpu(at(f64::from(s)), Some(100.0), None))
+        .collect();
+    let records = schedule(&steps, readings);
+    let (_, settled) = settling(&records);
+    let by_uuid = |n: u128| {
+        settled
+            .iter()
+            .find(|(_, s)| s.energy.uuid == Uuid::from_u128(n).to_string())
+            .unwrap()
+    };
+    let reading_at = |seconds: f64| {
+        records
+            .iter()
+            .position(|r| matches!(r, EnergyRecord::Power(p) if p.at == at(seconds)))
+            .unwrap()
+    };
+    for (n, window, attributed, settles_at) in [
+        (1, 200.0, 100.0, 3.0),
+        (2, 200.0, 100.0, 3.0),
+        (3, 100.0, 100.0, 4.0),
+    ] {
+        let (index, scope) = by_uuid(n);
+        // Not before the reading that passes its end: before it an interval could
+        // still reach back into the step.
+        assert_eq!(*index, reading_at(settles_at), "step {n}");
+        assert_close(joules(scope.energy.gpu_energy_kwh.unwrap()), window);
+        assert_close(
+            joules(scope.energy.attributed_gpu_energy_kwh.unwrap()),
+            attributed,
+        );
+        assert_eq!(scope.attribution, "process-share-then-weight");
+        assert_eq!(scope.meters, ["GPU-a"]);
+        assert_eq!(
+            scope.duration_seconds(),
+            Some(if n == 3 { 1.0 } else { 2.0 })
+        );
+    }
+    assert_eq!(settled.len(), 3, "each step is announced once");
+}
+
+#[test]
+fn the_final_report_settles_what_is_left_with_its_own_figures_and_nothing_twice() {
+    // Step 1 (0.5–1.5 s) settles at the 2 s reading; step 2 ends at 2.5 s with no
+    // reading after it: the final report at 2.5 s settles it with what it holds
+    // (2–2.5 s taken from the interval 2–3 s once that reading arrived: none yet).
+    let steps = [Step::new(1, 0.5, 1.5), Step::new(2, 1.0, 2.5)];
+    let readings: Vec<EnergyRecord> = (0..=2)
+        .map(|s| gpu(at(f64::from(s)), Some(100.0), None))
+        .collect();
+    let (mut account, mut settled) = settling(&schedule(&steps, readings));
+    assert_eq!(settled.len(), 1);
+    let final_report = account.report(at(2.5), wall(at(2.5)));
+    account.settle_remaining_scopes(&final_report);
+    settled.extend(account.take_settled_scopes().into_iter().map(|s| (0, s)));
+    assert_eq!(settled.len(), 2);
+    let last = &settled[1].1;
+    assert_eq!(last.energy, *scope(&final_report, 2));
+    // A later reading retires step 2 but does not announce it again.
+    account.apply(&gpu(at(3.0), Some(100.0), None));
+    assert!(account.take_settled_scopes().is_empty());
+}
+
+#[test]
+fn a_replayed_account_keeps_no_settled_scopes_unless_asked() {
+    let steps = [Step::new(1, 0.5, 1.5)];
+    let readings: Vec<EnergyRecord> = (0..=2)
+        .map(|s| gpu(at(f64::from(s)), Some(100.0), None))
+        .collect();
+    let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall(0));
+    for record in schedule(&steps, readings) {
+        account.apply(&record);
+    }
+    assert!(account.take_settled_scopes().is_empty());
 }
 
 /// A random schedule: readings (GPU power with gaps and shares, a RAPL counter), a

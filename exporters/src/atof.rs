@@ -6,7 +6,10 @@
 //! category_profile` for scopes and `category, category_profile` (both `null`) for marks.
 //! Absent fields are written as `null`. A [`PipelineEvent::Metrics`] batch is written as
 //! a mark named [`METRICS_MARK_NAME`] with the same schema, under the live root scope
-//! (the last scope started without a parent) or with no parent.
+//! (the last scope started without a parent) or with no parent. A step's final energy
+//! ([`PipelineEvent::ScopeEnergy`]) is a mark named
+//! [`wattline_model::scope_energy::SCOPE_ENERGY_MARK_NAME`] under that scope, stamped
+//! with its end, carrying its histogram observations.
 //!
 //! After a failed write the partial line is cut off, the file is closed, and the line
 //! waits in a bounded backlog ([`MAX_PENDING_LINES`]); the next event (or flush) re-opens
@@ -38,6 +41,8 @@ use wattline_model::events::{
     METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MarkCopies, MarkCopy,
     MetricMeasurements, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
 };
+
+use wattline_model::scope_energy::SCOPE_ENERGY_MARK_NAME;
 
 use crate::atof_files::{list_parts, part_file_name};
 use crate::atof_frames::{FrameCompressor, cut_unfinished_frame};
@@ -538,6 +543,28 @@ impl AtofExporter {
             ),
             PipelineEvent::Energy { timestamp, record } => {
                 render_energy_record(*timestamp, self.root_scope, record)
+            }
+            PipelineEvent::ScopeEnergy {
+                settled,
+                measurements,
+            } => {
+                let energy = &settled.energy;
+                let scope = energy.uuid.parse::<Uuid>().ok();
+                let parent = energy.parent_uuid.as_deref().and_then(|p| p.parse().ok());
+                render_mark(
+                    &Mark {
+                        uuid: new_uuid(),
+                        parent_uuid: scope,
+                        // The figures are the scope's as of its end.
+                        timestamp: energy.ended_at.unwrap_or(energy.started_at),
+                        name: SCOPE_ENERGY_MARK_NAME.into(),
+                        data: MetricMeasurements {
+                            measurements: measurements.clone(),
+                        },
+                    },
+                    // Its parent's root while that is live; a scope of its own root.
+                    self.propagation_root_under(parent.or(scope)),
+                )
             }
         }
     }

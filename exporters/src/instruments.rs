@@ -25,15 +25,16 @@ use crate::metric_schema::{check_metric_name, check_unit};
 /// `max_instruments` default).
 pub const DEFAULT_MAX_INSTRUMENTS: usize = CONFIGURED_DEFAULT;
 
-/// The measurements an event carries: a mark's data or a metrics batch; none for a
-/// scope.
+/// The measurements an event carries: a mark's data, a metrics batch or a step's
+/// histogram observations; none for a scope.
 pub fn measurements_of(event: &PipelineEvent) -> &[MetricMeasurement] {
     match event {
         PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => &[],
         PipelineEvent::Mark(mark) => &mark.data.measurements,
         // Every copy carries the same measurements: they are recorded once.
         PipelineEvent::MarkCopies(copies) => &copies.data.measurements,
-        PipelineEvent::Metrics { measurements, .. } => measurements,
+        PipelineEvent::Metrics { measurements, .. }
+        | PipelineEvent::ScopeEnergy { measurements, .. } => measurements,
     }
 }
 

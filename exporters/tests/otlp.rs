@@ -19,6 +19,13 @@ use wattline_model::events::{
     MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
 };
 
+/// A gRPC exporter at the default temporality (cumulative sums and histograms).
+fn default_temporality_exporter(url: &str) -> OtlpExporter {
+    let mut config = otel_config(url, OtlpTransport::Grpc, MetricTemporality::Delta, 2_000);
+    config.temporality = wattline_config::OpenTelemetryConfig::default().temporality;
+    OtlpExporter::builder(config).build().expect("exporter")
+}
+
 fn exporter(url: &str, transport: OtlpTransport, temporality: MetricTemporality) -> OtlpExporter {
     OtlpExporter::builder(otel_config(url, transport, temporality, 2_000))
         .build()
@@ -263,14 +270,7 @@ fn by_default_sums_and_histograms_are_cumulative_and_gauges_delta_on_the_wire() 
     // configuration: cumulative-only backends read energy, cost and CO2 correctly,
     // and a gauge nobody records is gone from the next export.
     let receiver = grpc_receiver();
-    let mut config = otel_config(
-        &receiver.url(),
-        OtlpTransport::Grpc,
-        MetricTemporality::Delta,
-        2_000,
-    );
-    config.temporality = wattline_config::OpenTelemetryConfig::default().temporality;
-    let mut exporter = OtlpExporter::builder(config).build().expect("exporter");
+    let mut exporter = default_temporality_exporter(&receiver.url());
     exporter.export(&every_kind(0, true)).unwrap();
     exporter.flush().unwrap();
     let first = receiver.inbox.take();
@@ -859,4 +859,93 @@ fn http_metrics_url_appends_the_signal_path_only_without_a_path() {
         metrics_url("http://gw:80/otlp/v1/metrics"),
         "http://gw:80/otlp/v1/metrics"
     );
+}
+
+/// A step's final figures: `attributed` and `window` J, `seconds` long.
+fn settled_step(name: &str, attributed: f64, window: f64, seconds: i64) -> PipelineEvent {
+    use wattline_model::report::ScopeEnergy;
+    use wattline_model::scope_energy::SettledScope;
+    let kwh = |joules: f64| Some(joules / 3.6e6);
+    let settled = SettledScope {
+        energy: ScopeEnergy {
+            uuid: uuid(u128::from(seconds as u64) + 7).to_string(),
+            name: name.into(),
+            parent_uuid: None,
+            process_id: None,
+            weight: None,
+            gpu_energy_kwh: kwh(window),
+            energy_kwh: kwh(window),
+            cost: None,
+            co2_grams: None,
+            attributed_gpu_energy_kwh: kwh(attributed),
+            attributed_energy_kwh: kwh(attributed),
+            attributed_cost: None,
+            attributed_co2_grams: None,
+            started_at: at(0, 0),
+            ended_at: Some(at(seconds, 0)),
+        },
+        attribution: "process-share-then-weight".into(),
+        methods: Default::default(),
+        meters: vec!["GPU-0".into()],
+        currency: "USD".into(),
+        ended_at_program_exit: false,
+    };
+    let measurements = settled.measurements(name);
+    PipelineEvent::ScopeEnergy {
+        settled: Box::new(settled),
+        measurements,
+    }
+}
+
+/// Scope name → (count, sum) of every point of the histogram `metric`.
+fn histogram_by_scope_name(metric: &Metric) -> std::collections::BTreeMap<String, (u64, f64)> {
+    let Some(metric::Data::Histogram(histogram)) = &metric.data else {
+        panic!("{} is not a histogram", metric.name)
+    };
+    histogram
+        .data_points
+        .iter()
+        .map(|point| {
+            let name = string_attribute(&point.attributes, "wattline.scope.name").unwrap();
+            (name, (point.count, point.sum.unwrap()))
+        })
+        .collect()
+}
+
+#[test]
+fn each_steps_energy_is_a_cumulative_histogram_point_under_its_name() {
+    // Two `plan` steps (30 J and 12 J attributed) and one `act` (5 J), then one more
+    // `act` (7 J) in the next interval: cumulative, the second export counts all four.
+    let receiver = grpc_receiver();
+    let mut exporter = default_temporality_exporter(&receiver.url());
+    for event in [
+        settled_step("plan", 30.0, 60.0, 2),
+        settled_step("plan", 12.0, 24.0, 1),
+        settled_step("act", 5.0, 5.0, 1),
+    ] {
+        exporter.export(&event).unwrap();
+    }
+    exporter.flush().unwrap();
+    let first = receiver.inbox.take();
+    let attributed = named(&first, "wattline.scope.energy.attributed")[0];
+    assert_eq!(attributed.unit, "J");
+    assert_eq!(
+        temporality_of(attributed),
+        AggregationTemporality::Cumulative as i32
+    );
+    let by_name = histogram_by_scope_name(attributed);
+    assert_eq!(by_name["plan"], (2, 42.0));
+    assert_eq!(by_name["act"], (1, 5.0));
+    let window = histogram_by_scope_name(named(&first, "wattline.scope.energy.window")[0]);
+    assert_eq!(window["plan"], (2, 84.0));
+    let duration = histogram_by_scope_name(named(&first, "wattline.scope.duration")[0]);
+    assert_eq!(duration["plan"], (2, 3.0));
+
+    exporter.export(&settled_step("act", 7.0, 7.0, 1)).unwrap();
+    exporter.flush().unwrap();
+    let second = receiver.inbox.take();
+    let by_name = histogram_by_scope_name(named(&second, "wattline.scope.energy.attributed")[0]);
+    assert_eq!(by_name["act"], (2, 12.0));
+    assert_eq!(by_name["plan"], (2, 42.0));
+    exporter.shutdown().unwrap();
 }

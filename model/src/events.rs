@@ -246,6 +246,15 @@ pub enum PipelineEvent {
         /// The record.
         record: crate::energy::EnergyRecord,
     },
+    /// An Agent scope's final energy, announced once when no later reading can change
+    /// it, with its per-step histogram observations (under the name the metrics carry
+    /// it by: its own, or `other` past the configured limit).
+    ScopeEnergy {
+        /// The figures.
+        settled: Box<crate::scope_energy::SettledScope>,
+        /// The observations, one per measured figure.
+        measurements: Vec<MetricMeasurement>,
+    },
 }
 
 impl PipelineEvent {

@@ -4,7 +4,7 @@
 //! counts ([`gpu_selection`]) the metric names on the wire ([`metric_names`]), the snapshot records
 //! ([`snapshot`]) and the marks made from them ([`marks`]), with each gauge's
 //! semantic-convention equivalent ([`semconv`]), and the energy/cost report a run ends
-//! with ([`report`]).
+//! with ([`report`]), and a step's final energy ([`scope_energy`]).
 
 #![warn(missing_docs)]
 
@@ -15,5 +15,6 @@ pub mod marks;
 pub mod measurement;
 pub mod metric_names;
 pub mod report;
+pub mod scope_energy;
 pub mod semconv;
 pub mod snapshot;

@@ -117,7 +117,9 @@ impl EventSink for StatusSink {
                 timestamp,
                 measurements,
             } => self.update(*timestamp, measurements),
-            PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => {}
+            PipelineEvent::Scope(_)
+            | PipelineEvent::Energy { .. }
+            | PipelineEvent::ScopeEnergy { .. } => {}
         }
     }
 }

@@ -3,14 +3,17 @@
 //! (so an event file can rebuild the report), publishes the `gen_ai.*` values, and
 //! makes the report.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use uuid::Uuid;
 use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
 use super::semconv::SemconvMetrics;
+use super::settled::{MetricScopeNames, settled_scope_events};
 use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
 use crate::energy::input::{EnergyInput, EnergyMessage};
@@ -49,6 +52,10 @@ pub struct EnergyState {
     newest_gauges: std::collections::BTreeMap<String, Option<Nanos>>,
     /// The `hw.*` series' last values, when those names are wanted.
     semconv: Option<SemconvMetrics>,
+    /// The scope names the per-step metrics carry.
+    metric_scope_names: MetricScopeNames,
+    /// Scopes their program left open, ended at its exit, not yet settled.
+    ended_at_program_exit: HashSet<Uuid>,
 }
 
 impl EnergyState {
@@ -59,7 +66,24 @@ impl EnergyState {
             timestamp: Utc::now(),
             record,
         });
+        self.announce_settled_scopes();
         closed
+    }
+
+    /// Sends the final figures of every scope the account settled since last time.
+    fn announce_settled_scopes(&mut self) {
+        let settled = self.account.take_settled_scopes();
+        if settled.is_empty() {
+            return;
+        }
+        let events = settled_scope_events(
+            settled,
+            &mut self.metric_scope_names,
+            &mut self.ended_at_program_exit,
+        );
+        for event in events {
+            self.sink.send(event);
+        }
     }
 
     /// Books one producer's input: readings and boundaries become records.
@@ -91,7 +115,15 @@ impl EnergyState {
                     weight,
                 });
             }
-            EnergyInput::ScopeEnded { uuid, at, wall } => {
+            EnergyInput::ScopeEnded {
+                uuid,
+                at,
+                wall,
+                ended_at_program_exit,
+            } => {
+                if ended_at_program_exit {
+                    self.ended_at_program_exit.insert(uuid);
+                }
                 let at = self.epoch.nanos(at);
                 self.record(EnergyRecord::ScopeEnded { uuid, at, wall });
             }
@@ -197,11 +229,13 @@ impl Actor for EnergyActor {
             let reason = ignored_variable_reason(variable);
             tracing::info!(variable, reason, "accepted, has no effect");
         }
-        let account = EnergyAccount::new(
+        let scope_names_in_metrics = arguments.settings.config.scope_names_in_metrics;
+        let mut account = EnergyAccount::new(
             arguments.settings,
             arguments.epoch.nanos(Instant::now()),
             Utc::now(),
         );
+        account.announce_settled_scopes();
         arguments.sink.send(PipelineEvent::Energy {
             timestamp: Utc::now(),
             record: account.started_record(),
@@ -215,6 +249,8 @@ impl Actor for EnergyActor {
             pending: Vec::new(),
             newest_gauges: Default::default(),
             semconv: arguments.semconv_metrics.then(SemconvMetrics::default),
+            metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
+            ended_at_program_exit: HashSet::new(),
         })
     }
 
@@ -226,10 +262,20 @@ impl Actor for EnergyActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             EnergyMessage::Input(input) => state.input(input),
-            EnergyMessage::Report { at, wall, reply } => {
+            EnergyMessage::Report {
+                at,
+                wall,
+                final_report,
+                reply,
+            } => {
                 let at = state.epoch.nanos(at);
                 state.record(EnergyRecord::Report { at, wall });
-                let _ = reply.send(state.account.report(at, wall));
+                let report = state.account.report(at, wall);
+                if final_report {
+                    state.account.settle_remaining_scopes(&report);
+                    state.announce_settled_scopes();
+                }
+                let _ = reply.send(report);
             }
         }
         Ok(())
@@ -337,7 +383,10 @@ mod tests {
 
     async fn report(inbox: &EnergyInbox, epoch: Epoch, seconds: f64) -> EnergyReport {
         let at = epoch.0 + Duration::from_secs_f64(seconds);
-        inbox.report(at, Utc::now()).await.expect("no report")
+        inbox
+            .report(at, Utc::now(), false)
+            .await
+            .expect("no report")
     }
 
     #[tokio::test]
@@ -369,6 +418,7 @@ mod tests {
             uuid,
             at: boundary(2),
             wall: Utc::now(),
+            ended_at_program_exit: false,
         });
         feed.send(sample(epoch, 3.0, 200.0, false));
         // A full answer overtaken by the dense readings: its gauges were never sent
@@ -392,6 +442,32 @@ mod tests {
             .filter(|e| matches!(e, PipelineEvent::Energy { .. }))
             .count();
         assert_eq!(records, 9);
+        // The step settled as soon as it ended (the 2 s reading had passed its end):
+        // its final figures, and one histogram observation per figure, under its name.
+        let settled: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                PipelineEvent::ScopeEnergy {
+                    settled,
+                    measurements,
+                } => Some((settled, measurements)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(settled.len(), 1);
+        let (scope, measurements) = &settled[0];
+        assert_eq!(scope.energy.uuid, uuid.to_string());
+        assert!((scope.energy.gpu_energy_kwh.unwrap() - kwh(200.0)).abs() < 1e-15);
+        assert!((scope.energy.attributed_gpu_energy_kwh.unwrap() - kwh(200.0)).abs() < 1e-15);
+        let attributed = measurements
+            .iter()
+            .find(|m| m.name == "wattline.scope.energy.attributed")
+            .unwrap();
+        assert!((attributed.value.as_f64() - 200.0).abs() < 1e-9);
+        assert_eq!(
+            attributed.attributes.as_ref().unwrap()["wattline.scope.name"],
+            wattline_model::events::AttributeValue::String("step".into())
+        );
         inbox.actor().stop(None);
     }
 

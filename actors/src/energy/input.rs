@@ -58,6 +58,8 @@ pub enum EnergyInput {
         at: Instant,
         /// The same instant on the wall clock.
         wall: DateTime<Utc>,
+        /// Its program exited with it open, and wattline ended it then.
+        ended_at_program_exit: bool,
     },
     /// The GPU sources and why they read nothing, when they do not.
     GpuStatus {
@@ -82,6 +84,9 @@ pub enum EnergyMessage {
         at: Instant,
         /// The same instant on the wall clock.
         wall: DateTime<Utc>,
+        /// The run's final report: every scope not yet settled is settled with its
+        /// figures as this report has them.
+        final_report: bool,
         /// Where the report goes.
         reply: RpcReplyPort<EnergyReport>,
     },
@@ -106,13 +111,21 @@ impl EnergyInbox {
         }
     }
 
-    /// The report as of `at` (wall-clock `wall`); `None` when the actor is gone.
-    pub async fn report(&self, at: Instant, wall: DateTime<Utc>) -> Option<EnergyReport> {
-        match self
-            .0
-            .call(|reply| EnergyMessage::Report { at, wall, reply }, None)
-            .await
-        {
+    /// The report as of `at` (wall-clock `wall`), the run's final one when
+    /// `final_report`; `None` when the actor is gone.
+    pub async fn report(
+        &self,
+        at: Instant,
+        wall: DateTime<Utc>,
+        final_report: bool,
+    ) -> Option<EnergyReport> {
+        let message = |reply| EnergyMessage::Report {
+            at,
+            wall,
+            final_report,
+            reply,
+        };
+        match self.0.call(message, None).await {
             Ok(CallResult::Success(report)) => Some(report),
             _ => None,
         }

@@ -9,6 +9,7 @@ pub mod input;
 pub mod record;
 pub mod report;
 pub mod semconv;
+pub mod settled;
 
 pub use wattline_energy::{
     account, attribution, folded_scopes, integrator, quantile_sketch, replay,

@@ -42,7 +42,7 @@ use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
 pub use scope_start::ScopeStart;
-use wattline_model::events::{EventSink, ScopeCategory, new_uuid};
+use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid};
 use wattline_model::snapshot::Snapshot;
 
 /// Makes the GPU source (at start and after each restart of the GPU sampler), given
@@ -468,14 +468,27 @@ impl RunningPipeline {
         if self.root_ended.load(std::sync::atomic::Ordering::Acquire) {
             return false;
         }
-        let (at, wall) = (Instant::now(), Utc::now());
+        let ended_at_program_exit = flags.contains(&ENDED_AT_PROGRAM_EXIT);
+        // Ended at its program's exit: at that instant, where the window closed, so its
+        // figures and the final report's agree.
+        let (at, wall) = self
+            .measuring_until
+            .get()
+            .copied()
+            .filter(|_| ended_at_program_exit)
+            .unwrap_or_else(|| (Instant::now(), Utc::now()));
         let _ = self.merger.cast(MergerMessage::ScopeEnded {
             uuid,
             wall,
             flags: flags.to_vec(),
         });
         if let Some(energy) = &self.energy {
-            energy.send(EnergyInput::ScopeEnded { uuid, at, wall });
+            energy.send(EnergyInput::ScopeEnded {
+                uuid,
+                at,
+                wall,
+                ended_at_program_exit,
+            });
         }
         self.boundary_reading();
         true
@@ -518,7 +531,12 @@ impl RunningPipeline {
     fn energy_ends(&self, at: Instant, ended: Vec<(Uuid, DateTime<Utc>)>) {
         if let Some(energy) = &self.energy {
             for (uuid, wall) in ended {
-                energy.send(EnergyInput::ScopeEnded { uuid, at, wall });
+                energy.send(EnergyInput::ScopeEnded {
+                    uuid,
+                    at,
+                    wall,
+                    ended_at_program_exit: false,
+                });
             }
         }
     }
@@ -549,13 +567,15 @@ impl RunningPipeline {
     /// cached source, a new measurement, waited for within its timeout), integrates up
     /// to it, and leaves out what lies after this instant.
     pub async fn energy_report(&self) -> Result<EnergyReport, PipelineError> {
-        self.energy_report_at(Instant::now(), Utc::now()).await
+        self.energy_report_at(Instant::now(), Utc::now(), false)
+            .await
     }
 
     async fn energy_report_at(
         &self,
         at: Instant,
         wall: DateTime<Utc>,
+        final_report: bool,
     ) -> Result<EnergyReport, PipelineError> {
         let energy = self.energy.as_ref().ok_or(PipelineError::EnergyDisabled)?;
         // Always sent (no slot), bounded by its own limit; when it cannot be taken the
@@ -579,7 +599,7 @@ impl RunningPipeline {
             );
         }
         let mut report = energy
-            .report(at, wall)
+            .report(at, wall, final_report)
             .await
             .ok_or(PipelineError::Stopped)?;
         report.last_sample_missing = last_sample_missing;
@@ -611,7 +631,7 @@ impl RunningPipeline {
             .copied()
             .unwrap_or_else(|| (Instant::now(), Utc::now()));
         self.end_live_scopes(at, wall).await;
-        self.energy_report_at(at, wall).await
+        self.energy_report_at(at, wall, true).await
     }
 
     /// How many times a category's sampler was restarted.

@@ -13,6 +13,7 @@ use wattline_model::report::{
     DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
     SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
 };
+use wattline_model::scope_energy::SettledScope;
 
 fn kwh(joules: f64) -> f64 {
     joules / JOULES_PER_KILOWATT_HOUR
@@ -39,6 +40,7 @@ impl Pricing {
 }
 
 /// What a scope's figures depend on besides the scope.
+#[derive(Clone, Copy)]
 struct ScopeFigures<'a> {
     /// The report's instant.
     at: Nanos,
@@ -47,7 +49,7 @@ struct ScopeFigures<'a> {
     /// Whether the GPU was.
     gpu_measured: bool,
     /// The counted domains.
-    domains: &'a [DomainEnergy],
+    domains: &'a [EnergyDomain],
 }
 
 /// What the meters add up to as of the report's instant.
@@ -67,11 +69,7 @@ impl EnergyAccount {
         let config = &self.settings.config;
         let from = self.measuring_from.map_or(0, |(at, _)| at);
         let carbon = self.settings.carbon_intensity();
-        let pricing = Pricing {
-            price: config.cost_per_kwh,
-            gco2e_per_kwh: carbon.gco2e_per_kwh,
-            co2_tracking: config.co2_tracking,
-        };
+        let pricing = self.pricing();
         let meters = self.meter_figures(at, from, &pricing);
         let mut scopes: Vec<&ScopeAccount> =
             self.finished_scopes.iter().chain(&self.scopes).collect();
@@ -90,6 +88,7 @@ impl EnergyAccount {
         };
         let measured = !domains.is_empty();
         let gpu_measured = domain_kwh(EnergyDomain::Gpu).is_some();
+        let counted: Vec<EnergyDomain> = domains.iter().map(|d| d.domain).collect();
         let answering: Vec<&str> = self
             .sources
             .iter()
@@ -117,7 +116,7 @@ impl EnergyAccount {
                     at,
                     measured,
                     gpu_measured,
-                    domains: &domains,
+                    domains: &counted,
                 },
                 &pricing,
             ),
@@ -203,54 +202,125 @@ impl EnergyAccount {
         figures: ScopeFigures<'_>,
         pricing: &Pricing,
     ) -> Vec<ScopeEnergy> {
+        scopes
+            .iter()
+            .zip(&late.scopes)
+            .map(|(scope, late_attributed)| {
+                self.scope_energy(scope, late_attributed, &figures, pricing)
+            })
+            .collect()
+    }
+
+    /// One scope's figures as of `figures.at`, less `late_attributed` (what its
+    /// attributed energy holds after that instant).
+    fn scope_energy(
+        &self,
+        scope: &ScopeAccount,
+        late_attributed: &BTreeMap<EnergyDomain, f64>,
+        figures: &ScopeFigures<'_>,
+        pricing: &Pricing,
+    ) -> ScopeEnergy {
         let ScopeFigures {
             at,
             measured,
             gpu_measured,
             domains,
-        } = figures;
-        scopes
+        } = *figures;
+        let mut joules = scope.joules.clone();
+        for ((domain, _), meter) in &self.meters {
+            if !domain.is_counted() {
+                continue;
+            }
+            for segment in meter.recent.iter().filter(|s| s.end.at > at) {
+                let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
+                *joules.entry(*domain).or_default() -= segment.best_joules() * energy;
+            }
+        }
+        let gpu = joules.get(&EnergyDomain::Gpu).copied().map(kwh);
+        let total = measured.then(|| kwh(joules.values().sum::<f64>()));
+        let attributed = |domain: &EnergyDomain| {
+            scope.attributed.get(domain).copied().unwrap_or(0.0)
+                - late_attributed.get(domain).copied().unwrap_or(0.0)
+        };
+        let attributed_total = measured.then(|| kwh(domains.iter().map(attributed).sum::<f64>()));
+        ScopeEnergy {
+            uuid: scope.uuid.to_string(),
+            name: scope.name.clone(),
+            parent_uuid: scope.parent.map(|uuid| uuid.to_string()),
+            process_id: scope.process_id,
+            weight: scope.weight,
+            attributed_gpu_energy_kwh: gpu_measured.then(|| kwh(attributed(&EnergyDomain::Gpu))),
+            attributed_energy_kwh: attributed_total,
+            attributed_cost: attributed_total.map(|kwh| pricing.cost(kwh)),
+            attributed_co2_grams: attributed_total.and_then(|kwh| pricing.co2(kwh)),
+            gpu_energy_kwh: gpu.filter(|_| gpu_measured),
+            energy_kwh: total,
+            cost: total.map(|kwh| pricing.cost(kwh)),
+            co2_grams: total.and_then(|kwh| pricing.co2(kwh)),
+            started_at: scope.started_wall,
+            ended_at: scope.end.map(|(_, wall)| wall),
+        }
+    }
+
+    /// A retired scope's final figures: no interval after its end can reach it, so
+    /// nothing is taken back out.
+    pub(super) fn settled_scope(&self, scope: &ScopeAccount) -> SettledScope {
+        let counted = self.counted_domains();
+        let figures = ScopeFigures {
+            at: Nanos::MAX,
+            measured: !counted.is_empty(),
+            gpu_measured: counted.contains(&EnergyDomain::Gpu),
+            domains: &counted,
+        };
+        let energy = self.scope_energy(scope, &BTreeMap::new(), &figures, &self.pricing());
+        self.settled_with(energy)
+    }
+
+    /// `energy` with what a reader needs to trust it: the attribution, each counted
+    /// domain's method, the meters counted and the currency.
+    pub(super) fn settled_with(&self, energy: ScopeEnergy) -> SettledScope {
+        let mut methods: BTreeMap<EnergyDomain, Vec<EnergySource>> = BTreeMap::new();
+        let mut meters = Vec::new();
+        for ((domain, id), meter) in &self.meters {
+            if meter.readings == 0 || !domain.is_counted() {
+                continue;
+            }
+            methods.entry(*domain).or_default().push(meter.run.method());
+            meters.push(id.clone());
+        }
+        SettledScope {
+            energy,
+            attribution: SCOPE_ATTRIBUTION.to_owned(),
+            methods: methods
+                .into_iter()
+                .map(|(domain, methods)| (domain, combined_method(&methods)))
+                .collect(),
+            meters,
+            currency: self.settings.config.currency.clone(),
+            ended_at_program_exit: false,
+        }
+    }
+
+    /// The counted domains some meter has read, as a report lists them.
+    fn counted_domains(&self) -> Vec<EnergyDomain> {
+        let mut domains: Vec<EnergyDomain> = self
+            .meters
             .iter()
-            .zip(&late.scopes)
-            .map(|(scope, late_attributed)| {
-                let mut joules = scope.joules.clone();
-                for ((domain, _), meter) in &self.meters {
-                    if !domain.is_counted() {
-                        continue;
-                    }
-                    for segment in meter.recent.iter().filter(|s| s.end.at > at) {
-                        let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
-                        *joules.entry(*domain).or_default() -= segment.best_joules() * energy;
-                    }
-                }
-                let gpu = joules.get(&EnergyDomain::Gpu).copied().map(kwh);
-                let total = measured.then(|| kwh(joules.values().sum::<f64>()));
-                let attributed = |domain: &EnergyDomain| {
-                    scope.attributed.get(domain).copied().unwrap_or(0.0)
-                        - late_attributed.get(domain).copied().unwrap_or(0.0)
-                };
-                let attributed_total = measured
-                    .then(|| kwh(domains.iter().map(|d| attributed(&d.domain)).sum::<f64>()));
-                ScopeEnergy {
-                    uuid: scope.uuid.to_string(),
-                    name: scope.name.clone(),
-                    parent_uuid: scope.parent.map(|uuid| uuid.to_string()),
-                    process_id: scope.process_id,
-                    weight: scope.weight,
-                    attributed_gpu_energy_kwh: gpu_measured
-                        .then(|| kwh(attributed(&EnergyDomain::Gpu))),
-                    attributed_energy_kwh: attributed_total,
-                    attributed_cost: attributed_total.map(|kwh| pricing.cost(kwh)),
-                    attributed_co2_grams: attributed_total.and_then(|kwh| pricing.co2(kwh)),
-                    gpu_energy_kwh: gpu.filter(|_| gpu_measured),
-                    energy_kwh: total,
-                    cost: total.map(|kwh| pricing.cost(kwh)),
-                    co2_grams: total.and_then(|kwh| pricing.co2(kwh)),
-                    started_at: scope.started_wall,
-                    ended_at: scope.end.map(|(_, wall)| wall),
-                }
-            })
-            .collect()
+            .filter(|((domain, _), meter)| meter.readings > 0 && domain.is_counted())
+            .map(|((domain, _), _)| *domain)
+            .collect();
+        domains.dedup();
+        domains
+    }
+
+    /// The factors in force that turn energy into money and CO2.
+    fn pricing(&self) -> Pricing {
+        let config = &self.settings.config;
+        Pricing {
+            price: config.cost_per_kwh,
+            gco2e_per_kwh: self.settings.carbon_intensity().gco2e_per_kwh,
+            co2_tracking: config.co2_tracking,
+        }
     }
 
     /// Why no GPU energy was measured: a selection that leaves every device out says
