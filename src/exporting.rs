@@ -7,7 +7,8 @@ use std::time::Duration;
 use wattline_actors::PipelineDiagnostics;
 use wattline_config::EffectiveConfig;
 use wattline_exporters::{
-    AtofExporter, BuildError, ExportFailureSink, FanOut, FanOutError, OtlpExporter, StdoutExporter,
+    AtofExporter, BuildError, EnvLookup, ExportFailureSink, FanOut, FanOutError, OtlpExporter,
+    RunIdentity, StdoutExporter,
 };
 use wattline_model::events::{EventSink, PipelineEvent};
 
@@ -30,6 +31,14 @@ pub enum ExporterError {
     FanOut(#[from] FanOutError),
 }
 
+/// What the OTLP exports say of the run, and where their variables are read.
+pub struct OtlpIdentity {
+    /// `service.name` default, `host.name`, `process.pid`, `wattline.run.id`.
+    pub run: RunIdentity,
+    /// `header_env` and `OTEL_*` variables.
+    pub environment: EnvLookup,
+}
+
 /// The pipeline's view of the fan-out: queue or drop, never wait.
 pub struct FanOutSink(pub Arc<FanOut>);
 
@@ -45,6 +54,7 @@ pub async fn start_exporters(
     config: &EffectiveConfig,
     stdout_interval: Option<Duration>,
     diagnostics: Option<PipelineDiagnostics>,
+    identity: OtlpIdentity,
 ) -> Result<Option<Arc<FanOut>>, ExporterError> {
     let mut builder = FanOut::builder();
     let mut any = false;
@@ -67,6 +77,8 @@ pub async fn start_exporters(
     }
     if let Some(otlp) = &config.opentelemetry {
         let exporter = OtlpExporter::builder(otlp.clone())
+            .run_identity(identity.run)
+            .env_lookup(identity.environment)
             .build()
             .map_err(|source| ExporterError::Build {
                 name: "opentelemetry",

@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use wattline_exporters::RunIdentity;
+use wattline_model::events::new_uuid;
+
 use wattline_actors::EnergyReport;
 use wattline_actors::Epoch;
 use wattline_actors::EventSink;
@@ -75,6 +78,7 @@ pub struct PipelineBuilder {
     gpu_selection: Option<GpuSelection>,
     command_group: Option<PathBuf>,
     command_group_notes: Vec<String>,
+    service_name: Option<String>,
 }
 
 impl Default for PipelineBuilder {
@@ -98,7 +102,16 @@ impl PipelineBuilder {
             gpu_selection: None,
             command_group: None,
             command_group_notes: Vec::new(),
+            service_name: None,
         }
+    }
+
+    /// The `service.name` OTLP exports carry when neither `OTEL_SERVICE_NAME`,
+    /// `OTEL_RESOURCE_ATTRIBUTES` nor the endpoint's `service_name` names one (default:
+    /// this program's name; `wattline run` gives the measured command's).
+    pub fn default_service_name(mut self, name: impl Into<String>) -> Self {
+        self.service_name = Some(name.into());
+        self
     }
 
     /// Uses an effective (merged) configuration, e.g. from
@@ -108,7 +121,8 @@ impl PipelineBuilder {
         self
     }
 
-    /// The environment the `GENAI_*` energy variables are read from (default: this
+    /// The environment the `GENAI_*` energy variables and the `OTEL_SERVICE_NAME` and
+    /// `OTEL_RESOURCE_ATTRIBUTES` resource variables are read from (default: this
     /// process's environment).
     pub fn environment(mut self, environment: BTreeMap<String, String>) -> Self {
         self.environment = Some(environment);
@@ -192,10 +206,23 @@ impl PipelineBuilder {
         let environment = self.environment.unwrap_or_else(|| {
             std::env::vars()
                 .filter(|(name, _)| {
-                    name.starts_with("GENAI_") || name == wattline_config::energy::PUE_VARIABLE
+                    name.starts_with("GENAI_")
+                        || name.starts_with("OTEL_")
+                        || name == wattline_config::energy::PUE_VARIABLE
                 })
                 .collect()
         });
+        // The run's identity: its root scope in the event file, and on every export.
+        let run_id = new_uuid();
+        let identity = OtlpIdentity {
+            run: RunIdentity {
+                default_service_name: self.service_name.or_else(program_name),
+                host_name: wattline_actors::host_name(),
+                process_id: Some(std::process::id()),
+                run_id: Some(run_id.to_string()),
+            },
+            environment: otlp_environment(&environment),
+        };
         if let Some(energy) = &mut config.energy {
             energy.apply_environment(&environment)?;
         }
@@ -206,6 +233,7 @@ impl PipelineBuilder {
             diagnostics
                 .as_ref()
                 .map(|(_, components)| components.clone()),
+            identity,
         )
         .await?;
         let mut sinks = self.sinks;
@@ -243,6 +271,7 @@ impl PipelineBuilder {
             None
         };
         Ok(PreparedPipeline {
+            run_id,
             config,
             scope: self.scope,
             diagnostics,
@@ -258,6 +287,30 @@ impl PipelineBuilder {
             command_group_notes: self.command_group_notes,
         })
     }
+}
+
+/// This program's name, from how it was invoked (`argv[0]`'s file name).
+fn program_name() -> Option<String> {
+    let invoked = std::env::args_os().next()?;
+    let name = std::path::Path::new(&invoked).file_name()?;
+    Some(name.to_string_lossy().into_owned()).filter(|name| !name.is_empty())
+}
+
+/// The OTLP exporter's variables: `OTEL_*` from `environment` (the pipeline's), the
+/// rest (`header_env`'s secrets) from the process.
+fn otlp_environment(environment: &BTreeMap<String, String>) -> wattline_exporters::EnvLookup {
+    let variables: BTreeMap<String, String> = environment
+        .iter()
+        .filter(|(name, _)| name.starts_with("OTEL_"))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    Arc::new(move |name: &str| {
+        if name.starts_with("OTEL_") {
+            variables.get(name).map(std::ffi::OsString::from)
+        } else {
+            std::env::var_os(name)
+        }
+    })
 }
 
 /// Why [`Pipeline::diagnostics_json`] could not give the diagnostics.
@@ -286,6 +339,7 @@ fn gpu_selectors(selection: Option<&GpuSelection>, config: &EffectiveConfig) -> 
 /// A pipeline whose configuration, diagnostics and exporters are ready; nothing is
 /// measured until [`PreparedPipeline::spawn`].
 pub struct PreparedPipeline {
+    run_id: uuid::Uuid,
     config: EffectiveConfig,
     scope: Option<ScopeTarget>,
     diagnostics: Option<(
@@ -374,6 +428,7 @@ impl PreparedPipeline {
             }
         };
         let running = RunningPipeline::spawn(PipelineSpec {
+            run_id: self.run_id,
             root: "/".into(),
             target,
             resource: config.resource_metrics.clone(),
@@ -406,6 +461,7 @@ impl PreparedPipeline {
 }
 
 #[cfg(unix)]
+use crate::exporting::OtlpIdentity;
 use crate::host::plugins::WorkerPlugins;
 
 /// Worker plugins need Unix sockets; elsewhere none is started.
@@ -510,6 +566,12 @@ impl Pipeline {
     /// What the pipeline measures.
     pub fn target(&self) -> ScopeTarget {
         self.target
+    }
+
+    /// The run's identity: the UUID of its root scope in the event file, sent as
+    /// `wattline.run.id` on every OTLP export.
+    pub fn run_id(&self) -> uuid::Uuid {
+        self.inner.root_scope()
     }
 
     /// A fresh snapshot on the on-demand series (no mark). The first one has no rates.

@@ -34,3 +34,11 @@ pub use scope::{ProcessIdentity, ScopeTarget};
 pub use wattline_model::energy::{EnergyRecord, Epoch};
 pub use wattline_model::events::{EventSink, PipelineEvent};
 pub use wattline_model::snapshot::Snapshot;
+
+/// This host's name, for the `host.name` resource attribute; `None` where the OS does
+/// not say (or not here: a failed read is no reason to stop a run).
+pub fn host_name() -> Option<String> {
+    platform::os::host_name::read_host_name(std::path::Path::new("/"))
+        .ok()
+        .flatten()
+}

@@ -17,6 +17,7 @@ async fn spawn_polling_pipeline() -> RunningPipeline {
     RunningPipeline::spawn(PipelineSpec {
         root: "/".into(),
         target: ScopeTarget::Global,
+        run_id: wattline_model::events::new_uuid(),
         resource: Some(resource),
         energy: None,
         diagnostics: open_diagnostics(Some(DiagnosticsLimits::default())).unwrap(),

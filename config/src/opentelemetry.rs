@@ -11,7 +11,7 @@ use crate::error::FieldError;
 pub const DEFAULT_EXPORT_INTERVAL_MILLIS: u64 = 60_000;
 /// Default milliseconds one export to one endpoint may take.
 pub const DEFAULT_TIMEOUT_MILLIS: u64 = 3_000;
-/// Default `service.name` resource attribute.
+/// The `service.name` resource attribute when nothing else names the service.
 pub const DEFAULT_SERVICE_NAME: &str = "wattline";
 /// Default most instruments each endpoint creates.
 pub const DEFAULT_MAX_INSTRUMENTS: usize = 256;
@@ -129,9 +129,11 @@ pub struct OtlpEndpointConfig {
     /// Milliseconds one export may take, retries included. Default 3000; > 0.
     #[serde(default = "default_timeout_millis")]
     pub timeout_millis: u64,
-    /// The `service.name` resource attribute. Default `wattline`.
-    #[serde(default = "default_service_name")]
-    pub service_name: String,
+    /// The `service.name` resource attribute. Default none: `OTEL_SERVICE_NAME` (or
+    /// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`) when set, else the measured
+    /// command's or host program's name, else `wattline`. Non-blank when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
     /// The `service.namespace` resource attribute. Default none; non-blank when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_namespace: Option<String>,
@@ -147,10 +149,6 @@ fn default_timeout_millis() -> u64 {
     DEFAULT_TIMEOUT_MILLIS
 }
 
-fn default_service_name() -> String {
-    DEFAULT_SERVICE_NAME.into()
-}
-
 impl OtlpEndpointConfig {
     /// An endpoint with every optional field at its default.
     pub fn new(endpoint: impl Into<String>, transport: OtlpTransport) -> Self {
@@ -160,7 +158,7 @@ impl OtlpEndpointConfig {
             headers: BTreeMap::new(),
             header_env: BTreeMap::new(),
             timeout_millis: DEFAULT_TIMEOUT_MILLIS,
-            service_name: DEFAULT_SERVICE_NAME.into(),
+            service_name: None,
             service_namespace: None,
             service_version: None,
             resource_attributes: BTreeMap::new(),
@@ -216,13 +214,8 @@ impl OtlpEndpointConfig {
                 "must be greater than zero (got 0)",
             ));
         }
-        if self.service_name.trim().is_empty() {
-            return Err(FieldError::new(
-                "service_name",
-                format!("must not be blank (got {:?})", self.service_name),
-            ));
-        }
         let dedicated = [
+            ("service_name", "service.name", &self.service_name),
             (
                 "service_namespace",
                 "service.namespace",

@@ -185,7 +185,7 @@ fn opentelemetry_defaults() {
     let first = &config.endpoints[0];
     assert_eq!(first.transport, OtlpTransport::Grpc);
     assert_eq!(first.timeout_millis, 3_000);
-    assert_eq!(first.service_name, "wattline");
+    assert_eq!(first.service_name, None);
     assert_eq!(first.service_namespace, None);
     assert_eq!(first.service_version, None);
     assert!(first.headers.is_empty() && first.header_env.is_empty());
@@ -425,7 +425,7 @@ fn blank_service_name_and_resource_attribute_are_rejected() {
         rejection(&second_endpoint(
             "endpoint = \"http://127.0.0.1:4317\"\nservice_name = \"  \""
         )),
-        "plugins.toml: components[0].config.endpoints[1].service_name: must not be blank (got \"  \")"
+        "plugins.toml: components[0].config.endpoints[1].service_name: must not be blank when given (got \"  \")"
     );
     assert_eq!(
         rejection(&second_endpoint(

@@ -22,6 +22,7 @@ mod metrics_pipeline;
 pub mod otlp;
 mod otlp_grpc;
 pub mod otlp_http;
+pub mod otlp_resource;
 pub mod semconv_names;
 pub mod stdout;
 
@@ -37,4 +38,5 @@ pub use fanout::{
 pub use metric_schema::{parse_metric_measurements, validate_metric_measurements};
 pub use metrics_pipeline::ExportStatus;
 pub use otlp::{EndpointStatus, EnvLookup, OtlpExporter, OtlpExporterBuilder};
+pub use otlp_resource::RunIdentity;
 pub use stdout::StdoutExporter;

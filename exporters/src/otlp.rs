@@ -14,8 +14,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use opentelemetry::KeyValue;
-use opentelemetry_sdk::Resource;
 use wattline_config::{OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
 use wattline_model::events::PipelineEvent;
 
@@ -23,6 +21,9 @@ use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
 use crate::metrics_pipeline::{ExportStatus, MetricsPipeline, PipelineSet, sdk_temporality};
 use crate::otlp_grpc::{grpc_exporter, grpc_runtime};
 use crate::otlp_http::http_exporter;
+use crate::otlp_resource::{
+    RESOURCE_ATTRIBUTES_VARIABLE, RunIdentity, SERVICE_NAME_VARIABLE, endpoint_resource,
+};
 
 /// Reads an environment variable for `header_env`; the process environment by default.
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<OsString> + Send + Sync>;
@@ -32,6 +33,7 @@ pub struct OtlpExporterBuilder {
     config: OpenTelemetryConfig,
     env: EnvLookup,
     max_instruments: usize,
+    identity: RunIdentity,
 }
 
 impl std::fmt::Debug for OtlpExporterBuilder {
@@ -54,7 +56,22 @@ impl OtlpExporterBuilder {
             config,
             env: Arc::new(|name| std::env::var_os(name)),
             max_instruments,
+            identity: RunIdentity::default(),
         }
+    }
+
+    /// Where `header_env` and the `OTEL_*` resource variables are read (the process
+    /// environment by default).
+    pub fn env_lookup(mut self, lookup: EnvLookup) -> Self {
+        self.env = lookup;
+        self
+    }
+
+    /// What tells this run apart on the collector (`host.name`, `process.pid`,
+    /// `wattline.run.id`, the default `service.name`); none by default.
+    pub fn run_identity(mut self, identity: RunIdentity) -> Self {
+        self.identity = identity;
+        self
     }
 
     /// The most instruments each endpoint creates, overriding the configuration's
@@ -76,6 +93,10 @@ impl OtlpExporterBuilder {
         let temporality = sdk_temporality(self.config.temporality);
         let mut runtime = None;
         let mut pipelines = Vec::with_capacity(self.config.endpoints.len());
+        let variable =
+            |name: &str| (self.env)(name).map(|value| value.to_string_lossy().into_owned());
+        let service_name_variable = variable(SERVICE_NAME_VARIABLE);
+        let resource_attributes_variable = variable(RESOURCE_ATTRIBUTES_VARIABLE);
         for (index, endpoint) in self.config.endpoints.iter().enumerate() {
             if endpoint.endpoint.starts_with("https://") {
                 return Err(BuildError::TlsUnsupported {
@@ -111,7 +132,12 @@ impl OtlpExporterBuilder {
                 endpoint.endpoint.clone(),
                 exporter,
                 interval,
-                resource(endpoint),
+                endpoint_resource(
+                    endpoint,
+                    &self.identity,
+                    service_name_variable.as_deref(),
+                    resource_attributes_variable.as_deref(),
+                ),
                 self.max_instruments,
                 self.config.cardinality_limit,
             ));
@@ -130,27 +156,6 @@ impl OtlpExporterBuilder {
             runtime,
         })
     }
-}
-
-/// The resource of one endpoint: `service.name`, the configured attributes, and
-/// `service.namespace` and `service.version` when set.
-fn resource(endpoint: &OtlpEndpointConfig) -> Resource {
-    let service = [
-        ("service.namespace", &endpoint.service_namespace),
-        ("service.version", &endpoint.service_version),
-    ]
-    .into_iter()
-    .filter_map(|(key, value)| Some(KeyValue::new(key, value.clone()?)));
-    Resource::builder_empty()
-        .with_service_name(endpoint.service_name.clone())
-        .with_attributes(
-            endpoint
-                .resource_attributes
-                .iter()
-                .map(|(key, value)| KeyValue::new(key.clone(), value.clone()))
-                .chain(service),
-        )
-        .build()
 }
 
 /// `headers` and `header_env` (read now) as one header map, every name and value

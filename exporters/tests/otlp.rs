@@ -411,7 +411,7 @@ fn two_endpoints_each_get_every_measurement() {
     let mut second = config.endpoints[0].clone();
     second.endpoint = http.url();
     second.transport = OtlpTransport::HttpBinary;
-    second.service_name = "second".into();
+    second.service_name = Some("second".into());
     config.endpoints.push(second);
     let mut exporter = OtlpExporter::builder(config).build().unwrap();
     exporter

@@ -289,6 +289,14 @@ async fn prepare_run(
         .config(config)
         .event_sink(status.clone())
         .event_sink(series.clone());
+    // Exports are named after what was measured: `python3`, `train.sh`.
+    if let Some(program) = args
+        .command
+        .first()
+        .and_then(|program| std::path::Path::new(program).file_name())
+    {
+        builder = builder.default_service_name(program.to_string_lossy());
+    }
     if let Some(selection) = gpu_selection {
         builder = builder.gpu_selection(selection);
     }

@@ -52,6 +52,8 @@ pub type GpuSourceFactory =
 
 /// Everything a pipeline needs to start.
 pub struct PipelineSpec {
+    /// The run's identity: the UUID of its root scope (`wattline.run.id` on exports).
+    pub run_id: Uuid,
     /// Root of the OS readers (`/`).
     pub root: PathBuf,
     /// What to measure.
@@ -264,7 +266,7 @@ impl RunningPipeline {
         let cancel = CancellationToken::new();
         let registry = SamplerRegistry::default();
         // The root scope opens first, so every event of the pipeline sits inside it.
-        let root_scope = new_uuid();
+        let root_scope = spec.run_id;
         let root_started = Utc::now();
         spec.sink.send(scope_event(
             root_scope,
@@ -351,6 +353,11 @@ impl RunningPipeline {
     #[cfg(feature = "test-support")]
     pub fn stop_merger_for_tests(&self) {
         self.merger.stop(Some("stopped by a test".into()));
+    }
+
+    /// The UUID of the pipeline's root scope (the run's identity).
+    pub fn root_scope(&self) -> Uuid {
+        self.root_scope
     }
 
     /// Whether every clock and actor is still running: a part that stopped on its own

@@ -201,6 +201,18 @@ pub mod meminfo {
     }
 }
 
+/// The host's name.
+pub mod host_name {
+    use std::path::Path;
+
+    use super::{ReadError, unsupported};
+
+    /// Not supported on this OS.
+    pub fn read_host_name(root: &Path) -> Result<Option<String>, ReadError> {
+        Err(unsupported(root))
+    }
+}
+
 /// A process's memory sizes.
 pub mod process_status {
     use std::path::Path;
@@ -291,6 +303,7 @@ mod tests {
         let root = Path::new("/fixture-root");
         let errors = [
             meminfo::read_meminfo(root).err(),
+            host_name::read_host_name(root).err(),
             system_stat::read_system_cpu_times(root).err(),
             process_list::list_all_process_ids(root).err(),
             process_stat::read_process_stat(root, 1, &mut Vec::new()).err(),

@@ -185,7 +185,7 @@ pub fn otel_config(
 ) -> OpenTelemetryConfig {
     let mut endpoint = OtlpEndpointConfig::new(url, transport);
     endpoint.timeout_millis = timeout_millis;
-    endpoint.service_name = "wattline-test".into();
+    endpoint.service_name = Some("wattline-test".into());
     endpoint
         .resource_attributes
         .insert("deployment.environment".into(), "test".into());

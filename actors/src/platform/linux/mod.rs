@@ -21,6 +21,7 @@ pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod fd_count;
 pub mod filesystem;
+pub mod host_name;
 pub mod meminfo;
 pub mod net_dev;
 pub mod pressure;
