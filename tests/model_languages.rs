@@ -145,6 +145,8 @@ fn model_records() -> Records {
     ] {
         rust_records(&read(file), &mut records);
     }
+    // The base-unit readings beside the records are the samplers' data, not the snapshot's.
+    records.retain(|name, _| !name.ends_with("Reading") && name != "GpuSample");
     records
 }
 
