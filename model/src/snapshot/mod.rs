@@ -182,7 +182,8 @@ pub struct ProcessSampling {
     /// Processes whose base query succeeded.
     pub sampled_processes: u64,
     /// Readable values per process-summed field, keyed by canonical path
-    /// (`cpu.total_time`); a missing key means the sum was not attempted.
+    /// (`cpu.total_time`, as is in every language: data, not a field name); a missing
+    /// key means the sum was not attempted.
     pub field_sampled_processes: BTreeMap<String, u64>,
 }
 
