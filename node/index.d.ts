@@ -1,4 +1,6 @@
-// Type declarations of the wattline package (written beside index.js).
+// Type declarations of the wattline package (written beside index.js). The snapshot's
+// records between the `generated` lines are written from the Rust model by
+// `WATTLINE_UPDATE_BINDINGS=1 cargo test --test model_languages`.
 
 export type Integer = number | bigint;
 
@@ -10,6 +12,11 @@ export type BandwidthUnit = 'bytes_per_second' | 'kibibytes_per_second' | 'mebib
 export type CpuUnit = 'logical_processors' | 'millicores';
 export type UtilizationUnit = 'percentage' | 'fraction';
 export type CountUnit = 'processes' | 'threads' | 'file_descriptors' | 'handles' | 'events' | 'operations' | 'packets' | 'errors';
+export type OperatingSystem = 'linux' | 'macos' | 'windows' | 'unsupported';
+export type MeasurementScope = 'global' | 'application_process' | 'process_tree';
+export type AcceleratorVendor = 'nvidia' | 'amd' | 'intel' | 'apple' | 'other';
+export type LimitResource = 'cpu' | 'memory' | 'processes';
+export type LimitEventKind = 'throttled' | 'high' | 'maximum' | 'out_of_memory' | 'terminated';
 
 /** One available reading; an unavailable one is `null`, never 0. */
 export interface Measurement<U extends string> {
@@ -19,88 +26,219 @@ export interface Measurement<U extends string> {
 }
 type M<U extends string> = Measurement<U> | null;
 
+// --- begin generated from model/src (snapshot records): do not edit ---
+
+/** A cumulative limit-event count. */
 export interface LimitEvent {
-  resource: 'cpu' | 'memory' | 'processes';
-  event: 'throttled' | 'high' | 'maximum' | 'out_of_memory' | 'terminated';
+  /** The limited resource. */
+  resource: LimitResource;
+  /** The event. */
+  event: LimitEventKind;
+  /** The cumulative count, in `events`. */
   count: M<CountUnit>;
 }
 
+/** How many processes each process-summed field covers. */
 export interface ProcessSampling {
+  /** Processes listed when collection began. */
   visibleProcesses: Integer;
+  /** Processes whose base query succeeded. */
   sampledProcesses: Integer;
-  /** Keyed by canonical field path, e.g. `cpu.total_time` (data, not renamed). */
+  /**
+   * Readable values per process-summed field, keyed by canonical path
+   * (`cpu.total_time`, as is in every language: data, not a field name); a missing
+   * key means the sum was not attempted.
+   */
   fieldSampledProcesses: Record<string, Integer>;
 }
 
+/** The CPU category. */
 export interface CpuMetrics {
-  userTime: M<DurationUnit>; systemTime: M<DurationUnit>; totalTime: M<DurationUnit>;
-  consumptionRate: M<CpuUnit>; throttledTime: M<DurationUnit>; effectiveLimit: M<CpuUnit>;
-  somePressureStallTime: M<DurationUnit>; fullPressureStallTime: M<DurationUnit>;
+  /** User-mode CPU time of the scope. Default unit milliseconds. */
+  userTime: M<DurationUnit>;
+  /** Kernel-mode CPU time of the scope. */
+  systemTime: M<DurationUnit>;
+  /** User plus system time. */
+  totalTime: M<DurationUnit>;
+  /**
+   * Average CPU use since the previous sample of the same series, in logical
+   * processors by default; `null` on a series' first sample.
+   */
+  consumptionRate: M<CpuUnit>;
+  /** Time the environment was throttled (exclusive cgroup only). */
+  throttledTime: M<DurationUnit>;
+  /** CPU capacity available to the environment. */
+  effectiveLimit: M<CpuUnit>;
+  /** Time some work stalled on CPU. */
+  somePressureStallTime: M<DurationUnit>;
+  /** Time all work stalled on CPU. */
+  fullPressureStallTime: M<DurationUnit>;
+  /** Supported cumulative CPU limit-event counts. */
   limitEvents: LimitEvent[];
 }
 
+/** The memory category. */
 export interface MemoryMetrics {
-  systemUsed: M<CapacityUnit>; systemTotal: M<CapacityUnit>; systemAvailable: M<CapacityUnit>;
-  resident: M<CapacityUnit>; private: M<CapacityUnit>; physicalFootprint: M<CapacityUnit>;
-  virtualMemory: M<CapacityUnit>; peakResident: M<CapacityUnit>; limit: M<CapacityUnit>;
-  environmentAccounted: M<CapacityUnit>; somePressureStallTime: M<DurationUnit>;
-  fullPressureStallTime: M<DurationUnit>; outOfMemoryEventCount: M<CountUnit>;
+  /** System memory in use. Default unit KiB. */
+  systemUsed: M<CapacityUnit>;
+  /** Total system memory. */
+  systemTotal: M<CapacityUnit>;
+  /** System memory available. */
+  systemAvailable: M<CapacityUnit>;
+  /** Resident memory of the scope. */
+  resident: M<CapacityUnit>;
+  /** Private memory of the scope. */
+  private: M<CapacityUnit>;
+  /** macOS physical footprint. */
+  physicalFootprint: M<CapacityUnit>;
+  /** Virtual address space. */
+  virtualMemory: M<CapacityUnit>;
+  /** Peak resident memory of one process; `null` for trees. */
+  peakResident: M<CapacityUnit>;
+  /** Memory limit of the environment. */
+  limit: M<CapacityUnit>;
+  /** Memory charged to the environment. */
+  environmentAccounted: M<CapacityUnit>;
+  /** Time some work stalled on memory. */
+  somePressureStallTime: M<DurationUnit>;
+  /** Time all work stalled on memory. */
+  fullPressureStallTime: M<DurationUnit>;
+  /** Cumulative OOM events. */
+  outOfMemoryEventCount: M<CountUnit>;
+  /** Supported cumulative memory limit-event counts. */
   limitEvents: LimitEvent[];
 }
 
+/** The process category. */
 export interface ProcessMetrics {
-  activeCount: M<CountUnit>; descendantCount: M<CountUnit>; threadCount: M<CountUnit>;
-  lifetimeCreationCount: M<CountUnit>; openFileDescriptorCount: M<CountUnit>;
-  windowsHandleCount: M<CountUnit>; limitEvents: LimitEvent[];
+  /** Process IDs found when collection began. */
+  activeCount: M<CountUnit>;
+  /** Live descendants, excluding the root. */
+  descendantCount: M<CountUnit>;
+  /** Threads across the scope. */
+  threadCount: M<CountUnit>;
+  /** Windows Job Object creations. */
+  lifetimeCreationCount: M<CountUnit>;
+  /** Open file descriptors across the scope. */
+  openFileDescriptorCount: M<CountUnit>;
+  /** Windows kernel handles. */
+  windowsHandleCount: M<CountUnit>;
+  /** Supported cumulative process-limit event counts. */
+  limitEvents: LimitEvent[];
 }
 
+/** Capacity of the filesystem holding one configured path. */
 export interface FilesystemMetrics {
-  path: string; totalCapacity: M<CapacityUnit>; availableCapacity: M<CapacityUnit>; freeCapacity: M<CapacityUnit>;
+  /** The configured path. */
+  path: string;
+  /** Total capacity. Default unit bytes. */
+  totalCapacity: M<CapacityUnit>;
+  /** Space available to the calling user. */
+  availableCapacity: M<CapacityUnit>;
+  /** Free space including reserved blocks. */
+  freeCapacity: M<CapacityUnit>;
 }
 
+/** The disk category. */
 export interface DiskMetrics {
-  readData: M<DataUnit>; writeData: M<DataUnit>; readThroughput: M<BandwidthUnit>;
-  writeThroughput: M<BandwidthUnit>; readOperations: M<CountUnit>; writeOperations: M<CountUnit>;
+  /** Storage bytes read by the scope. */
+  readData: M<DataUnit>;
+  /** Storage bytes written by the scope. */
+  writeData: M<DataUnit>;
+  /** Read rate since the previous sample. */
+  readThroughput: M<BandwidthUnit>;
+  /** Write rate since the previous sample. */
+  writeThroughput: M<BandwidthUnit>;
+  /** Read system calls. */
+  readOperations: M<CountUnit>;
+  /** Write system calls. */
+  writeOperations: M<CountUnit>;
+  /** One entry per configured path; `[]` when none are configured. */
   filesystems: FilesystemMetrics[];
 }
 
-export type AcceleratorVendor = 'nvidia' | 'amd' | 'intel' | 'apple' | 'other';
-
+/** A whole-device GPU record. */
 export interface AcceleratorDeviceMetrics {
-  vendor: AcceleratorVendor; deviceIdentifier: string; deviceIndex: number | null;
-  memoryUsed: M<CapacityUnit>; computeUtilization: M<UtilizationUnit>;
+  /** The vendor. */
+  vendor: AcceleratorVendor;
+  /** The backend's device ID (NVML: the UUID). */
+  deviceIdentifier: string;
+  /** The backend-local index, when supplied. */
+  deviceIndex: number | null;
+  /** Device memory in use. Default unit KiB. */
+  memoryUsed: M<CapacityUnit>;
+  /** Device activity. Default unit percentage. */
+  computeUtilization: M<UtilizationUnit>;
 }
 
-export interface AcceleratorProcessMetrics extends AcceleratorDeviceMetrics {
+/** A per-process GPU record. */
+export interface AcceleratorProcessMetrics {
+  /** The vendor. */
+  vendor: AcceleratorVendor;
+  /** The backend's device ID. */
+  deviceIdentifier: string;
+  /** The backend-local index, when supplied. */
+  deviceIndex: number | null;
+  /** The owning process. */
   processId: number;
+  /** GPU memory used by the process. */
+  memoryUsed: M<CapacityUnit>;
+  /** The process's GPU activity since the previous sample of the same series. */
+  computeUtilization: M<UtilizationUnit>;
 }
 
+/** The GPU category: each group `null` when disabled or collection cannot start. */
 export interface GpuMetrics {
+  /** Device records. */
   deviceMetrics: AcceleratorDeviceMetrics[] | null;
+  /** Process records. */
   processMetrics: AcceleratorProcessMetrics[] | null;
 }
 
+/** Traffic counters of one network record. */
 export interface NetworkTrafficMetrics {
-  receivedData: M<DataUnit>; transmittedData: M<DataUnit>; receiveThroughput: M<BandwidthUnit>;
-  transmitThroughput: M<BandwidthUnit>; receivedPackets: M<CountUnit>; transmittedPackets: M<CountUnit>;
-  receiveErrors: M<CountUnit>; transmitErrors: M<CountUnit>;
+  /** Bytes received. */
+  receivedData: M<DataUnit>;
+  /** Bytes sent. */
+  transmittedData: M<DataUnit>;
+  /** Receive rate since the previous sample. */
+  receiveThroughput: M<BandwidthUnit>;
+  /** Send rate since the previous sample. */
+  transmitThroughput: M<BandwidthUnit>;
+  /** Packets received. */
+  receivedPackets: M<CountUnit>;
+  /** Packets sent. */
+  transmittedPackets: M<CountUnit>;
+  /** Receive errors. */
+  receiveErrors: M<CountUnit>;
+  /** Send errors. */
+  transmitErrors: M<CountUnit>;
 }
 
+/** One selected interface. */
 export interface NetworkInterfaceMetrics {
+  /** Interface name. */
   name: string;
+  /** Its counters. */
   traffic: NetworkTrafficMetrics;
 }
 
+/** The network category: always system-wide. */
 export interface NetworkMetrics {
-  measurementScope: 'global';
+  /** Always `global`. */
+  measurementScope: MeasurementScope;
+  /** The aggregate of the selected interfaces. */
   system: NetworkTrafficMetrics;
+  /** One record per selected visible interface. */
   interfaces: NetworkInterfaceMetrics[];
 }
 
+// --- end generated ---
+
 export interface Snapshot {
   timestamp: Date;
-  operatingSystem: 'linux' | 'macos' | 'windows' | 'unsupported';
-  measurementScope: 'global' | 'application_process' | 'process_tree';
+  operatingSystem: OperatingSystem;
+  measurementScope: MeasurementScope;
   processSampling: ProcessSampling | null;
   cpu: CpuMetrics | null;
   memory: MemoryMetrics | null;

@@ -1,8 +1,9 @@
 //! wattline's data, with no runtime and no OS in it: what the pipeline produces and
 //! what the exporters, the report and the language packages read. The events that flow
 //! ([`events`]), the energy stage's records ([`energy`]), the GPU selection a run
-//! counts ([`gpu_selection`]) the metric names on the wire ([`metric_names`]), the snapshot records
-//! ([`snapshot`]) and the marks made from them ([`marks`]), with each gauge's
+//! counts ([`gpu_selection`]), the metric names on the wire ([`metric_names`]), the
+//! samplers' base-unit readings and the snapshot records converted from them
+//! ([`snapshot`]) and the marks made from those ([`marks`]), with each gauge's
 //! semantic-convention equivalent ([`semconv`]), and the energy/cost report a run ends
 //! with ([`report`]), and a step's final energy ([`scope_energy`]).
 

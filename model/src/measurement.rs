@@ -1,5 +1,6 @@
 //! One reading as the snapshot carries it (a number and its unit) and the limit-event
-//! counts: what the snapshot's records and the marks both read.
+//! counts: what the snapshot's records and the marks both read, and the base-unit
+//! limit-event count the samplers report.
 
 use serde::{Deserialize, Serialize};
 use wattline_config::units::{CountUnit, MeasurementValue};
@@ -57,4 +58,15 @@ pub struct LimitEvent {
     pub event: LimitEventKind,
     /// The cumulative count, in `events`.
     pub count: Option<Measurement<CountUnit>>,
+}
+
+/// A cumulative limit-event count as a sampler reads it (base units: a bare count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitEventReading {
+    /// The limited resource.
+    pub resource: LimitResource,
+    /// The event.
+    pub event: LimitEventKind,
+    /// The count, when readable.
+    pub count: Option<u64>,
 }

@@ -2,7 +2,9 @@
 as the spec's ``resource_metrics`` snapshot (and the JSON of ``wattline collect``).
 
 Built from the JSON the native module returns by one generic converter driven by the
-type annotations, so a field added to a class here is filled with no other change.
+type annotations, so a field added to a class here is filled with no other change. The
+records between the ``generated`` lines are written from the Rust model by
+``WATTLINE_UPDATE_BINDINGS=1 cargo test --test model_languages``.
 """
 
 from __future__ import annotations
@@ -161,129 +163,237 @@ class Measurement(Generic[U]):
     unit: U
 
 
-@dataclasses.dataclass(frozen=True)
-class ProcessSampling:
-    visible_processes: int
-    sampled_processes: int
-    field_sampled_processes: Dict[str, int]
+# --- begin generated from model/src (snapshot records): do not edit ---
 
 
 @dataclasses.dataclass(frozen=True)
 class LimitEvent:
+    """A cumulative limit-event count."""
+
+    #: The limited resource.
     resource: LimitResource
+    #: The event.
     event: LimitEventKind
+    #: The cumulative count, in `events`.
     count: Optional[Measurement[CountUnit]]
 
 
 @dataclasses.dataclass(frozen=True)
+class ProcessSampling:
+    """How many processes each process-summed field covers."""
+
+    #: Processes listed when collection began.
+    visible_processes: int
+    #: Processes whose base query succeeded.
+    sampled_processes: int
+    #: Readable values per process-summed field, keyed by canonical path
+    #: (`cpu.total_time`, as is in every language: data, not a field name); a missing
+    #: key means the sum was not attempted.
+    field_sampled_processes: Dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
 class CpuMetrics:
+    """The CPU category."""
+
+    #: User-mode CPU time of the scope. Default unit milliseconds.
     user_time: Optional[Measurement[DurationUnit]]
+    #: Kernel-mode CPU time of the scope.
     system_time: Optional[Measurement[DurationUnit]]
+    #: User plus system time.
     total_time: Optional[Measurement[DurationUnit]]
+    #: Average CPU use since the previous sample of the same series, in logical
+    #: processors by default; `null` on a series' first sample.
     consumption_rate: Optional[Measurement[CpuUnit]]
+    #: Time the environment was throttled (exclusive cgroup only).
     throttled_time: Optional[Measurement[DurationUnit]]
+    #: CPU capacity available to the environment.
     effective_limit: Optional[Measurement[CpuUnit]]
+    #: Time some work stalled on CPU.
     some_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    #: Time all work stalled on CPU.
     full_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    #: Supported cumulative CPU limit-event counts.
     limit_events: List[LimitEvent]
 
 
 @dataclasses.dataclass(frozen=True)
 class MemoryMetrics:
+    """The memory category."""
+
+    #: System memory in use. Default unit KiB.
     system_used: Optional[Measurement[CapacityUnit]]
+    #: Total system memory.
     system_total: Optional[Measurement[CapacityUnit]]
+    #: System memory available.
     system_available: Optional[Measurement[CapacityUnit]]
+    #: Resident memory of the scope.
     resident: Optional[Measurement[CapacityUnit]]
+    #: Private memory of the scope.
     private: Optional[Measurement[CapacityUnit]]
+    #: macOS physical footprint.
     physical_footprint: Optional[Measurement[CapacityUnit]]
+    #: Virtual address space.
     virtual_memory: Optional[Measurement[CapacityUnit]]
+    #: Peak resident memory of one process; `null` for trees.
     peak_resident: Optional[Measurement[CapacityUnit]]
+    #: Memory limit of the environment.
     limit: Optional[Measurement[CapacityUnit]]
+    #: Memory charged to the environment.
     environment_accounted: Optional[Measurement[CapacityUnit]]
+    #: Time some work stalled on memory.
     some_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    #: Time all work stalled on memory.
     full_pressure_stall_time: Optional[Measurement[DurationUnit]]
+    #: Cumulative OOM events.
     out_of_memory_event_count: Optional[Measurement[CountUnit]]
+    #: Supported cumulative memory limit-event counts.
     limit_events: List[LimitEvent]
 
 
 @dataclasses.dataclass(frozen=True)
 class ProcessMetrics:
+    """The process category."""
+
+    #: Process IDs found when collection began.
     active_count: Optional[Measurement[CountUnit]]
+    #: Live descendants, excluding the root.
     descendant_count: Optional[Measurement[CountUnit]]
+    #: Threads across the scope.
     thread_count: Optional[Measurement[CountUnit]]
+    #: Windows Job Object creations.
     lifetime_creation_count: Optional[Measurement[CountUnit]]
+    #: Open file descriptors across the scope.
     open_file_descriptor_count: Optional[Measurement[CountUnit]]
+    #: Windows kernel handles.
     windows_handle_count: Optional[Measurement[CountUnit]]
+    #: Supported cumulative process-limit event counts.
     limit_events: List[LimitEvent]
 
 
 @dataclasses.dataclass(frozen=True)
 class FilesystemMetrics:
+    """Capacity of the filesystem holding one configured path."""
+
+    #: The configured path.
     path: str
+    #: Total capacity. Default unit bytes.
     total_capacity: Optional[Measurement[CapacityUnit]]
+    #: Space available to the calling user.
     available_capacity: Optional[Measurement[CapacityUnit]]
+    #: Free space including reserved blocks.
     free_capacity: Optional[Measurement[CapacityUnit]]
 
 
 @dataclasses.dataclass(frozen=True)
 class DiskMetrics:
+    """The disk category."""
+
+    #: Storage bytes read by the scope.
     read_data: Optional[Measurement[DataUnit]]
+    #: Storage bytes written by the scope.
     write_data: Optional[Measurement[DataUnit]]
+    #: Read rate since the previous sample.
     read_throughput: Optional[Measurement[BandwidthUnit]]
+    #: Write rate since the previous sample.
     write_throughput: Optional[Measurement[BandwidthUnit]]
+    #: Read system calls.
     read_operations: Optional[Measurement[CountUnit]]
+    #: Write system calls.
     write_operations: Optional[Measurement[CountUnit]]
+    #: One entry per configured path; `[]` when none are configured.
     filesystems: List[FilesystemMetrics]
 
 
 @dataclasses.dataclass(frozen=True)
 class AcceleratorDeviceMetrics:
+    """A whole-device GPU record."""
+
+    #: The vendor.
     vendor: AcceleratorVendor
+    #: The backend's device ID (NVML: the UUID).
     device_identifier: str
+    #: The backend-local index, when supplied.
     device_index: Optional[int]
+    #: Device memory in use. Default unit KiB.
     memory_used: Optional[Measurement[CapacityUnit]]
+    #: Device activity. Default unit percentage.
     compute_utilization: Optional[Measurement[UtilizationUnit]]
 
 
 @dataclasses.dataclass(frozen=True)
 class AcceleratorProcessMetrics:
+    """A per-process GPU record."""
+
+    #: The vendor.
     vendor: AcceleratorVendor
+    #: The backend's device ID.
     device_identifier: str
+    #: The backend-local index, when supplied.
     device_index: Optional[int]
+    #: The owning process.
     process_id: int
+    #: GPU memory used by the process.
     memory_used: Optional[Measurement[CapacityUnit]]
+    #: The process's GPU activity since the previous sample of the same series.
     compute_utilization: Optional[Measurement[UtilizationUnit]]
 
 
 @dataclasses.dataclass(frozen=True)
 class GpuMetrics:
+    """The GPU category: each group `null` when disabled or collection cannot start."""
+
+    #: Device records.
     device_metrics: Optional[List[AcceleratorDeviceMetrics]]
+    #: Process records.
     process_metrics: Optional[List[AcceleratorProcessMetrics]]
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkTrafficMetrics:
+    """Traffic counters of one network record."""
+
+    #: Bytes received.
     received_data: Optional[Measurement[DataUnit]]
+    #: Bytes sent.
     transmitted_data: Optional[Measurement[DataUnit]]
+    #: Receive rate since the previous sample.
     receive_throughput: Optional[Measurement[BandwidthUnit]]
+    #: Send rate since the previous sample.
     transmit_throughput: Optional[Measurement[BandwidthUnit]]
+    #: Packets received.
     received_packets: Optional[Measurement[CountUnit]]
+    #: Packets sent.
     transmitted_packets: Optional[Measurement[CountUnit]]
+    #: Receive errors.
     receive_errors: Optional[Measurement[CountUnit]]
+    #: Send errors.
     transmit_errors: Optional[Measurement[CountUnit]]
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkInterfaceMetrics:
+    """One selected interface."""
+
+    #: Interface name.
     name: str
+    #: Its counters.
     traffic: NetworkTrafficMetrics
 
 
 @dataclasses.dataclass(frozen=True)
 class NetworkMetrics:
+    """The network category: always system-wide."""
+
+    #: Always `global`.
     measurement_scope: MeasurementScope
+    #: The aggregate of the selected interfaces.
     system: NetworkTrafficMetrics
+    #: One record per selected visible interface.
     interfaces: List[NetworkInterfaceMetrics]
+
+
+# --- end generated ---
 
 
 @dataclasses.dataclass(frozen=True)

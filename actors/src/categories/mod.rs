@@ -1,11 +1,12 @@
 //! The resource categories, one descriptor each: the single list that sampler
 //! spawning and snapshot assembly loop over.
 //!
-//! Each category is one file here holding the conversion from its base-unit reading
-//! (`crate::readings`) to its snapshot record (output units, in
-//! `wattline_model::snapshot` with its mark gauges) and its descriptor. A new category adds its reader, its sampler, a
-//! file here, an entry in [`CATEGORIES`], its record and gauges in the model, and its
-//! config; the loops pick it up.
+//! Each category is one file here holding its descriptor: which sampler reads it and
+//! which model conversion turns its base-unit reading into its snapshot record. The
+//! reading, the conversion, the record and its mark gauges are data, one file per
+//! category in `wattline_model::snapshot`. A new category adds its reader, its
+//! sampler, a file here, an entry in [`CATEGORIES`], its model file and its config;
+//! the loops pick it up.
 
 pub mod cpu;
 pub mod disk;

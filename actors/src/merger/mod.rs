@@ -1,8 +1,7 @@
-//! The merger: turns base-unit readings into the snapshot, converting units in exactly
-//! one place.
+//! The merger: turns base-unit readings into the snapshot through each category's
+//! conversion (`wattline_model::snapshot`, the one place output units are applied).
 
 pub mod actor;
-pub mod convert;
 pub mod scopes;
 pub mod snapshot_builder;
 pub mod tick;

@@ -9,9 +9,10 @@ use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines, checked
 use crate::platform::os::process_stat::ProcessStat;
 use crate::platform::os::system_constants::clock_ticks_per_second;
 use crate::platform::os::system_stat::{SystemCpuTimes, read_system_cpu_times};
-use crate::readings::{CpuReading, FieldCoverage, LimitEventReading};
+use crate::readings::FieldCoverage;
 use crate::samplers::environment::Environment;
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
+use wattline_model::snapshot::{CpuReading, LimitEventReading};
 use wattline_model::snapshot::{LimitEventKind, LimitResource};
 
 /// Canonical coverage keys of the CPU time sums.

@@ -9,8 +9,9 @@ use super::per_process::{PerProcess, read_per_process};
 use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines};
 use crate::platform::os::filesystem::statvfs;
 use crate::platform::os::process_io::{ProcessIo, read_process_io};
-use crate::readings::{DiskReading, FieldCoverage, FilesystemReading};
+use crate::readings::FieldCoverage;
 use crate::scope::ProcessIdentity;
+use wattline_model::snapshot::{DiskReading, FilesystemReading};
 
 /// Canonical coverage keys of the disk sums.
 pub const READ_DATA_FIELD: &str = "disk.read_data";

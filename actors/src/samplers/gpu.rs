@@ -14,6 +14,7 @@ use crate::gpu::{GpuSample, GpuSampleRequest, GpuSource, ProcessScope, SamplePar
 use crate::readings::{FieldCoverage, SamplingSeries};
 
 pub use crate::gpu::{PowerSample, PowerSampleSink};
+pub use wattline_model::snapshot::GpuReading;
 
 /// What the GPU sources are and why they read nothing, when they do not.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -24,17 +25,6 @@ pub struct GpuSourceStatus {
     pub unavailable: Option<String>,
     /// The devices counted, when a selection narrows them, and where it came from.
     pub selection: Option<GpuSelection>,
-}
-
-/// The GPU category in base units: the source's sample and which groups are wanted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GpuReading {
-    /// The source's answer; `None` when it observed nothing.
-    pub sample: Option<GpuSample>,
-    /// Device records wanted.
-    pub device_metrics: bool,
-    /// Process records wanted.
-    pub process_metrics: bool,
 }
 
 /// The GPU sampler's state.

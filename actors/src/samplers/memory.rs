@@ -10,10 +10,11 @@ use crate::platform::os::meminfo::read_meminfo;
 use crate::platform::os::process_status::read_process_status;
 use crate::platform::os::smaps_rollup::read_smaps_rollup;
 use crate::platform::os::system_constants::page_size_bytes;
-use crate::readings::{FieldCoverage, LimitEventReading, MemoryReading};
+use crate::readings::FieldCoverage;
 use crate::samplers::environment::Environment;
 use crate::scope::{ResolvedScope, ScopeTarget};
 use wattline_model::snapshot::{LimitEventKind, LimitResource};
+use wattline_model::snapshot::{LimitEventReading, MemoryReading};
 
 /// Canonical coverage keys of the memory sums.
 pub const RESIDENT_FIELD: &str = "memory.resident";
@@ -49,11 +50,7 @@ impl MemorySampler {
         let mut problems = ReadProblems::default();
         let mut reading = MemoryReading::default();
         match read_meminfo(&self.root) {
-            Ok(Some(info)) => {
-                reading.system_total_bytes = Some(info.total_bytes);
-                reading.system_available_bytes = info.available_bytes;
-                reading.system_used_bytes = info.system_used_bytes();
-            }
+            Ok(Some(info)) => reading.system = info.system_memory(),
             Ok(None) => {}
             Err(error) => problems.add(&error),
         }

@@ -90,15 +90,15 @@ pub struct SamplerOutput<R> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CategoryReading {
     /// CPU.
-    Cpu(crate::readings::CpuReading),
+    Cpu(wattline_model::snapshot::CpuReading),
     /// Memory.
-    Memory(crate::readings::MemoryReading),
+    Memory(wattline_model::snapshot::MemoryReading),
     /// Process.
-    Process(crate::readings::ProcessReading),
+    Process(wattline_model::snapshot::ProcessReading),
     /// Disk.
-    Disk(crate::readings::DiskReading),
+    Disk(wattline_model::snapshot::DiskReading),
     /// Network.
-    Network(crate::readings::NetworkReading),
+    Network(wattline_model::snapshot::NetworkReading),
     /// GPU.
     Gpu(gpu::GpuReading),
 }

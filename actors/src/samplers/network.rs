@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::{ReadProblems, SampleRequest, SamplerOutput, SeriesBaselines, checked_sum};
 use crate::platform::os::net_dev::{NetDevStats, read_net_dev};
-use crate::readings::{NetworkReading, TrafficReading};
+use wattline_model::snapshot::{NetworkReading, TrafficReading};
 
 #[derive(Debug, Clone)]
 struct NetworkBaseline {

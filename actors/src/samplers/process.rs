@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use super::per_process::{from_stats, read_per_process};
 use super::{ReadProblems, SampleRequest, SamplerOutput};
 use crate::platform::os::fd_count::read_fd_count;
-use crate::readings::{FieldCoverage, LimitEventReading, ProcessReading};
+use crate::readings::FieldCoverage;
 use crate::scope::ScopeTarget;
 use wattline_model::snapshot::{LimitEventKind, LimitResource};
+use wattline_model::snapshot::{LimitEventReading, ProcessReading};
 
 /// Canonical coverage key of the thread sum.
 pub const THREAD_COUNT_FIELD: &str = "process.thread_count";

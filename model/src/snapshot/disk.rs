@@ -1,13 +1,16 @@
-//! The disk and filesystem category's snapshot records and the gauges a mark carries for
-//! them, one full metric name per row.
+//! The disk and filesystem category: its base-unit reading (what the sampler reports), its snapshot
+//! record in output units with the conversion between them, and the gauges a mark
+//! carries for the record, one full metric name per row.
 
 use serde::{Deserialize, Serialize};
 use wattline_config::units::{BandwidthUnit, CapacityUnit, CountUnit, DataUnit};
 
+use super::convert::{bandwidth, capacity, count, data};
 use super::{Measurement, Snapshot};
 use crate::events::AttributeValue;
 use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
 use crate::semconv::{SemconvEquivalent, SemconvShape};
+use wattline_config::resource_metrics::DiskUnits;
 
 /// Capacity of the filesystem holding one configured path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,4 +135,61 @@ pub fn disk_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
 /// The semantic-convention equivalent of the disk gauge named `mark`, if any.
 pub(super) fn disk_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
     semconv_in(DISK_GAUGES, mark).or_else(|| semconv_in(FILESYSTEM_GAUGES, mark))
+}
+
+/// Capacity of one configured path, bytes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FilesystemReading {
+    /// The configured path.
+    pub path: String,
+    /// Total, bytes.
+    pub total_bytes: Option<u64>,
+    /// Available to the caller, bytes.
+    pub available_bytes: Option<u64>,
+    /// Free including reserved, bytes.
+    pub free_bytes: Option<u64>,
+}
+
+/// The disk category in base units.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DiskReading {
+    /// Bytes read.
+    pub read_bytes: Option<u64>,
+    /// Bytes written.
+    pub write_bytes: Option<u64>,
+    /// Read rate, bytes per second.
+    pub read_bytes_per_second: Option<f64>,
+    /// Write rate, bytes per second.
+    pub write_bytes_per_second: Option<f64>,
+    /// Read system calls.
+    pub read_operations: Option<u64>,
+    /// Write system calls.
+    pub write_operations: Option<u64>,
+    /// Configured filesystems.
+    pub filesystems: Vec<FilesystemReading>,
+}
+
+/// The disk category in output units.
+pub fn disk_metrics(reading: &DiskReading, units: &DiskUnits) -> DiskMetrics {
+    DiskMetrics {
+        read_data: data(reading.read_bytes, units.read_data),
+        write_data: data(reading.write_bytes, units.write_data),
+        read_throughput: bandwidth(reading.read_bytes_per_second, units.read_throughput),
+        write_throughput: bandwidth(reading.write_bytes_per_second, units.write_throughput),
+        read_operations: count(reading.read_operations, CountUnit::Operations),
+        write_operations: count(reading.write_operations, CountUnit::Operations),
+        filesystems: reading
+            .filesystems
+            .iter()
+            .map(|fs| FilesystemMetrics {
+                path: fs.path.clone(),
+                total_capacity: capacity(fs.total_bytes, units.filesystem_total_capacity),
+                available_capacity: capacity(
+                    fs.available_bytes,
+                    units.filesystem_available_capacity,
+                ),
+                free_capacity: capacity(fs.free_bytes, units.filesystem_free_capacity),
+            })
+            .collect(),
+    }
 }

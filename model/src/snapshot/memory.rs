@@ -1,12 +1,16 @@
-//! The memory category's snapshot records and the gauges a mark carries for
-//! them, one full metric name per row.
+//! The memory category: its base-unit reading (what the sampler reports), its snapshot
+//! record in output units with the conversion between them, and the gauges a mark
+//! carries for the record, one full metric name per row.
 
 use serde::{Deserialize, Serialize};
 use wattline_config::units::{CapacityUnit, CountUnit, DurationUnit};
 
+use super::convert::{count, duration, limit_events, memory};
 use super::{LimitEvent, Measurement, Snapshot};
 use crate::marks::{Gauge, MarkBuilder, PROC_MEMORY_RESOLUTION, at, semconv_in, whole_base};
+use crate::measurement::LimitEventReading;
 use crate::semconv::{SemconvEquivalent, SemconvShape};
+use wattline_config::resource_metrics::MemoryUnits;
 
 /// The memory category.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,4 +168,107 @@ pub fn memory_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
 /// The semantic-convention equivalent of the memory gauge named `mark`, if any.
 pub(super) fn memory_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
     semconv_in(MEMORY_GAUGES, mark)
+}
+
+/// System-wide memory in base units: the part of [`MemoryReading`] the OS's memory
+/// totals (`/proc/meminfo`) fill, so its reader returns it whole.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SystemMemoryReading {
+    /// System memory in use, bytes.
+    pub used_bytes: Option<u64>,
+    /// Total system memory, bytes.
+    pub total_bytes: Option<u64>,
+    /// Available system memory, bytes.
+    pub available_bytes: Option<u64>,
+}
+
+/// The memory category in base units.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MemoryReading {
+    /// System-wide memory.
+    pub system: SystemMemoryReading,
+    /// Resident memory of the scope, bytes.
+    pub resident_bytes: Option<u64>,
+    /// Private memory of the scope, bytes.
+    pub private_bytes: Option<u64>,
+    /// Virtual memory of the scope, bytes.
+    pub virtual_bytes: Option<u64>,
+    /// Peak resident memory (one process), bytes.
+    pub peak_resident_bytes: Option<u64>,
+    /// Environment limit, bytes.
+    pub limit_bytes: Option<u64>,
+    /// Memory charged to the environment, bytes.
+    pub environment_accounted_bytes: Option<u64>,
+    /// Some-pressure stall, µs.
+    pub some_pressure_microseconds: Option<u64>,
+    /// Full-pressure stall, µs.
+    pub full_pressure_microseconds: Option<u64>,
+    /// OOM events.
+    pub out_of_memory_events: Option<u64>,
+    /// Memory limit events.
+    pub limit_events: Vec<LimitEventReading>,
+}
+
+/// The memory category in output units.
+pub fn memory_metrics(reading: &MemoryReading, units: &MemoryUnits) -> MemoryMetrics {
+    let system = &reading.system;
+    MemoryMetrics {
+        system_used: memory(system.used_bytes, units.system_used),
+        system_total: memory(system.total_bytes, units.system_total),
+        system_available: memory(system.available_bytes, units.system_available),
+        resident: memory(reading.resident_bytes, units.resident),
+        private: memory(reading.private_bytes, units.private),
+        physical_footprint: None,
+        virtual_memory: memory(reading.virtual_bytes, units.virtual_memory),
+        peak_resident: memory(reading.peak_resident_bytes, units.peak_resident),
+        limit: memory(reading.limit_bytes, units.limit),
+        environment_accounted: memory(
+            reading.environment_accounted_bytes,
+            units.environment_accounted,
+        ),
+        some_pressure_stall_time: duration(
+            reading.some_pressure_microseconds,
+            units.some_pressure_stall_time,
+        ),
+        full_pressure_stall_time: duration(
+            reading.full_pressure_microseconds,
+            units.full_pressure_stall_time,
+        ),
+        out_of_memory_event_count: count(reading.out_of_memory_events, CountUnit::Events),
+        limit_events: limit_events(&reading.limit_events),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::convert::capacity;
+    use super::*;
+    use wattline_config::units::MeasurementValue::{Decimal, Integer};
+
+    #[test]
+    fn memory_truncates_to_kibibytes_and_capacity_does_not() {
+        let units = MemoryUnits::default();
+        let reading = MemoryReading {
+            resident_bytes: Some(10_000),
+            system: SystemMemoryReading {
+                total_bytes: Some(2048),
+                ..SystemMemoryReading::default()
+            },
+            ..MemoryReading::default()
+        };
+        let metrics = memory_metrics(&reading, &units);
+        assert_eq!(
+            metrics.resident,
+            Some(Measurement::new(Integer(9), CapacityUnit::Kibibytes))
+        );
+        assert_eq!(
+            metrics.system_total,
+            Some(Measurement::new(Integer(2), CapacityUnit::Kibibytes))
+        );
+        assert_eq!(metrics.private, None);
+        assert_eq!(
+            capacity(Some(10_000), CapacityUnit::Kibibytes),
+            Some(Measurement::new(Decimal(9.765625), CapacityUnit::Kibibytes))
+        );
+    }
 }

@@ -1,12 +1,18 @@
 //! The snapshot: one reading of every enabled category, in output units, exactly the
 //! shape the spec defines (`null` for what could not be read, `[]` vs `null` as the
 //! spec's "Arrays have separate empty and unavailable meanings").
+//!
+//! Each category's file holds its base-unit reading (what its sampler reports), its
+//! record, the conversion from one to the other under the configured units
+//! ([`convert`] holds the per-unit-family helpers) and its mark gauges, so a new field
+//! of a category is one file here.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub mod convert;
 mod cpu;
 mod disk;
 mod gpu;
@@ -14,18 +20,24 @@ mod memory;
 mod network;
 mod process;
 
-pub use cpu::CpuMetrics;
-pub use disk::{DiskMetrics, FilesystemMetrics};
+pub use cpu::{CpuMetrics, CpuReading, cpu_metrics};
+pub use disk::{DiskMetrics, DiskReading, FilesystemMetrics, FilesystemReading, disk_metrics};
 pub use gpu::{
-    AcceleratorDeviceMetrics, AcceleratorProcessMetrics, AcceleratorVendor, GpuMetrics, GpuVendor,
+    AcceleratorDeviceMetrics, AcceleratorProcessMetrics, AcceleratorVendor, GpuDeviceReading,
+    GpuMetrics, GpuProcessReading, GpuReading, GpuSample, GpuVendor, gpu_metrics,
 };
-pub use memory::MemoryMetrics;
-pub use network::{NetworkInterfaceMetrics, NetworkMetrics, NetworkTrafficMetrics};
-pub use process::ProcessMetrics;
+pub use memory::{MemoryMetrics, MemoryReading, SystemMemoryReading, memory_metrics};
+pub use network::{
+    NetworkInterfaceMetrics, NetworkMetrics, NetworkReading, NetworkTrafficMetrics, TrafficReading,
+    network_metrics,
+};
+pub use process::{ProcessMetrics, ProcessReading, process_metrics};
 
 use crate::events::{AttributeValue, MetricMeasurements};
 use crate::marks::{MarkBuilder, count};
-pub use crate::measurement::{LimitEvent, LimitEventKind, LimitResource, Measurement};
+pub use crate::measurement::{
+    LimitEvent, LimitEventKind, LimitEventReading, LimitResource, Measurement,
+};
 use crate::semconv::SemconvEquivalent;
 
 /// One category's gauge tables, seen from outside the category: its part of a mark,
@@ -170,7 +182,8 @@ pub struct ProcessSampling {
     /// Processes whose base query succeeded.
     pub sampled_processes: u64,
     /// Readable values per process-summed field, keyed by canonical path
-    /// (`cpu.total_time`); a missing key means the sum was not attempted.
+    /// (`cpu.total_time`, as is in every language: data, not a field name); a missing
+    /// key means the sum was not attempted.
     pub field_sampled_processes: BTreeMap<String, u64>,
 }
 

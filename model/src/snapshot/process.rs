@@ -1,11 +1,14 @@
-//! The process category's snapshot records and the gauges a mark carries for
-//! them, one full metric name per row.
+//! The process category: its base-unit reading (what the sampler reports), its snapshot
+//! record in output units with the conversion between them, and the gauges a mark
+//! carries for the record, one full metric name per row.
 
 use serde::{Deserialize, Serialize};
 use wattline_config::units::CountUnit;
 
+use super::convert::{count, limit_events};
 use super::{LimitEvent, Measurement, Snapshot};
 use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
+use crate::measurement::LimitEventReading;
 use crate::semconv::{SemconvEquivalent, SemconvShape};
 
 /// The process category.
@@ -96,4 +99,35 @@ pub fn process_marks(snapshot: &Snapshot, mark: &mut MarkBuilder) {
 /// The semantic-convention equivalent of the process gauge named `mark`, if any.
 pub(super) fn process_semconv(mark: &str) -> Option<&'static SemconvEquivalent> {
     semconv_in(PROCESS_GAUGES, mark)
+}
+
+/// The process category in base units.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProcessReading {
+    /// Processes listed when collection began.
+    pub active_count: Option<u64>,
+    /// Live descendants excluding the root.
+    pub descendant_count: Option<u64>,
+    /// Threads.
+    pub thread_count: Option<u64>,
+    /// Open file descriptors.
+    pub open_file_descriptor_count: Option<u64>,
+    /// Process limit events.
+    pub limit_events: Vec<LimitEventReading>,
+}
+
+/// The process category in output units.
+pub fn process_metrics(reading: &ProcessReading) -> ProcessMetrics {
+    ProcessMetrics {
+        active_count: count(reading.active_count, CountUnit::Processes),
+        descendant_count: count(reading.descendant_count, CountUnit::Processes),
+        thread_count: count(reading.thread_count, CountUnit::Threads),
+        lifetime_creation_count: None,
+        open_file_descriptor_count: count(
+            reading.open_file_descriptor_count,
+            CountUnit::FileDescriptors,
+        ),
+        windows_handle_count: None,
+        limit_events: limit_events(&reading.limit_events),
+    }
 }

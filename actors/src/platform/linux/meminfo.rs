@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use super::{ParseError, ReadError, for_each_colon_line, read_file, set_kib};
+use wattline_model::snapshot::SystemMemoryReading;
 
 /// System memory from `/proc/meminfo`, every value in bytes.
 ///
@@ -36,6 +37,16 @@ impl MemInfo {
     pub fn system_used_bytes(&self) -> Option<u64> {
         self.available_bytes
             .map(|available| self.total_bytes.saturating_sub(available))
+    }
+
+    /// The system part of the memory reading: everything the memory category takes
+    /// from `/proc/meminfo`, so a new field of it changes only this file and the model.
+    pub fn system_memory(&self) -> SystemMemoryReading {
+        SystemMemoryReading {
+            used_bytes: self.system_used_bytes(),
+            total_bytes: Some(self.total_bytes),
+            available_bytes: self.available_bytes,
+        }
     }
 }
 

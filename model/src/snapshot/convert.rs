@@ -1,13 +1,13 @@
 //! Unit conversion of base-unit readings, one helper per unit family: the only place
-//! output units are applied. Each category's file (`crate::categories`) builds its
-//! record from these.
+//! output units are applied. Each category's file (`super`) builds its record from
+//! its reading with these.
 
 use wattline_config::units::{
     BandwidthUnit, CapacityUnit, CountUnit, CpuUnit, DataUnit, DurationUnit, MeasurementValue,
+    UtilizationUnit,
 };
 
-use crate::readings::LimitEventReading;
-use wattline_model::snapshot::{LimitEvent, Measurement};
+use crate::measurement::{LimitEvent, LimitEventReading, Measurement};
 
 /// A duration in microseconds, in `unit`.
 pub fn duration(
@@ -73,10 +73,21 @@ pub fn bandwidth(
     ))
 }
 
+/// A utilization in percent, in `unit`.
+pub fn utilization(
+    percent: Option<f64>,
+    unit: UtilizationUnit,
+) -> Option<Measurement<UtilizationUnit>> {
+    Some(Measurement::new(
+        unit.from_percent(MeasurementValue::Decimal(percent?))?,
+        unit,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wattline_model::snapshot::{LimitEventKind, LimitResource};
+    use crate::measurement::{LimitEventKind, LimitResource};
 
     #[test]
     fn a_count_keeps_its_number_and_unit_and_an_unknown_count_stays_null() {
