@@ -234,7 +234,10 @@ impl EmbeddedPipeline {
         name: &str,
         weight: Option<f64>,
     ) -> Result<String, EmbeddedError> {
-        let options = crate::ScopeOptions { weight };
+        let options = crate::ScopeOptions {
+            weight,
+            traceparent: None,
+        };
         let scope = self
             .pipeline
             .agent_scope_with(name, options)

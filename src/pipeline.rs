@@ -54,6 +54,14 @@ pub enum Error {
         /// The weight given.
         weight: f64,
     },
+    /// A scope's `traceparent` was not a W3C trace-context value.
+    #[error("scope {name:?}: {source}")]
+    ScopeTraceparent {
+        /// The scope's name.
+        name: String,
+        /// What is wrong with it.
+        source: wattline_model::trace_context::TraceParentError,
+    },
     /// This process is a child forked from the one that started the pipeline.
     #[error(
         "this pipeline belongs to process {owner}; after a fork, start a new pipeline in the child (this is process {current})"
@@ -602,8 +610,10 @@ impl Pipeline {
         options: ScopeOptions,
     ) -> Result<AgentScope, Error> {
         self.check_process()?;
+        let traceparent = options.checked_traceparent(name)?;
         let uuid = self.inner.start_agent_scope_with(ScopeStart {
             weight: options.checked_weight(name)?,
+            traceparent: traceparent.as_deref(),
             ..ScopeStart::local(name)
         });
         Ok(AgentScope {
@@ -785,13 +795,18 @@ fn exporter_outcomes(
 }
 
 /// How an Agent scope is started, beyond its name.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ScopeOptions {
     /// Its weight when energy is divided among the innermost scopes live at the same
     /// time (tokens, batch size): a scope of weight 3 beside one of weight 1 is
     /// attributed three quarters of what they share. 1 when `None`; a positive,
     /// finite number.
     pub weight: Option<f64>,
+    /// The span the scope's span (with its energy, sent when the `opentelemetry`
+    /// component's `spans` is on) is a child of, as a W3C `traceparent`. When `None`,
+    /// the span of [`opentelemetry::Context::current`], if any; a nested scope
+    /// without either is a child of its parent scope's span.
+    pub traceparent: Option<String>,
 }
 
 impl ScopeOptions {
@@ -799,6 +814,39 @@ impl ScopeOptions {
     pub fn weight(weight: f64) -> Self {
         ScopeOptions {
             weight: Some(weight),
+            traceparent: None,
+        }
+    }
+
+    /// These options with the scope's span a child of the caller's span
+    /// `traceparent` (a W3C trace-context value).
+    pub fn with_traceparent(mut self, traceparent: impl Into<String>) -> Self {
+        self.traceparent = Some(traceparent.into());
+        self
+    }
+
+    /// These options with the scope's span a child of the span active in `context`
+    /// (nothing changes when it has none).
+    pub fn with_parent_context(mut self, context: &opentelemetry::Context) -> Self {
+        if let Some(traceparent) = traceparent_of(context) {
+            self.traceparent = Some(traceparent);
+        }
+        self
+    }
+
+    /// The caller's span: the one given, checked, else the current context's.
+    fn checked_traceparent(&self, name: &str) -> Result<Option<String>, Error> {
+        match &self.traceparent {
+            Some(value) => {
+                wattline_model::trace_context::parse_traceparent(value).map_err(|source| {
+                    Error::ScopeTraceparent {
+                        name: name.to_owned(),
+                        source,
+                    }
+                })?;
+                Ok(Some(value.trim().to_owned()))
+            }
+            None => Ok(traceparent_of(&opentelemetry::Context::current())),
         }
     }
 
@@ -811,6 +859,21 @@ impl ScopeOptions {
             weight => Ok(weight),
         }
     }
+}
+
+/// The W3C `traceparent` of the span active in `context`, when it has a valid one.
+fn traceparent_of(context: &opentelemetry::Context) -> Option<String> {
+    use opentelemetry::trace::TraceContextExt;
+    let span = context.span();
+    let span_context = span.span_context();
+    span_context.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            span_context.trace_id(),
+            span_context.span_id(),
+            span_context.trace_flags().to_u8()
+        )
+    })
 }
 
 /// A live Agent scope. Dropping it ends the scope.
@@ -834,9 +897,16 @@ impl AgentScope {
 
     /// Starts a nested Agent scope like [`Self::child`], with `options`.
     pub async fn child_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
+        // Only an explicit caller span: without one the child's span is its parent
+        // scope's child, not the current context's.
+        let traceparent = match &options.traceparent {
+            Some(_) => options.checked_traceparent(name)?,
+            None => None,
+        };
         let uuid = self.pipeline.start_agent_scope_with(ScopeStart {
             parent: Some(self.uuid),
             weight: options.checked_weight(name)?,
+            traceparent: traceparent.as_deref(),
             ..ScopeStart::local(name)
         });
         Ok(AgentScope {
@@ -875,6 +945,7 @@ impl crate::host::ScopeControl for RemoteScopes {
             attributes: &[wattline_model::events::REMOTE_SCOPE],
             process_id: start.process_id,
             weight: start.weight,
+            traceparent: start.traceparent,
         })
     }
 

@@ -44,6 +44,7 @@ async fn start(
             name: name.into(),
             process_id: None,
             weight: None,
+            traceparent: None,
         })
         .await
         .map(|response| response.into_inner().scope_id)

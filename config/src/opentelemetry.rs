@@ -95,6 +95,9 @@ pub struct OpenTelemetryConfig {
     pub endpoints: Vec<OtlpEndpointConfig>,
     /// `genai` (default), `semconv` or `both`: which metric names are sent.
     pub metric_names: MetricNames,
+    /// Also send a span per Agent scope (its energy, cost and CO2 as attributes) to
+    /// each endpoint over OTLP traces, in the trace its caller named. Default `false`.
+    pub spans: bool,
 }
 
 impl Default for OpenTelemetryConfig {
@@ -106,6 +109,7 @@ impl Default for OpenTelemetryConfig {
             cardinality_limit: DEFAULT_CARDINALITY_LIMIT,
             endpoints: Vec::new(),
             metric_names: MetricNames::Genai,
+            spans: false,
         }
     }
 }

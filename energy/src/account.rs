@@ -26,6 +26,7 @@ use wattline_model::energy::{
 use wattline_model::gpu_selection::GpuSelection;
 use wattline_model::report::{EnergyDomain, EnergyReport, ScopeEnergy};
 use wattline_model::scope_energy::SettledScope;
+use wattline_model::trace_context::{ScopeTrace, parse_traceparent};
 
 mod reporting;
 
@@ -271,6 +272,8 @@ struct ScopeAccount {
     own: BTreeMap<EnergyDomain, f64>,
     /// Its final figures were announced (see [`EnergyAccount::announce_settled_scopes`]).
     announced: bool,
+    /// Where its span sits.
+    trace: ScopeTrace,
 }
 
 impl ScopeAccount {
@@ -436,20 +439,25 @@ impl EnergyAccount {
                 parent,
                 process_id,
                 weight,
-            } => self.scopes.push(ScopeAccount {
-                uuid: *uuid,
-                name: name.clone(),
-                parent: *parent,
-                process_id: *process_id,
-                weight: *weight,
-                start: *at,
-                started_wall: *wall,
-                end: None,
-                joules: BTreeMap::new(),
-                attributed: BTreeMap::new(),
-                own: BTreeMap::new(),
-                announced: false,
-            }),
+                traceparent,
+            } => {
+                let trace = self.scope_trace(*uuid, *parent, traceparent.as_deref());
+                self.scopes.push(ScopeAccount {
+                    uuid: *uuid,
+                    name: name.clone(),
+                    parent: *parent,
+                    process_id: *process_id,
+                    weight: *weight,
+                    start: *at,
+                    started_wall: *wall,
+                    end: None,
+                    joules: BTreeMap::new(),
+                    attributed: BTreeMap::new(),
+                    own: BTreeMap::new(),
+                    announced: false,
+                    trace,
+                });
+            }
             EnergyRecord::ScopeEnded { uuid, at, wall } => {
                 // The newest scopes are at the end: most ends find theirs soon.
                 if let Some(index) = self
@@ -483,6 +491,26 @@ impl EnergyAccount {
         Vec::new()
     }
 
+    /// Where scope `uuid`'s span sits: under the caller's `traceparent` (one that does
+    /// not parse is left out: the API refuses it before it gets here), else under its
+    /// live `parent` scope's span, else in a trace of its own.
+    fn scope_trace(
+        &self,
+        uuid: Uuid,
+        parent: Option<Uuid>,
+        traceparent: Option<&str>,
+    ) -> ScopeTrace {
+        let caller = traceparent.and_then(|value| parse_traceparent(value).ok());
+        let parent_trace = parent.and_then(|parent| {
+            self.scopes
+                .iter()
+                .rev()
+                .find(|scope| scope.uuid == parent)
+                .map(|scope| (parent, &scope.trace))
+        });
+        ScopeTrace::resolve(uuid, caller.as_ref(), parent_trace)
+    }
+
     /// From now on, every scope whose figures become final (it ended and no later
     /// interval can reach it) is kept for [`Self::take_settled_scopes`].
     pub fn announce_settled_scopes(&mut self) {
@@ -513,8 +541,10 @@ impl EnergyAccount {
             .scopes
             .iter()
             .filter(remaining)
-            .filter_map(|scope| figures.get(scope.uuid.to_string().as_str()))
-            .map(|energy| self.settled_with(ScopeEnergy::clone(energy)))
+            .filter_map(|scope| {
+                let energy = figures.get(scope.uuid.to_string().as_str())?;
+                Some(self.settled_with(ScopeEnergy::clone(energy), scope.trace.clone()))
+            })
             .collect();
         for scope in &mut self.scopes {
             if figures.contains_key(scope.uuid.to_string().as_str()) {
@@ -844,6 +874,7 @@ mod tests {
                 parent: None,
                 process_id: None,
                 weight: None,
+                traceparent: None,
             });
             account.apply(&EnergyRecord::ScopeEnded {
                 uuid,
@@ -870,6 +901,7 @@ mod tests {
             parent: None,
             process_id: None,
             weight: None,
+            traceparent: None,
         });
         account.apply(&EnergyRecord::ScopeEnded {
             uuid,

@@ -106,6 +106,7 @@ impl Feed {
             parent: None,
             process_id: None,
             weight: None,
+            traceparent: None,
         });
         if let Some(to) = to {
             self.end_scope(uuid, to);

@@ -112,6 +112,7 @@ fn schedule(steps: &[Step], readings: Vec<EnergyRecord>) -> Vec<EnergyRecord> {
                 parent: step.parent,
                 process_id: step.process_id,
                 weight: step.weight,
+                traceparent: None,
             },
         ));
         if let Some(end) = step.end {

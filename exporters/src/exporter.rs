@@ -93,6 +93,9 @@ pub enum ExportError {
         /// Why the first one was refused.
         first: String,
     },
+    /// Spans could not all be sent at a flush (the metrics' outcome is their own).
+    #[error("OpenTelemetry span flush failed: {0}")]
+    Spans(String),
     /// An OpenTelemetry export, flush or shutdown failed for one endpoint.
     #[error("OpenTelemetry {operation} to {endpoint} failed: {message}")]
     Otlp {

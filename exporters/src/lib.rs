@@ -23,6 +23,7 @@ pub mod otlp;
 mod otlp_grpc;
 pub mod otlp_http;
 pub mod otlp_resource;
+pub mod otlp_spans;
 pub mod semconv_names;
 pub mod stdout;
 

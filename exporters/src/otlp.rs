@@ -24,6 +24,7 @@ use crate::otlp_http::http_exporter;
 use crate::otlp_resource::{
     RESOURCE_ATTRIBUTES_VARIABLE, RunIdentity, SERVICE_NAME_VARIABLE, endpoint_resource,
 };
+use crate::otlp_spans::SpanPipeline;
 
 /// Reads an environment variable for `header_env`; the process environment by default.
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<OsString> + Send + Sync>;
@@ -93,6 +94,7 @@ impl OtlpExporterBuilder {
         let temporality = sdk_temporality(self.config.temporality);
         let mut runtime = None;
         let mut pipelines = Vec::with_capacity(self.config.endpoints.len());
+        let mut span_pipelines = Vec::new();
         let variable =
             |name: &str| (self.env)(name).map(|value| value.to_string_lossy().into_owned());
         let service_name_variable = variable(SERVICE_NAME_VARIABLE);
@@ -117,7 +119,13 @@ impl OtlpExporterBuilder {
                     let Some(runtime) = runtime.as_ref() else {
                         continue;
                     };
-                    grpc_exporter(&endpoint.endpoint, headers, timeout, temporality, runtime)
+                    grpc_exporter(
+                        &endpoint.endpoint,
+                        headers.clone(),
+                        timeout,
+                        temporality,
+                        runtime,
+                    )
                 }
                 OtlpTransport::HttpBinary => {
                     http_exporter(&endpoint.endpoint, &headers, timeout, temporality)
@@ -128,16 +136,33 @@ impl OtlpExporterBuilder {
                 endpoint: endpoint.endpoint.clone(),
                 message,
             })?;
+            let resource = endpoint_resource(
+                endpoint,
+                &self.identity,
+                service_name_variable.as_deref(),
+                resource_attributes_variable.as_deref(),
+            );
+            if self.config.spans {
+                let spans = SpanPipeline::start(
+                    &endpoint.endpoint,
+                    endpoint.transport,
+                    &headers,
+                    timeout,
+                    &resource,
+                    runtime.as_ref(),
+                )
+                .map_err(|message| BuildError::Otlp {
+                    index,
+                    endpoint: endpoint.endpoint.clone(),
+                    message,
+                })?;
+                span_pipelines.push(spans);
+            }
             pipelines.push(MetricsPipeline::start(
                 endpoint.endpoint.clone(),
                 exporter,
                 interval,
-                endpoint_resource(
-                    endpoint,
-                    &self.identity,
-                    service_name_variable.as_deref(),
-                    resource_attributes_variable.as_deref(),
-                ),
+                resource,
                 self.max_instruments,
                 self.config.cardinality_limit,
             ));
@@ -153,6 +178,7 @@ impl OtlpExporterBuilder {
         Ok(OtlpExporter {
             pipelines: PipelineSet::new("otlp", pipelines)
                 .with_metric_names(self.config.metric_names),
+            spans: span_pipelines,
             runtime,
         })
     }
@@ -219,6 +245,8 @@ pub struct EndpointStatus {
 #[derive(Debug)]
 pub struct OtlpExporter {
     pipelines: PipelineSet,
+    /// One per endpoint when `spans` is on.
+    spans: Vec<SpanPipeline>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -256,14 +284,33 @@ impl Exporter for OtlpExporter {
     }
 
     fn export(&mut self, event: &PipelineEvent) -> Result<(), ExportError> {
+        if let PipelineEvent::ScopeEnergy { settled, .. } = event {
+            for spans in &self.spans {
+                spans.export(settled);
+            }
+        }
         self.pipelines.export(event)
     }
 
     fn flush(&mut self) -> Result<(), ExportError> {
-        self.pipelines.flush()
+        let spans = self
+            .spans
+            .iter()
+            .map(SpanPipeline::flush)
+            .find_map(Result::err);
+        self.pipelines.flush()?;
+        match spans {
+            Some(message) => Err(ExportError::Spans(message)),
+            None => Ok(()),
+        }
     }
 
     fn shutdown(&mut self) -> Result<(), ExportError> {
+        for spans in self.spans.drain(..) {
+            if let Err(message) = spans.shutdown() {
+                tracing::warn!(%message, "OTLP span exports did not all go out at shutdown");
+            }
+        }
         let result = self.pipelines.shutdown();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
@@ -276,6 +323,7 @@ impl Drop for OtlpExporter {
     fn drop(&mut self) {
         // Providers first (their last export still needs the gRPC runtime), then the
         // runtime without blocking, which is allowed even inside an async context.
+        self.spans.clear();
         self.pipelines.clear();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();

@@ -23,12 +23,7 @@ pub(crate) fn grpc_exporter(
     temporality: Temporality,
     runtime: &Runtime,
 ) -> Result<MetricExporter, String> {
-    let _inside_runtime = runtime.enter();
-    let channel = Endpoint::from_shared(endpoint.to_string())
-        .map_err(|error| format!("invalid gRPC endpoint: {error}"))?
-        .timeout(timeout)
-        .connect_timeout(timeout)
-        .connect_lazy();
+    let channel = lazy_channel(endpoint, timeout, runtime)?;
     MetricExporter::builder()
         .with_tonic()
         .with_channel(channel)
@@ -37,6 +32,21 @@ pub(crate) fn grpc_exporter(
         .with_temporality(temporality)
         .build()
         .map_err(|error| error.to_string())
+}
+
+/// A channel to `endpoint` that connects at its first use, its task on `runtime`;
+/// `timeout` bounds connecting as well as each request.
+pub(crate) fn lazy_channel(
+    endpoint: &str,
+    timeout: Duration,
+    runtime: &Runtime,
+) -> Result<tonic::transport::Channel, String> {
+    let _inside_runtime = runtime.enter();
+    Ok(Endpoint::from_shared(endpoint.to_string())
+        .map_err(|error| format!("invalid gRPC endpoint: {error}"))?
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .connect_lazy())
 }
 
 /// The small runtime that carries every gRPC channel of one OTLP exporter.

@@ -27,6 +27,15 @@ pub fn metrics_url(endpoint: &str) -> String {
     }
 }
 
+/// `headers` as the name → value pairs the HTTP exporters take (a value that is not
+/// visible ASCII was refused when the headers were resolved).
+pub(crate) fn header_pairs(headers: &HeaderMap) -> HashMap<String, String> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_string())))
+        .collect()
+}
+
 /// An OTLP/HTTP (protobuf) metric exporter for `endpoint`.
 pub(crate) fn http_exporter(
     endpoint: &str,
@@ -34,15 +43,11 @@ pub(crate) fn http_exporter(
     timeout: Duration,
     temporality: Temporality,
 ) -> Result<MetricExporter, String> {
-    let headers: HashMap<String, String> = headers
-        .iter()
-        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_string())))
-        .collect();
     MetricExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(metrics_url(endpoint))
-        .with_headers(headers)
+        .with_headers(header_pairs(headers))
         .with_timeout(timeout)
         .with_temporality(temporality)
         .build()

@@ -889,6 +889,7 @@ fn settled_step(name: &str, attributed: f64, window: f64, seconds: i64) -> Pipel
         meters: vec!["GPU-0".into()],
         currency: "USD".into(),
         ended_at_program_exit: false,
+        trace: None,
     };
     let measurements = settled.measurements(name);
     PipelineEvent::ScopeEnergy {

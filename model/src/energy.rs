@@ -185,6 +185,9 @@ pub enum EnergyRecord {
         /// The caller's weight for dividing energy among concurrent scopes.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         weight: Option<f64>,
+        /// The caller's W3C `traceparent`: the scope's span is a child of that span.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        traceparent: Option<String>,
     },
     /// An Agent scope ended.
     ScopeEnded {

@@ -19,3 +19,4 @@ pub mod report;
 pub mod scope_energy;
 pub mod semconv;
 pub mod snapshot;
+pub mod trace_context;

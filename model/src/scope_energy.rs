@@ -108,6 +108,9 @@ pub struct SettledScope {
     pub currency: String,
     /// Its program exited with it open, and wattline ended it then.
     pub ended_at_program_exit: bool,
+    /// Where its span sits (the caller's trace, its parent scope's, or its own).
+    #[serde(default)]
+    pub trace: Option<crate::trace_context::ScopeTrace>,
 }
 
 impl SettledScope {
@@ -206,6 +209,7 @@ mod tests {
             meters: Vec::new(),
             currency: "EUR".into(),
             ended_at_program_exit: false,
+            trace: None,
         }
     }
 

@@ -30,6 +30,10 @@ pub struct RunArgs {
     /// when the URL ends in `/v1/metrics`.
     #[arg(long, value_name = "URL")]
     pub otlp: Option<String>,
+    /// Also send a span per Agent scope, with its energy, to the OTLP collector(s)
+    /// (the `opentelemetry` component's `spans`); needs `--otlp` or a configured one.
+    #[arg(long)]
+    pub otlp_spans: bool,
     /// The report's format.
     #[arg(long, value_enum, default_value = "table")]
     pub report: ReportFormat,
@@ -164,6 +168,12 @@ fn apply_exporter_flags(
     if let Some(url) = &args.otlp {
         wattline::overrides::enable_otlp(config, url, "--otlp")
             .map_err(|error| error.to_string())?;
+    }
+    if args.otlp_spans {
+        let opentelemetry = config.opentelemetry.as_mut().ok_or(
+            "--otlp-spans: no OTLP collector to send spans to; give --otlp URL or configure the opentelemetry component",
+        )?;
+        opentelemetry.spans = true;
     }
     Ok(())
 }

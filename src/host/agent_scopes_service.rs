@@ -37,6 +37,8 @@ pub struct RemoteScopeStart<'a> {
     pub process_id: Option<u32>,
     /// Its weight (checked: positive and finite), if given.
     pub weight: Option<f64>,
+    /// The caller's W3C `traceparent` (checked), if given.
+    pub traceparent: Option<&'a str>,
 }
 
 /// What the service needs of a running pipeline.
@@ -187,6 +189,10 @@ impl AgentScopes for AgentScopesService {
                 "the scope weight is {weight}; a positive, finite number or unset"
             )));
         }
+        if let Some(traceparent) = &request.traceparent {
+            wattline_model::trace_context::parse_traceparent(traceparent)
+                .map_err(|error| Status::invalid_argument(error.to_string()))?;
+        }
         let held = self
             .open()
             .values()
@@ -202,6 +208,7 @@ impl AgentScopes for AgentScopesService {
             name: &request.name,
             process_id: request.process_id,
             weight: request.weight,
+            traceparent: request.traceparent.as_deref(),
         });
         let scope_id = uuid.to_string();
         self.open().insert(scope_id.clone(), (caller, uuid));

@@ -84,6 +84,7 @@ impl AgentScope {
         token: String,
         name: &str,
         weight: Option<f64>,
+        traceparent: Option<&str>,
     ) -> Result<AgentScope, AgentScopeError> {
         const OPERATION: &str = "StartAgentScope";
         check_name(name)?;
@@ -103,6 +104,7 @@ impl AgentScope {
             // The host attributes the scope from this process's share of a device.
             process_id: Some(std::process::id()),
             weight,
+            traceparent: traceparent.map(str::to_owned),
         });
         request.set_timeout(CALL_LIMIT);
         let answer = within_limit(OPERATION, client.start_agent_scope(request)).await?;

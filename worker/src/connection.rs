@@ -132,12 +132,25 @@ impl HostConnection {
         name: &str,
         weight: Option<f64>,
     ) -> Result<AgentScope, AgentScopeError> {
+        self.traced_agent_scope(name, weight, None).await
+    }
+
+    /// Starts the Agent scope `name` like [`Self::weighted_agent_scope`], its span (with
+    /// its energy, when the host exports spans) a child of the caller's span
+    /// `traceparent` (W3C trace context; the host refuses a malformed one).
+    pub async fn traced_agent_scope(
+        &self,
+        name: &str,
+        weight: Option<f64>,
+        traceparent: Option<&str>,
+    ) -> Result<AgentScope, AgentScopeError> {
         AgentScope::start(
             self.channel(),
             self.inner.credentials.activation_id.clone(),
             self.inner.credentials.auth_token.clone(),
             name,
             weight,
+            traceparent,
         )
         .await
     }

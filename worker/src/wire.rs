@@ -66,6 +66,7 @@ mod tests {
             name: "planner".into(),
             process_id: None,
             weight: None,
+            traceparent: None,
         };
         assert_eq!(
             request.encode_to_vec(),

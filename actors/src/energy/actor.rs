@@ -101,6 +101,7 @@ impl EnergyState {
                 parent,
                 process_id,
                 weight,
+                traceparent,
                 at,
                 wall,
             } => {
@@ -113,6 +114,7 @@ impl EnergyState {
                     parent,
                     process_id,
                     weight,
+                    traceparent,
                 });
             }
             EnergyInput::ScopeEnded {
@@ -410,6 +412,7 @@ mod tests {
             parent: None,
             process_id: None,
             weight: None,
+            traceparent: None,
             at: boundary(1),
             wall: Utc::now(),
         });

@@ -45,6 +45,8 @@ pub enum EnergyInput {
         process_id: Option<u32>,
         /// Its weight among the scopes live beside it.
         weight: Option<f64>,
+        /// The caller's W3C `traceparent`, checked.
+        traceparent: Option<String>,
         /// When it started.
         at: Instant,
         /// The same instant on the wall clock.

@@ -434,6 +434,7 @@ impl RunningPipeline {
             attributes,
             process_id,
             weight,
+            traceparent,
         } = start;
         let (at, wall) = (Instant::now(), Utc::now());
         let uuid = new_uuid();
@@ -453,6 +454,7 @@ impl RunningPipeline {
                 parent,
                 process_id,
                 weight,
+                traceparent: traceparent.map(str::to_owned),
                 at,
                 wall,
             });

@@ -18,6 +18,9 @@ pub struct ScopeStart<'a> {
     /// Its weight among the innermost scopes live beside it (tokens, batch size); 1
     /// when `None`.
     pub weight: Option<f64>,
+    /// The caller's W3C `traceparent` (checked by the caller): the scope's span is a
+    /// child of that span.
+    pub traceparent: Option<&'a str>,
 }
 
 impl<'a> ScopeStart<'a> {
@@ -29,6 +32,7 @@ impl<'a> ScopeStart<'a> {
             attributes: &[],
             process_id: Some(std::process::id()),
             weight: None,
+            traceparent: None,
         }
     }
 }

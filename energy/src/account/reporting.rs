@@ -14,6 +14,7 @@ use wattline_model::report::{
     SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
 };
 use wattline_model::scope_energy::SettledScope;
+use wattline_model::trace_context::ScopeTrace;
 
 fn kwh(joules: f64) -> f64 {
     joules / JOULES_PER_KILOWATT_HOUR
@@ -273,12 +274,12 @@ impl EnergyAccount {
             domains: &counted,
         };
         let energy = self.scope_energy(scope, &BTreeMap::new(), &figures, &self.pricing());
-        self.settled_with(energy)
+        self.settled_with(energy, scope.trace.clone())
     }
 
     /// `energy` with what a reader needs to trust it: the attribution, each counted
     /// domain's method, the meters counted and the currency.
-    pub(super) fn settled_with(&self, energy: ScopeEnergy) -> SettledScope {
+    pub(super) fn settled_with(&self, energy: ScopeEnergy, trace: ScopeTrace) -> SettledScope {
         let mut methods: BTreeMap<EnergyDomain, Vec<EnergySource>> = BTreeMap::new();
         let mut meters = Vec::new();
         for ((domain, id), meter) in &self.meters {
@@ -298,6 +299,7 @@ impl EnergyAccount {
             meters,
             currency: self.settings.config.currency.clone(),
             ended_at_program_exit: false,
+            trace: Some(trace),
         }
     }
 

@@ -16,8 +16,15 @@ use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::
 use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsServiceRequest, ExportMetricsServiceResponse,
 };
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::{Metric, NumberDataPoint, metric, number_data_point};
+use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::runtime::Runtime;
@@ -262,7 +269,54 @@ fn runtime() -> Runtime {
 pub struct Receiver {
     pub addr: SocketAddr,
     pub inbox: Inbox,
+    /// Trace export requests (the gRPC receiver takes traces too).
+    pub spans: SpanInbox,
     runtime: Option<Runtime>,
+}
+
+/// The trace export requests a receiver got.
+#[derive(Debug, Clone, Default)]
+pub struct SpanInbox(Arc<Mutex<Vec<ExportTraceServiceRequest>>>);
+
+impl SpanInbox {
+    /// Every span received so far, in order.
+    pub fn spans(&self) -> Vec<Span> {
+        self.0
+            .lock()
+            .expect("span inbox")
+            .iter()
+            .flat_map(|request| &request.resource_spans)
+            .flat_map(|resource| &resource.scope_spans)
+            .flat_map(|scope| scope.spans.clone())
+            .collect()
+    }
+
+    /// The resources of every request so far.
+    pub fn resources(&self) -> Vec<opentelemetry_proto::tonic::resource::v1::Resource> {
+        self.0
+            .lock()
+            .expect("span inbox")
+            .iter()
+            .flat_map(|request| &request.resource_spans)
+            .filter_map(|resource| resource.resource.clone())
+            .collect()
+    }
+}
+
+#[tonic::async_trait]
+impl TraceService for SpanInbox {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        self.0
+            .lock()
+            .expect("span inbox")
+            .push(request.into_inner());
+        Ok(tonic::Response::new(ExportTraceServiceResponse {
+            partial_success: None,
+        }))
+    }
 }
 
 impl Receiver {
@@ -325,6 +379,8 @@ pub fn grpc_receiver_on(addr: SocketAddr) -> std::io::Result<Receiver> {
     let listener = bind(addr)?;
     let addr = listener.local_addr()?;
     let service = MetricsServiceServer::new(GrpcRecorder(inbox.clone()));
+    let spans = SpanInbox::default();
+    let trace_service = TraceServiceServer::new(spans.clone());
     runtime.spawn(async move {
         let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
             return;
@@ -332,6 +388,7 @@ pub fn grpc_receiver_on(addr: SocketAddr) -> std::io::Result<Receiver> {
         let incoming = tonic::transport::server::TcpIncoming::from(listener);
         if let Err(error) = tonic::transport::Server::builder()
             .add_service(service)
+            .add_service(trace_service)
             .serve_with_incoming(incoming)
             .await
         {
@@ -341,6 +398,7 @@ pub fn grpc_receiver_on(addr: SocketAddr) -> std::io::Result<Receiver> {
     Ok(Receiver {
         addr,
         inbox,
+        spans,
         runtime: Some(runtime),
     })
 }
@@ -368,6 +426,7 @@ pub fn http_receiver_on(addr: SocketAddr) -> std::io::Result<Receiver> {
     Ok(Receiver {
         addr,
         inbox,
+        spans: SpanInbox::default(),
         runtime: Some(runtime),
     })
 }
@@ -487,6 +546,7 @@ impl SilentReceiver {
             receiver: Receiver {
                 addr,
                 inbox: Inbox::default(),
+                spans: SpanInbox::default(),
                 runtime: Some(runtime),
             },
             bytes,

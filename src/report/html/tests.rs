@@ -49,6 +49,7 @@ fn gpu_run_records() -> Vec<EnergyRecord> {
                     parent: None,
                     process_id: None,
                     weight: None,
+                    traceparent: None,
                 });
             }
             if (seconds - to).abs() < 1e-9 {

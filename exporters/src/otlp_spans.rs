@@ -1,0 +1,234 @@
+//! A span per Agent scope over OTLP traces: each step's final energy
+//! ([`wattline_model::events::PipelineEvent::ScopeEnergy`]) becomes one span with the step's name, start and
+//! end, its energy, cost and CO2 as attributes, in the trace its start named (the
+//! caller's span, its parent scope's, or its own), so a step's energy shows inside the
+//! user's own trace. One batch processor per endpoint sends them on its own thread.
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime};
+
+use http::HeaderMap;
+use opentelemetry::trace::{
+    SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
+};
+use opentelemetry::{InstrumentationScope, KeyValue, Value};
+use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
+use opentelemetry_otlp::{
+    Protocol, SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig,
+};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{
+    BatchSpanProcessor, SpanData, SpanEvents, SpanLinks, SpanProcessor,
+};
+use tokio::runtime::Runtime;
+use wattline_config::OtlpTransport;
+use wattline_model::scope_energy::SettledScope;
+
+use crate::otlp_grpc::lazy_channel;
+use crate::otlp_http::header_pairs;
+
+/// The path OTLP/HTTP collectors take traces on.
+pub const TRACES_PATH: &str = "/v1/traces";
+
+const JOULES_PER_KILOWATT_HOUR: f64 = 3.6e6;
+
+/// The URL spans are posted to: the endpoint's, with a `/v1/metrics` it ends with
+/// replaced, and `/v1/traces` appended.
+pub fn traces_url(endpoint: &str) -> String {
+    let base = endpoint.trim_end_matches('/');
+    let base = base
+        .strip_suffix(crate::otlp_http::METRICS_PATH)
+        .unwrap_or(base);
+    format!("{base}{TRACES_PATH}")
+}
+
+/// The span of one settled scope; `None` when its trace is not sampled (the caller's
+/// decision) or it has none.
+pub fn scope_span(settled: &SettledScope) -> Option<SpanData> {
+    let trace = settled.trace.as_ref().filter(|trace| trace.sampled)?;
+    let trace_id = TraceId::from_hex(&trace.trace_id).ok()?;
+    let span_id = SpanId::from_hex(&trace.span_id).ok()?;
+    let parent_span_id = match &trace.parent_span_id {
+        Some(parent) => SpanId::from_hex(parent).ok()?,
+        None => SpanId::INVALID,
+    };
+    let energy = &settled.energy;
+    let start_time: SystemTime = energy.started_at.into();
+    let end_time: SystemTime = energy.ended_at.unwrap_or(energy.started_at).into();
+    let status = if settled.ended_at_program_exit {
+        Status::error("its program exited with the scope open; wattline ended it then")
+    } else {
+        Status::Unset
+    };
+    Some(SpanData {
+        span_context: SpanContext::new(
+            trace_id,
+            span_id,
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        ),
+        parent_span_id,
+        parent_span_is_remote: trace.remote_parent,
+        span_kind: SpanKind::Internal,
+        name: Cow::Owned(energy.name.clone()),
+        start_time,
+        end_time: end_time.max(start_time),
+        attributes: span_attributes(settled),
+        dropped_attributes_count: 0,
+        events: SpanEvents::default(),
+        links: SpanLinks::default(),
+        status,
+        instrumentation_scope: InstrumentationScope::builder("wattline")
+            .with_version(env!("CARGO_PKG_VERSION"))
+            .build(),
+    })
+}
+
+/// The step's figures as span attributes: energy in joules, cost in the currency,
+/// CO2 in grams; a figure that was not measured is absent, never zero.
+fn span_attributes(settled: &SettledScope) -> Vec<KeyValue> {
+    let energy = &settled.energy;
+    let joules = |kwh: Option<f64>| kwh.map(|kwh| kwh * JOULES_PER_KILOWATT_HOUR);
+    let figures = [
+        (
+            "wattline.energy.attributed_joules",
+            joules(energy.attributed_energy_kwh),
+        ),
+        ("wattline.energy.window_joules", joules(energy.energy_kwh)),
+        (
+            "wattline.energy.attributed_gpu_joules",
+            joules(energy.attributed_gpu_energy_kwh),
+        ),
+        (
+            "wattline.energy.window_gpu_joules",
+            joules(energy.gpu_energy_kwh),
+        ),
+        ("wattline.cost.attributed", energy.attributed_cost),
+        ("wattline.cost.window", energy.cost),
+        ("wattline.co2.attributed_grams", energy.attributed_co2_grams),
+        ("wattline.co2.window_grams", energy.co2_grams),
+        ("wattline.scope.weight", energy.weight),
+    ];
+    let mut attributes: Vec<KeyValue> = figures
+        .into_iter()
+        .filter_map(|(key, value)| Some(KeyValue::new(key, value.filter(|v| v.is_finite())?)))
+        .collect();
+    attributes.push(KeyValue::new("wattline.scope.uuid", energy.uuid.clone()));
+    attributes.push(KeyValue::new(
+        "wattline.cost.currency",
+        settled.currency.clone(),
+    ));
+    attributes.push(KeyValue::new(
+        "wattline.energy.attribution",
+        settled.attribution.clone(),
+    ));
+    let methods: Vec<opentelemetry::StringValue> = settled
+        .methods
+        .iter()
+        .map(|(domain, method)| format!("{}: {}", domain.as_str(), method.as_str()).into())
+        .collect();
+    attributes.push(KeyValue::new(
+        "wattline.energy.methods",
+        Value::Array(methods.into()),
+    ));
+    let meters: Vec<opentelemetry::StringValue> =
+        settled.meters.iter().cloned().map(Into::into).collect();
+    attributes.push(KeyValue::new(
+        "wattline.energy.meters",
+        Value::Array(meters.into()),
+    ));
+    if let Some(pid) = energy.process_id {
+        attributes.push(KeyValue::new("process.pid", i64::from(pid)));
+    }
+    if settled.ended_at_program_exit {
+        attributes.push(KeyValue::new("wattline.ended_at_program_exit", true));
+    }
+    attributes
+}
+
+/// One endpoint's span exports.
+pub(crate) struct SpanPipeline {
+    processor: BatchSpanProcessor,
+}
+
+impl std::fmt::Debug for SpanPipeline {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("SpanPipeline").finish()
+    }
+}
+
+impl SpanPipeline {
+    /// Starts the span exports to `endpoint` over `transport`, with `resource` (the
+    /// metrics' own); a gRPC channel's task runs on `runtime`.
+    pub(crate) fn start(
+        endpoint: &str,
+        transport: OtlpTransport,
+        headers: &HeaderMap,
+        timeout: Duration,
+        resource: &Resource,
+        runtime: Option<&Runtime>,
+    ) -> Result<Self, String> {
+        let exporter = match (transport, runtime) {
+            (OtlpTransport::Grpc, Some(runtime)) => {
+                let channel = lazy_channel(endpoint, timeout, runtime)?;
+                SpanExporter::builder()
+                    .with_tonic()
+                    .with_channel(channel)
+                    .with_timeout(timeout)
+                    .with_metadata(MetadataMap::from_headers(headers.clone()))
+                    .build()
+            }
+            (OtlpTransport::Grpc, None) => return Err("no gRPC runtime".into()),
+            (OtlpTransport::HttpBinary, _) => SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(traces_url(endpoint))
+                .with_headers(header_pairs(headers))
+                .with_timeout(timeout)
+                .build(),
+        }
+        .map_err(|error| error.to_string())?;
+        let mut processor = BatchSpanProcessor::builder(exporter).build();
+        processor.set_resource(resource);
+        Ok(SpanPipeline { processor })
+    }
+
+    /// Queues the span of `settled`, if it has one.
+    pub(crate) fn export(&self, settled: &SettledScope) {
+        if let Some(span) = scope_span(settled) {
+            self.processor.on_end(span);
+        }
+    }
+
+    /// Sends every queued span now.
+    pub(crate) fn flush(&self) -> Result<(), String> {
+        self.processor
+            .force_flush()
+            .map_err(|error| error.to_string())
+    }
+
+    /// Sends what is queued and stops.
+    pub(crate) fn shutdown(&self) -> Result<(), String> {
+        self.processor.shutdown().map_err(|error| error.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traces_go_beside_metrics() {
+        assert_eq!(traces_url("http://c:4318"), "http://c:4318/v1/traces");
+        assert_eq!(traces_url("http://c:4318/"), "http://c:4318/v1/traces");
+        assert_eq!(
+            traces_url("http://c:4318/v1/metrics"),
+            "http://c:4318/v1/traces"
+        );
+        assert_eq!(
+            traces_url("http://c:4318/otlp"),
+            "http://c:4318/otlp/v1/traces"
+        );
+    }
+}
