@@ -310,6 +310,12 @@ export class AgentScope {
 export interface ScopeOptions {
   /** Its share among the steps live beside it (tokens, batch size): positive, finite; 1 when absent. */
   weight?: number;
+  /**
+   * Its span's parent, a W3C `traceparent` (spans are sent when the `opentelemetry`
+   * component's `spans` is on); default: the span active in `@opentelemetry/api`, if
+   * the program has it.
+   */
+  traceparent?: string;
 }
 
 export class Pipeline {

@@ -183,6 +183,45 @@ function weightOf(options = {}) {
   return weight;
 }
 
+// `@opentelemetry/api`, when the program has it: the span current at a scope's start
+// is its span's parent. Looked up once; no hard dependency.
+let opentelemetryApi;
+
+/** The W3C `traceparent` of the OpenTelemetry span active now, if any. */
+function currentTraceparent() {
+  if (opentelemetryApi === undefined) {
+    opentelemetryApi = null;
+    // Beside this package (an application's node_modules, NODE_PATH), else the
+    // program's own directory.
+    for (const load of [
+      () => require('@opentelemetry/api'),
+      () => require(require.resolve('@opentelemetry/api', { paths: [process.cwd()] })),
+    ]) {
+      try {
+        opentelemetryApi = load();
+        break;
+      } catch {
+        // Not installed there.
+      }
+    }
+  }
+  if (!opentelemetryApi) return undefined;
+  const span = opentelemetryApi.trace.getActiveSpan();
+  const context = span && span.spanContext();
+  if (!context || !opentelemetryApi.isSpanContextValid(context)) return undefined;
+  return `00-${context.traceId}-${context.spanId}-${context.traceFlags.toString(16).padStart(2, '0')}`;
+}
+
+/** The caller's span of `{ traceparent }` (a W3C string), else the active one's. */
+function traceparentOf(options = {}) {
+  const { traceparent } = options;
+  if (traceparent === undefined || traceparent === null) return currentTraceparent();
+  if (typeof traceparent !== 'string') {
+    throw new WattlineError(`agent scope traceparent ${traceparent}: a W3C traceparent string`);
+  }
+  return traceparent;
+}
+
 class Pipeline {
   constructor(inner) {
     this._inner = inner;
@@ -207,14 +246,16 @@ class Pipeline {
 
   /**
    * Starts an Agent scope; `await step.end()` (or `await using step = ...`).
-   * `{ weight }`: its share among the steps live beside it (1 when absent).
+   * `{ weight }`: its share among the steps live beside it (1 when absent);
+   * `{ traceparent }`: its span's parent (default: the active OpenTelemetry span).
    */
   async agentScope(name, options) {
     checkName(name);
     const weight = weightOf(options);
+    const traceparent = traceparentOf(options);
     const inner = this._running();
     // Starting and ending wait for no device read and no poll: called in place.
-    const uuid = callNow(() => inner.startScope(name, weight));
+    const uuid = callNow(() => inner.startScope(name, weight, traceparent));
     const step = new AgentScope(name, async () => callNow(() => inner.endScope(uuid)));
     step.uuid = uuid;
     return step;
@@ -258,12 +299,13 @@ let defaultPipeline;
 async function agentScope(name, options) {
   checkName(name);
   const weight = weightOf(options);
+  const traceparent = traceparentOf(options);
   if (underWattlineRun()) {
-    const id = await call(native.hostStartScope(name, weight));
+    const id = await call(native.hostStartScope(name, weight, traceparent));
     return new AgentScope(name, () => native.hostEndScope(id));
   }
   if (!defaultPipeline) defaultPipeline = Pipeline.start();
-  return (await defaultPipeline).agentScope(name, { weight });
+  return (await defaultPipeline).agentScope(name, { weight, traceparent });
 }
 
 /** Stops the process-wide pipeline and returns its report (`null` if none ran). */

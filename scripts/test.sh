@@ -56,7 +56,10 @@ export WATTLINE_CHROMIUM=/usr/bin/chromium
 
 # The Python package, built from python/ as a user installs it (maturin, release), and
 # its test tools.
-"$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0"
+# The OpenTelemetry SDK and proto types: tests/test_spans.py makes a parent span with
+# the official SDK and decodes the spans wattline sends with the official types.
+"$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0" \
+  "opentelemetry-sdk==1.45.2" "opentelemetry-proto==1.45.2"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps ./python
 
 # The Node.js package, installed as a user installs it: npm runs its build (cargo,
@@ -69,4 +72,12 @@ rm -rf "$node_consumer"
 cargo test --workspace "$@"
 # The packages' tests use the CLI that cargo test has just built.
 "$venv/bin/pytest" -q python/tests
-node --test node/test/*.test.js
+# The OpenTelemetry API and SDK for node/test/spans.test.js's programs (NODE_PATH).
+node_otel=.ci/node-otel
+if [ ! -d "$node_otel/node_modules/@opentelemetry/context-async-hooks" ]; then
+  mkdir -p "$node_otel"
+  (cd "$node_otel" && npm install --no-audit --no-fund --loglevel=error \
+    "@opentelemetry/api@1.9.0" "@opentelemetry/sdk-trace-base@2.12.1" \
+    "@opentelemetry/context-async-hooks@2.12.1")
+fi
+NODE_PATH="$PWD/$node_otel/node_modules" node --test node/test/*.test.js

@@ -228,15 +228,17 @@ impl EmbeddedPipeline {
     }
 
     /// Starts an Agent scope of `weight` (1 when `None`) among the scopes live beside
-    /// it; its UUID names it in [`Self::end_scope`].
+    /// it, its span a child of the caller's span `traceparent` (W3C; a trace of its own
+    /// when `None`); its UUID names it in [`Self::end_scope`].
     pub async fn start_scope(
         &self,
         name: &str,
         weight: Option<f64>,
+        traceparent: Option<String>,
     ) -> Result<String, EmbeddedError> {
         let options = crate::ScopeOptions {
             weight,
-            traceparent: None,
+            traceparent,
         };
         let scope = self
             .pipeline
@@ -308,10 +310,15 @@ pub mod host_scopes {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Starts scope `name` (of `weight`, 1 when `None`) in the run's pipeline; its id.
-    pub async fn start(name: &str, weight: Option<f64>) -> Result<String, EmbeddedError> {
+    /// Starts scope `name` (of `weight`, 1 when `None`; its span a child of
+    /// `traceparent`'s) in the run's pipeline; its id.
+    pub async fn start(
+        name: &str,
+        weight: Option<f64>,
+        traceparent: Option<&str>,
+    ) -> Result<String, EmbeddedError> {
         let scope = connection()?
-            .weighted_agent_scope(name, weight)
+            .traced_agent_scope(name, weight, traceparent)
             .await
             .map_err(|error| EmbeddedError::Other(error.to_string()))?;
         let id = scope.scope_id().to_owned();

@@ -123,8 +123,13 @@ impl NativePipeline {
     /// start waits for no device read and no poll, so it needs no worker thread (it
     /// runs inside the runtime's context, where its boundary reading is spawned).
     #[napi]
-    pub fn start_scope(&self, name: String, weight: Option<f64>) -> Result<String> {
-        block_on(self.inner.start_scope(&name, weight)).map_err(embedded_error)
+    pub fn start_scope(
+        &self,
+        name: String,
+        weight: Option<f64>,
+        traceparent: Option<String>,
+    ) -> Result<String> {
+        block_on(self.inner.start_scope(&name, weight, traceparent)).map_err(embedded_error)
     }
 
     /// Ends the Agent scope `uuid`; `false` when it was not live. Synchronous, as
@@ -182,8 +187,14 @@ pub mod host {
 
     /// Starts a scope of `weight` (1 when absent) in the run's pipeline; its id.
     #[napi]
-    pub async fn host_start_scope(name: String, weight: Option<f64>) -> Result<String> {
-        host_scopes::start(&name, weight).await.map_err(host_error)
+    pub async fn host_start_scope(
+        name: String,
+        weight: Option<f64>,
+        traceparent: Option<String>,
+    ) -> Result<String> {
+        host_scopes::start(&name, weight, traceparent.as_deref())
+            .await
+            .map_err(host_error)
     }
 
     /// Ends a scope `host_start_scope` started; `false` when it was not open.

@@ -169,10 +169,16 @@ impl NativePipeline {
     }
 
     /// Starts an Agent scope; its UUID.
-    #[pyo3(signature = (name, weight=None))]
-    fn start_scope(&self, py: Python<'_>, name: String, weight: Option<f64>) -> PyResult<String> {
+    #[pyo3(signature = (name, weight=None, traceparent=None))]
+    fn start_scope(
+        &self,
+        py: Python<'_>,
+        name: String,
+        weight: Option<f64>,
+        traceparent: Option<String>,
+    ) -> PyResult<String> {
         self.run(py, |pipeline| async move {
-            pipeline.start_scope(&name, weight).await
+            pipeline.start_scope(&name, weight, traceparent).await
         })
     }
 
@@ -209,10 +215,15 @@ fn report_table(report_json: &str) -> PyResult<String> {
 /// (`WATTLINE_HOST_*`); the scope id.
 #[cfg(unix)]
 #[pyfunction]
-#[pyo3(signature = (name, weight=None))]
-fn host_start_scope(py: Python<'_>, name: String, weight: Option<f64>) -> PyResult<String> {
+#[pyo3(signature = (name, weight=None, traceparent=None))]
+fn host_start_scope(
+    py: Python<'_>,
+    name: String,
+    weight: Option<f64>,
+    traceparent: Option<String>,
+) -> PyResult<String> {
     block_on(py, async move {
-        embedded::host_scopes::start(&name, weight).await
+        embedded::host_scopes::start(&name, weight, traceparent.as_deref()).await
     })?
     .map_err(embedded_error)
 }

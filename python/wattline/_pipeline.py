@@ -76,18 +76,45 @@ async def collect(
     return Snapshot.from_dict(json.loads(text))
 
 
+_opentelemetry_trace: Any = None
+
+
+def _current_traceparent() -> Optional[str]:
+    """The W3C ``traceparent`` of the OpenTelemetry span current here, when the
+    ``opentelemetry`` API is installed and a valid span is current (no hard
+    dependency: without the package, scopes start traces of their own)."""
+    global _opentelemetry_trace
+    if _opentelemetry_trace is None:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            _opentelemetry_trace = False
+            return None
+        _opentelemetry_trace = trace
+    if _opentelemetry_trace is False:
+        return None
+    context = _opentelemetry_trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
 class AgentScope:
     """An Agent scope named ``name``: marks and energy attribute to it while it is
     entered. Use it as ``with``, ``async with`` or as a decorator of a function or a
-    coroutine function (a new scope per call). It may be entered again and nested."""
+    coroutine function (a new scope per call). It may be entered again and nested.
+
+    With spans exported, its span is a child of ``traceparent`` (a W3C value) when
+    given, else of the OpenTelemetry span current when it is entered."""
 
     def __init__(
         self,
         name: str,
-        start: Callable[[str, Optional[float]], str],
+        start: Callable[[str, Optional[float], Optional[str]], str],
         end: Callable[[str], bool],
         weight: Optional[float] = None,
         blocking: bool = False,
+        traceparent: Optional[str] = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise _native.WattlineError("agent scope name must be a non-blank string")
@@ -100,8 +127,13 @@ class AgentScope:
             raise _native.WattlineError(
                 f"agent scope weight {weight!r}: a positive, finite number"
             )
+        if traceparent is not None and not isinstance(traceparent, str):
+            raise _native.WattlineError(
+                f"agent scope traceparent {traceparent!r}: a W3C traceparent string"
+            )
         self.name = name
         self.weight = None if weight is None else float(weight)
+        self.traceparent = traceparent
         self._start = start
         self._end = end
         # Whether starting and ending wait on something (the run's host endpoint, over
@@ -111,8 +143,11 @@ class AgentScope:
         self._open: List[str] = []
         self._lock = threading.Lock()
 
+    def _parent(self) -> Optional[str]:
+        return self.traceparent if self.traceparent is not None else _current_traceparent()
+
     def __enter__(self) -> "AgentScope":
-        scope_id = self._start(self.name, self.weight)
+        scope_id = self._start(self.name, self.weight, self._parent())
         with self._lock:
             self._open.append(scope_id)
         return self
@@ -124,10 +159,11 @@ class AgentScope:
             self._end(scope_id)
 
     async def __aenter__(self) -> "AgentScope":
+        parent = self._parent()
         if self._blocking:
-            scope_id = await _in_thread(self._start, self.name, self.weight)
+            scope_id = await _in_thread(self._start, self.name, self.weight, parent)
         else:
-            scope_id = self._start(self.name, self.weight)
+            scope_id = self._start(self.name, self.weight, parent)
         with self._lock:
             self._open.append(scope_id)
         return self
@@ -143,19 +179,25 @@ class AgentScope:
         else:
             self._end(scope_id)
 
+    def _again(self) -> "AgentScope":
+        """A new scope like this one, for one call of a decorated function."""
+        return AgentScope(
+            self.name, self._start, self._end, self.weight, self._blocking, self.traceparent
+        )
+
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):
 
             @functools.wraps(function)
             async def scoped_coroutine(*arguments: Any, **named: Any) -> Any:
-                async with AgentScope(self.name, self._start, self._end, self.weight, self._blocking):
+                async with self._again():
                     return await function(*arguments, **named)
 
             return scoped_coroutine  # type: ignore[return-value]
 
         @functools.wraps(function)
         def scoped(*arguments: Any, **named: Any) -> Any:
-            with AgentScope(self.name, self._start, self._end, self.weight, self._blocking):
+            with self._again():
                 return function(*arguments, **named)
 
         return scoped  # type: ignore[return-value]
@@ -236,17 +278,21 @@ class Pipeline:
         text = await _in_thread(self._running().collect_json)
         return Snapshot.from_dict(json.loads(text))
 
-    def agent_scope(self, name: str, weight: Optional[float] = None) -> AgentScope:
+    def agent_scope(
+        self, name: str, weight: Optional[float] = None, traceparent: Optional[str] = None
+    ) -> AgentScope:
         """An Agent scope of this pipeline (``with``, ``async with`` or decorator);
         ``weight`` (tokens, batch size; 1 when ``None``) is its share of the energy it
-        shares with the scopes live beside it."""
+        shares with the scopes live beside it; its span's parent is ``traceparent`` or
+        the current OpenTelemetry span."""
         return AgentScope(
             name,
-            lambda scope_name, scope_weight: self._running().start_scope(
-                scope_name, scope_weight
+            lambda scope_name, scope_weight, parent: self._running().start_scope(
+                scope_name, scope_weight, parent
             ),
             lambda scope_id: self._running().end_scope(scope_id),
             weight,
+            traceparent=traceparent,
         )
 
     async def flush(self) -> EnergyReport:
@@ -285,12 +331,14 @@ class Measure:
         if pipeline is not None:
             self.report = pipeline._shutdown_blocking()
 
-    def agent_scope(self, name: str, weight: Optional[float] = None) -> AgentScope:
-        """An Agent scope of the pipeline measuring now (``weight`` as for
-        ``Pipeline.agent_scope``)."""
+    def agent_scope(
+        self, name: str, weight: Optional[float] = None, traceparent: Optional[str] = None
+    ) -> AgentScope:
+        """An Agent scope of the pipeline measuring now (``weight`` and
+        ``traceparent`` as for ``Pipeline.agent_scope``)."""
         if self._pipeline is None:
             raise _native.WattlineError("agent_scope() needs an entered measure()")
-        return self._pipeline.agent_scope(name, weight)
+        return self._pipeline.agent_scope(name, weight, traceparent)
 
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -362,21 +410,30 @@ def under_wattline_run() -> bool:
     return bool(os.environ.get("WATTLINE_HOST_SOCKET"))
 
 
-def agent_scope(name: str, weight: Optional[float] = None) -> AgentScope:
+def agent_scope(
+    name: str, weight: Optional[float] = None, traceparent: Optional[str] = None
+) -> AgentScope:
     """An Agent scope for this program: under ``wattline run`` it marks the step in the
     run's pipeline over its host endpoint; elsewhere in a process-wide default
     pipeline. ``with``, ``async with`` or decorator. ``weight`` (tokens, batch size; 1
     when ``None``) is its share of the energy it shares with the scopes live beside
-    it."""
+    it. With spans exported, its span is a child of ``traceparent`` (W3C) when given,
+    else of the OpenTelemetry span current when it is entered."""
     if under_wattline_run():
         return AgentScope(
-            name, _native.host_start_scope, _native.host_end_scope, weight, blocking=True
+            name,
+            _native.host_start_scope,
+            _native.host_end_scope,
+            weight,
+            blocking=True,
+            traceparent=traceparent,
         )
     return AgentScope(
         name,
-        lambda scope_name, scope_weight: _default()._running().start_scope(
-            scope_name, scope_weight
+        lambda scope_name, scope_weight, parent: _default()._running().start_scope(
+            scope_name, scope_weight, parent
         ),
         lambda scope_id: _default()._running().end_scope(scope_id),
         weight,
+        traceparent=traceparent,
     )
