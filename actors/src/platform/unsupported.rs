@@ -33,6 +33,7 @@ pub mod cgroup {
         root: &Path,
         _layout: &CgroupLayout,
         _pids: &[u32],
+        _foreign_witness: Option<u32>,
     ) -> Result<Option<ExclusiveGroup>, ReadError> {
         Err(unsupported(root))
     }
