@@ -110,6 +110,15 @@ pub mod process_list {
     ) -> Result<(), ReadError> {
         Err(unsupported(root))
     }
+
+    /// Not supported on this OS.
+    pub fn read_children_of(
+        root: &Path,
+        _stat: &crate::platform::linux::process_stat::ProcessStat,
+        _children: &mut Vec<u32>,
+    ) -> Result<(), ReadError> {
+        Err(unsupported(root))
+    }
 }
 
 /// A process's scheduling and CPU counters.
