@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::platform::ReadErrorClass;
 use crate::platform::os::cgroup_command::read_group_members;
-use crate::platform::os::process_list::{list_all_process_ids, read_children};
+use crate::platform::os::process_list::{list_all_process_ids, read_children, read_children_of};
 use crate::platform::os::process_stat::{ProcessStat, read_process_stat};
 use wattline_model::snapshot::MeasurementScope;
 
@@ -261,7 +261,7 @@ fn resolve_tree_by_children(
         match read_process_stat(root, pid, &mut buf) {
             Ok(stat) if stat.parent_pid == parent => {
                 children.clear();
-                if read_children(root, pid, &mut children).is_ok() {
+                if read_children_of(root, &stat, &mut children).is_ok() {
                     queue.extend(children.iter().map(|&child| (child, pid)));
                 }
                 scope.processes.push(stat);

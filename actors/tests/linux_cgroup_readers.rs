@@ -446,7 +446,7 @@ fn layout_of(fx: &Fixture) -> CgroupLayout {
 fn v2_exclusive_group_readings() {
     let fx = v2_fixture();
     let layout = layout_of(&fx);
-    let group = find_exclusive_group(fx.root(), &layout, &[101, 100])
+    let group = find_exclusive_group(fx.root(), &layout, &[101, 100], None)
         .expect("ok")
         .expect("exclusive");
     assert_eq!(
@@ -490,7 +490,7 @@ fn v2_group_with_foreign_pid_is_not_exclusive() {
     let fx = v2_fixture();
     fx.file(&format!("{JOB}/cgroup.procs"), "100\n101\n999\n");
     assert_eq!(
-        find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101]).expect("ok"),
+        find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101], None).expect("ok"),
         None
     );
 }
@@ -500,7 +500,7 @@ fn v2_child_group_with_foreign_pid_is_not_exclusive() {
     let fx = v2_fixture();
     fx.file(&format!("{JOB}/worker/cgroup.procs"), "555\n");
     assert_eq!(
-        find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101]).expect("ok"),
+        find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101], None).expect("ok"),
         None
     );
 }
@@ -511,22 +511,22 @@ fn v2_pids_in_different_groups_or_missing_from_group_are_not_exclusive() {
     let layout = layout_of(&fx);
     // pid 1 lives in init.scope: the measured pids do not share one group.
     assert_eq!(
-        find_exclusive_group(fx.root(), &layout, &[100, 1]).expect("ok"),
+        find_exclusive_group(fx.root(), &layout, &[100, 1], None).expect("ok"),
         None
     );
     // Measuring only 100 while 101 shares the group.
     assert_eq!(
-        find_exclusive_group(fx.root(), &layout, &[100]).expect("ok"),
+        find_exclusive_group(fx.root(), &layout, &[100], None).expect("ok"),
         None
     );
     // A pid that claims the group but is not in cgroup.procs.
     fx.file("proc/102/cgroup", "0::/wattline.slice/job.scope\n");
     assert_eq!(
-        find_exclusive_group(fx.root(), &layout, &[100, 101, 102]).expect("ok"),
+        find_exclusive_group(fx.root(), &layout, &[100, 101, 102], None).expect("ok"),
         None
     );
     assert_eq!(
-        find_exclusive_group(fx.root(), &layout, &[]).expect("ok"),
+        find_exclusive_group(fx.root(), &layout, &[], None).expect("ok"),
         None
     );
 }
@@ -535,7 +535,7 @@ fn v2_pids_in_different_groups_or_missing_from_group_are_not_exclusive() {
 fn v2_vanished_measured_pid_is_skipped() {
     let fx = v2_fixture();
     // pid 103 has no /proc directory any more: it exited after being listed.
-    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101, 103])
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101, 103], None)
         .expect("ok")
         .expect("exclusive");
     assert_eq!(group.unified.map(|g| g.dir), Some(fx.path(JOB)));
@@ -547,7 +547,7 @@ fn v2_parent_limits_win_when_smaller() {
     fx.file("sys/fs/cgroup/wattline.slice/memory.max", "536870912\n")
         .file("sys/fs/cgroup/wattline.slice/cpu.max", "50000 100000\n")
         .file(&format!("{JOB}/cpu.max"), "200000 100000\n");
-    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101])
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101], None)
         .expect("ok")
         .expect("exclusive");
     let (readings, errors) = read_cgroup_readings(&group);
@@ -563,7 +563,7 @@ fn v2_cpuset_count_limits_effective_cpu() {
     let fx = v2_fixture();
     fx.file(&format!("{JOB}/cpu.max"), "300000 100000\n")
         .file(&format!("{JOB}/cpuset.cpus.effective"), "0-1\n");
-    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101])
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101], None)
         .expect("ok")
         .expect("exclusive");
     let (readings, _) = read_cgroup_readings(&group);
@@ -586,7 +586,7 @@ fn v2_missing_files_are_none_and_bad_files_are_reported() {
         .file("proc/100/cgroup", "0::/bare\n")
         .file("sys/fs/cgroup/bare/cgroup.procs", "100\n")
         .file("sys/fs/cgroup/bare/memory.current", "not a number\n");
-    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100])
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100], None)
         .expect("ok")
         .expect("exclusive");
     let (readings, errors) = read_cgroup_readings(&group);
@@ -672,7 +672,7 @@ fn hybrid_v1_exclusive_groups_and_readings() {
     let fx = hybrid_fixture();
     let layout = layout_of(&fx);
     assert!(matches!(layout, CgroupLayout::Hybrid { .. }));
-    let group = find_exclusive_group(fx.root(), &layout, &[200, 201])
+    let group = find_exclusive_group(fx.root(), &layout, &[200, 201], None)
         .expect("ok")
         .expect("exclusive");
     assert_eq!(group.unified, None);
@@ -732,7 +732,7 @@ fn hybrid_exclusive_unified_group_supplies_pressure() {
             "some avg10=0.00 avg60=0.00 avg300=0.00 total=800\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=80\n",
         )
         .file("sys/fs/cgroup/unified/wl/cpu.stat", "usage_usec 4999999\nuser_usec 1\nsystem_usec 1\n");
-    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[200, 201])
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[200, 201], None)
         .expect("ok")
         .expect("exclusive");
     assert_eq!(
@@ -759,7 +759,7 @@ fn hybrid_v1_unlimited_everywhere_gives_no_limits() {
         "9223372036854771712\n",
     )
     .file("sys/fs/cgroup/cpu/wl/cpu.cfs_quota_us", "-1\n");
-    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[200, 201])
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[200, 201], None)
         .expect("ok")
         .expect("exclusive");
     let (readings, errors) = read_cgroup_readings(&group);
@@ -778,13 +778,61 @@ fn v2_a_tree_spread_over_sub_groups_of_its_group_is_exclusive() {
     fx.file(&format!("{JOB}/cgroup.procs"), "100\n")
         .file(&format!("{JOB}/worker/cgroup.procs"), "101\n")
         .file("proc/101/cgroup", "0::/wattline.slice/job.scope/worker\n");
-    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101])
+    let group = find_exclusive_group(fx.root(), &layout_of(&fx), &[100, 101], None)
         .expect("ok")
         .expect("the group holds exactly the tree");
     assert_eq!(group.unified.map(|g| g.dir), Some(fx.path(JOB)));
     // Measured from the child's side, its sub-group misses the root: not exclusive.
     assert_eq!(
-        find_exclusive_group(fx.root(), &layout_of(&fx), &[101, 100]).expect("ok"),
+        find_exclusive_group(fx.root(), &layout_of(&fx), &[101, 100], None).expect("ok"),
         None
     );
+}
+
+/// `/proc/PID/stat` of a process in `state`, child of pid 1.
+fn stat_of(pid: u32, state: char) -> String {
+    format!(
+        "{pid} (shell) {state} 1 {pid} {pid} 0 -1 4194560 1000 0 0 0 150 30 0 0 20 0 1 0 98765 123456789 2048 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+    )
+}
+
+#[test]
+fn v2_a_live_foreign_witness_in_the_group_or_under_it_decides_without_cgroup_procs() {
+    for witness_group in [JOB.to_owned(), format!("{JOB}/idle")] {
+        let fx = v2_fixture();
+        let cgroup_path = witness_group.trim_start_matches("sys/fs/cgroup");
+        fx.file("proc/200/cgroup", format!("0::{cgroup_path}\n"))
+            .file("proc/200/stat", stat_of(200, 'S'));
+        // An unreadable list would be an error: the witness spares reading it.
+        fs::remove_file(fx.path(&format!("{JOB}/cgroup.procs"))).expect("remove");
+        fx.dir(&format!("{JOB}/cgroup.procs"));
+        let layout = layout_of(&fx);
+        assert_eq!(
+            find_exclusive_group(fx.root(), &layout, &[100, 101], Some(200)).expect("ok"),
+            None,
+            "{witness_group}"
+        );
+        assert!(find_exclusive_group(fx.root(), &layout, &[100, 101], None).is_err());
+    }
+}
+
+#[test]
+fn v2_a_witness_elsewhere_dead_zombie_or_measured_changes_nothing() {
+    let fx = v2_fixture();
+    fx.file("proc/200/cgroup", "0::/init.scope\n")
+        .file("proc/200/stat", stat_of(200, 'S'))
+        .file("proc/300/cgroup", "0::/wattline.slice/job.scope\n")
+        .file("proc/300/stat", stat_of(300, 'Z'))
+        .file("proc/400/cgroup", "0::/wattline.slice/job.scope\n");
+    let layout = layout_of(&fx);
+    let without = find_exclusive_group(fx.root(), &layout, &[100, 101], None).expect("ok");
+    assert!(without.is_some());
+    // Elsewhere, a zombie, gone (no stat), measured itself.
+    for witness in [200, 300, 400, 500, 101] {
+        assert_eq!(
+            find_exclusive_group(fx.root(), &layout, &[100, 101], Some(witness)).expect("ok"),
+            without,
+            "witness {witness}"
+        );
+    }
 }

@@ -135,3 +135,26 @@ fn an_unreadable_process_in_the_parent_scan_is_counted_not_dropped() {
     assert_eq!(scope.unreadable_processes, 1);
     assert!(!scope.fully_sampled(), "totals must not claim completeness");
 }
+
+#[test]
+fn children_forked_by_another_thread_are_found_in_a_threaded_or_zombie_leader() {
+    // (state, threads): several threads; a leader that exited with one thread left.
+    for (state, threads) in [("S", 2), ("Z", 1)] {
+        let fixture = tempfile::tempdir().unwrap();
+        let root = fixture.path();
+        process(root, 10, 1, 7, 1000, &[11]);
+        process(root, 11, 10, 3, 1001, &[]);
+        process(root, 12, 11, 2, 1002, &[]);
+        let child = root.join("proc/11");
+        let stat = stat_line(11, "worker (x)", 10, 3, 1001)
+            .replacen(" S ", &format!(" {state} "), 1)
+            .replacen(" 20 0 1 0 ", &format!(" 20 0 {threads} 0 "), 1);
+        std::fs::write(child.join("stat"), stat).unwrap();
+        std::fs::create_dir_all(child.join("task/15")).unwrap();
+        std::fs::write(child.join("task/15/children"), "12 ").unwrap();
+        let scope = resolve_scope(root, tree());
+        let mut pids: Vec<u32> = scope.processes.iter().map(|p| p.pid).collect();
+        pids.sort_unstable();
+        assert_eq!(pids, vec![10, 11, 12], "state {state}, {threads} threads");
+    }
+}

@@ -1,7 +1,14 @@
 'use strict';
 // Per-call cost of collect() from Node.js: wall and CPU time per call, medians, for a
-// running pipeline's collect() and the one-shot collect(). Not a test: figures to read
-// on a quiet machine.   node node/bench/collect_cost.js [calls]
+// running pipeline's collect() and the one-shot collect(), beside the reference
+// system's (nemo-relay) resource_metrics.collect() measured in the same run by its
+// Python (python/benches/collect_cost.py --reference-json; the interpreter from
+// WATTLINE_REFERENCE_PYTHON, else python3), once before and once after wattline's
+// calls, its figure the mean of the two, so drift in the machine's load hits both
+// alike. Each measures its own process's tree. Not a test: figures to read on a quiet
+// machine.   node node/bench/collect_cost.js [calls]
+const { execFileSync } = require('node:child_process');
+const path = require('node:path');
 const wattline = require('..');
 
 async function perCall(collect, calls) {
@@ -20,18 +27,50 @@ async function perCall(collect, calls) {
   return [median(walls), median(cpus)];
 }
 
+/** The reference's [wall µs, CPU µs] per call, or null (with the reason) when it cannot run. */
+function referencePerCall(calls) {
+  const python = process.env.WATTLINE_REFERENCE_PYTHON || 'python3';
+  const script = path.join(__dirname, '..', '..', 'python', 'benches', 'collect_cost.py');
+  let output;
+  try {
+    output = execFileSync(python, [script, String(calls), '--reference-json'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    // The reference's interpreter sometimes dies at exit (SIGSEGV in its native
+    // teardown) after printing its figures: they stand.
+    output = String(error.stdout || '');
+    if (!output.includes('wall_us')) {
+      const said = String(error.stderr || error.message).trim().split('\n').pop();
+      console.error(`no reference figure (${python}): ${said}`);
+      return null;
+    }
+  }
+  const figures = JSON.parse(output.trim().split('\n').pop());
+  return [figures.wall_us, figures.cpu_us];
+}
+
 (async () => {
   const calls = Number(process.argv[2] || 50);
+  const before = referencePerCall(calls);
   const pipeline = await wattline.Pipeline.start({ gpu: false });
   const running = await perCall(() => pipeline.collect(), calls);
   await pipeline.shutdown();
+  const after = before && referencePerCall(calls);
+  const reference = after && [0, 1].map((index) => (before[index] + after[index]) / 2);
   const oneShot = await perCall(() => wattline.collect(), Math.max(Math.floor(calls / 5), 5));
-  console.log(`collect() per call, process-tree scope of this process, median of ${calls}`);
-  console.log(`${''.padEnd(52)} ${'wall µs'.padStart(10)} ${'CPU µs'.padStart(10)}`);
-  for (const [name, [wall, cpu]] of [
-    ['Pipeline.collect() (running pipeline)', running],
+  console.log(`collect() per call, process-tree scope of the calling process, median of ${calls}`);
+  console.log(`${''.padEnd(56)} ${'wall µs'.padStart(10)} ${'CPU µs'.padStart(10)} ${'wall ratio'.padStart(11)}`);
+  const rows = [
+    ['wattline Pipeline.collect() (running pipeline)', running],
     ['wattline.collect() (starts and stops a pipeline)', oneShot],
-  ]) {
-    console.log(`${name.padEnd(52)} ${wall.toFixed(0).padStart(10)} ${cpu.toFixed(0).padStart(10)}`);
+  ];
+  if (reference) rows.unshift(['nemo-relay resource_metrics.collect() (Python)', reference]);
+  for (const [name, [wall, cpu]] of rows) {
+    const ratio = reference ? (wall / reference[0]).toFixed(2) : '-';
+    console.log(
+      `${name.padEnd(56)} ${wall.toFixed(0).padStart(10)} ${cpu.toFixed(0).padStart(10)} ${ratio.padStart(11)}`,
+    );
   }
 })();

@@ -1,46 +1,75 @@
 """Per-call cost of collect() from Python, wattline beside the reference system
 (nemo-relay), in one process, one run: wall and CPU time per call, medians, and the
-ratio to the reference. Not a test: figures to read on a quiet machine.
+ratio to the reference. The two running pipelines' calls alternate, so drift in the
+machine's load hits both alike. Not a test: figures to read on a quiet machine.
 
     .ci/venv/bin/python python/benches/collect_cost.py [calls]
+
+``--reference-json`` measures only the reference and prints its figures as JSON (the
+Node.js bench, node/bench/collect_cost.js, runs it beside its own).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import sys
 import time
 
 
-async def per_call(collect, calls: int) -> "tuple[float, float]":
-    await collect()  # the first sample of a series starts its baselines
-    walls, cpus = [], []
+async def per_call(collects, calls: int) -> "list[tuple[float, float]]":
+    """Median wall and CPU µs per call of each of ``collects``, called in turn."""
+    for collect in collects:
+        await collect()  # the first sample of a series starts its baselines
+    walls = [[] for _ in collects]
+    cpus = [[] for _ in collects]
     for _ in range(calls):
-        wall, cpu = time.perf_counter(), time.process_time()
-        await collect()
-        walls.append(time.perf_counter() - wall)
-        cpus.append(time.process_time() - cpu)
-    return statistics.median(walls) * 1e6, statistics.median(cpus) * 1e6
+        for index, collect in enumerate(collects):
+            wall, cpu = time.perf_counter(), time.process_time()
+            await collect()
+            walls[index].append(time.perf_counter() - wall)
+            cpus[index].append(time.process_time() - cpu)
+    return [
+        (statistics.median(wall) * 1e6, statistics.median(cpu) * 1e6)
+        for wall, cpu in zip(walls, cpus)
+    ]
+
+
+def reference_active() -> "contextlib.AbstractAsyncContextManager":
+    """The reference's plugin, active with resource_metrics; ImportError without it."""
+    from nemo_relay import plugin
+
+    config = plugin.PluginConfig(components=[plugin.ComponentSpec(kind="resource_metrics")])
+    return plugin.activate(config)
+
+
+async def reference_per_call(calls: int) -> "tuple[float, float]":
+    from nemo_relay import resource_metrics
+
+    async with reference_active():
+        return (await per_call([resource_metrics.collect], calls))[0]
 
 
 async def main(calls: int) -> None:
     import wattline
 
     rows = []
-    try:
-        from nemo_relay import plugin, resource_metrics
-
-        config = plugin.PluginConfig(components=[plugin.ComponentSpec(kind="resource_metrics")])
-        async with plugin.activate(config):
-            rows.append(("nemo-relay resource_metrics.collect() (active plugin)", *await per_call(resource_metrics.collect, calls)))
-    except ImportError:
-        print("nemo-relay not installed: no reference figure", file=sys.stderr)
     async with wattline.Pipeline(gpu=False) as pipeline:
-        rows.append(("wattline Pipeline.collect() (running pipeline)", *await per_call(pipeline.collect, calls)))
-    rows.append(("wattline.collect() (starts and stops a pipeline)", *await per_call(lambda: wattline.collect(), max(calls // 5, 5))))
+        try:
+            from nemo_relay import resource_metrics
 
-    reference = rows[0][1] if rows and rows[0][0].startswith("nemo-relay") else None
+            async with reference_active():
+                reference, ours = await per_call([resource_metrics.collect, pipeline.collect], calls)
+            rows.append(("nemo-relay resource_metrics.collect() (active plugin)", *reference))
+        except ImportError:
+            print("nemo-relay not installed: no reference figure", file=sys.stderr)
+            (ours,) = await per_call([pipeline.collect], calls)
+        rows.append(("wattline Pipeline.collect() (running pipeline)", *ours))
+    (one_shot,) = await per_call([lambda: wattline.collect()], max(calls // 5, 5))
+    rows.append(("wattline.collect() (starts and stops a pipeline)", *one_shot))
+
+    reference = rows[0][1] if rows[0][0].startswith("nemo-relay") else None
     print(f"collect() per call, process-tree scope of this process, median of {calls}")
     print(f"{'':56} {'wall µs':>10} {'CPU µs':>10} {'wall ratio':>11}")
     for name, wall, cpu in rows:
@@ -49,4 +78,12 @@ async def main(calls: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 50))
+    arguments = [argument for argument in sys.argv[1:] if argument != "--reference-json"]
+    calls = int(arguments[0]) if arguments else 50
+    if "--reference-json" in sys.argv:
+        import json
+
+        wall, cpu = asyncio.run(reference_per_call(calls))
+        print(json.dumps({"wall_us": wall, "cpu_us": cpu}))
+    else:
+        asyncio.run(main(calls))

@@ -168,6 +168,27 @@ impl NativePipeline {
         json(self.run(py, |pipeline| async move { pipeline.collect().await })?)
     }
 
+    /// Starts one on-demand snapshot and returns at once; `done(json, None)`, or
+    /// `done(None, error)`, is called on a runtime thread when it is over. For the
+    /// event loop: no executor thread waits on the runtime in between.
+    fn collect_json_then(&self, done: Py<PyAny>) -> PyResult<()> {
+        let pipeline = Arc::clone(&self.inner);
+        runtime()?.spawn(async move {
+            let snapshot = pipeline.collect().await;
+            // Not while the interpreter shuts down: nobody waits then.
+            Python::try_attach(|py| {
+                let called = match snapshot.map_err(embedded_error).and_then(json) {
+                    Ok(text) => done.call1(py, (text, py.None())),
+                    Err(error) => done.call1(py, (py.None(), error.into_value(py))),
+                };
+                if let Err(error) = called {
+                    error.write_unraisable(py, None);
+                }
+            });
+        });
+        Ok(())
+    }
+
     /// Starts an Agent scope; its UUID.
     #[pyo3(signature = (name, weight=None, traceparent=None))]
     fn start_scope(

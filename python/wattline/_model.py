@@ -1,10 +1,10 @@
 """The snapshot as frozen dataclasses: field names, nesting, units and ``None`` exactly
 as the spec's ``resource_metrics`` snapshot (and the JSON of ``wattline collect``).
 
-Built from the JSON the native module returns by one generic converter driven by the
-type annotations, so a field added to a class here is filled with no other change. The
-records between the ``generated`` lines are written from the Rust model by
-``WATTLINE_UPDATE_BINDINGS=1 cargo test --test model_languages``.
+Built from the JSON the native module returns by converters derived from the type
+annotations (once per class), so a field added to a class here is filled with no
+other change. The records between the ``generated`` lines are written from the Rust
+model by ``WATTLINE_UPDATE_BINDINGS=1 cargo test --test model_languages``.
 """
 
 from __future__ import annotations
@@ -471,37 +471,99 @@ def _hints(cls: type) -> Dict[str, Any]:
     return _HINTS[cls]
 
 
+Converter = typing.Callable[[Any], Any]
+
+# One converter per annotation, built on first use: reading the annotations (and
+# `dataclasses.fields`) on every call cost more than the snapshot's JSON decoding.
+_CONVERTERS: Dict[Any, Converter] = {}
+
+
 def from_json_value(annotation: Any, value: Any) -> Any:
     """``value`` (decoded JSON) as ``annotation`` says."""
-    if value is None:
-        return None
+    return _converter(annotation)(value)
+
+
+def _converter(annotation: Any) -> Converter:
+    converter = _CONVERTERS.get(annotation)
+    if converter is None:
+        inner = _build_converter(annotation)
+
+        def converter(value: Any) -> Any:
+            return None if value is None else inner(value)
+
+        _CONVERTERS[annotation] = converter
+    return converter
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _enum_converter(annotation: Any) -> Converter:
+    members = dict(annotation._value2member_map_)
+
+    def convert(value: Any) -> Any:
+        member = members.get(value) if isinstance(value, str) else None
+        # Anything else goes through the enum itself, for its own error.
+        return member if member is not None else annotation(value)
+
+    return convert
+
+
+def _build_converter(annotation: Any) -> Converter:
+    """The converter of a non-null ``value`` of ``annotation``."""
     origin = typing.get_origin(annotation)
     arguments = typing.get_args(annotation)
     if origin is Union:
         inner = [argument for argument in arguments if argument is not type(None)]
-        if len(inner) == 1:
-            return from_json_value(inner[0], value)
-        return value
+        return _converter(inner[0]) if len(inner) == 1 else _identity
     if origin in (list, List):
-        return [from_json_value(arguments[0], item) for item in value]
+        item = _converter(arguments[0])
+        return lambda value: [item(entry) for entry in value]
     if origin in (dict, Dict):
-        return {key: from_json_value(arguments[1], item) for key, item in value.items()}
+        item = _converter(arguments[1])
+        return lambda value: {key: item(entry) for key, entry in value.items()}
     if origin is Measurement:
-        return Measurement(value=value["value"], unit=arguments[0](value["unit"]))
+        unit = _converter(arguments[0])
+        return lambda value: _new(Measurement, {"value": value["value"], "unit": unit(value["unit"])})
     if annotation is _datetime.datetime:
-        return parse_timestamp(value)[0]
+        return lambda value: parse_timestamp(value)[0]
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return annotation(value)
+        return _enum_converter(annotation)
     if dataclasses.is_dataclass(annotation):
-        hints = _hints(annotation)
-        return annotation(
-            **{
-                field.name: from_json_value(hints[field.name], value[field.name])
-                for field in dataclasses.fields(annotation)
-                if not field.name.startswith("_")
-            }
-        )
-    return value
+        return _dataclass_converter(annotation)
+    return _identity
+
+
+def _new(cls: type, attributes: Dict[str, Any]) -> Any:
+    """A frozen dataclass instance holding ``attributes``, as its ``__init__`` leaves
+    one (these classes have no ``__post_init__``) but without a ``setattr`` per field."""
+    instance = object.__new__(cls)
+    instance.__dict__.update(attributes)
+    return instance
+
+
+def _dataclass_converter(cls: type) -> Converter:
+    hints = _hints(cls)
+    fields = [
+        (field.name, _converter(hints[field.name]))
+        for field in dataclasses.fields(cls)
+        if not field.name.startswith("_")
+    ]
+    defaults = {
+        field.name: field.default
+        for field in dataclasses.fields(cls)
+        if field.name.startswith("_") and field.default is not dataclasses.MISSING
+    }
+    if hasattr(cls, "__post_init__"):
+        return lambda value: cls(**{name: field(value[name]) for name, field in fields})
+
+    def convert(value: Any) -> Any:
+        attributes = {name: field(value[name]) for name, field in fields}
+        attributes.update(defaults)
+        return _new(cls, attributes)
+
+    return convert
 
 
 def to_json_value(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """Type stubs of the native bridge (``python/src/lib.rs``)."""
 
-from typing import Optional
+from typing import Callable, Optional
 
 EXIT_GRACE_SECONDS: float
 
@@ -32,6 +32,9 @@ class NativePipeline:
         gpu: bool = True,
     ) -> "NativePipeline": ...
     def collect_json(self) -> str: ...
+    def collect_json_then(
+        self, done: Callable[[Optional[str], Optional[BaseException]], None]
+    ) -> None: ...
     def start_scope(
         self, name: str, weight: Optional[float] = None, traceparent: Optional[str] = None
     ) -> str: ...

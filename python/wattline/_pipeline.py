@@ -3,7 +3,8 @@ asyncio; ``agent_scope()`` at module level, which marks a step in the pipeline o
 ``wattline run`` when the program runs under it.
 
 Every native call that waits releases the GIL; from a coroutine it runs on a worker
-thread, so the event loop never blocks. Cancelling an awaiting coroutine does not stop
+thread, or (``Pipeline.collect()``) on wattline's own runtime, which hands the result
+to the loop, so the event loop never blocks. Cancelling an awaiting coroutine does not stop
 a call already running: it completes and the pipeline stays consistent (as the spec
 says of ``collect()``).
 """
@@ -60,6 +61,32 @@ def _check_scope(scope: Optional[str]) -> Optional[str]:
 async def _in_thread(function: Callable[..., Any], *arguments: Any, **named: Any) -> Any:
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(None, functools.partial(function, *arguments, **named))
+
+
+async def _on_runtime(start: Callable[[Callable[[Any, Any], None]], None]) -> Any:
+    """Awaits a native call that runs on wattline's runtime and reports to a callback
+    (``start(done)``), with no worker thread of the loop's waiting on it."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def done(result: Any, error: Optional[BaseException]) -> None:
+        # On a runtime thread: the loop settles its own future.
+        try:
+            loop.call_soon_threadsafe(_settle, future, result, error)
+        except RuntimeError:
+            pass  # the loop is closed: nobody awaits any more
+
+    start(done)
+    return await future
+
+
+def _settle(future: "asyncio.Future[Any]", result: Any, error: Optional[BaseException]) -> None:
+    if future.done():
+        return  # cancelled: the call completed all the same
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
 
 
 async def collect(
@@ -275,7 +302,7 @@ class Pipeline:
 
     async def collect(self) -> Snapshot:
         """One snapshot on the on-demand series (no mark)."""
-        text = await _in_thread(self._running().collect_json)
+        text = await _on_runtime(self._running().collect_json_then)
         return Snapshot.from_dict(json.loads(text))
 
     def agent_scope(

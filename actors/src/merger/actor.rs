@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use ractor::rpc::CallResult;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -175,7 +174,11 @@ impl TickRunner {
             SamplingSeries::Polling => self.arguments.deadline,
             SamplingSeries::OnDemand => ON_DEMAND_LIMIT,
         };
-        let mut calls = tokio::task::JoinSet::new();
+        // Every sampler is asked first, then the answers are awaited in turn, all in
+        // this task: the samplers still read at once, and no task per sampler is
+        // spawned and woken (each a cross-thread hand-off on a busy machine).
+        let tick_deadline = taken_at + deadline;
+        let mut asked = Vec::new();
         let categories = self.arguments.categories.clone();
         for (position, category) in categories.into_iter().enumerate() {
             let Some(actor) = self.arguments.registry.get(category) else {
@@ -190,30 +193,29 @@ impl TickRunner {
             };
             let tick = TickRequest {
                 request: request.clone(),
-                deadline: taken_at + deadline,
+                deadline: tick_deadline,
                 outstanding: Some(outstanding),
             };
-            calls.spawn(async move {
-                let remaining = deadline.saturating_sub(taken_at.elapsed());
-                let result = actor
-                    .call(|reply| SamplerMessage::Sample(tick, reply), Some(remaining))
-                    .await;
-                (position, category, result)
-            });
+            let (reply, answer) = oneshot::channel();
+            let remaining = deadline.saturating_sub(taken_at.elapsed());
+            // A stopped or restarting sampler takes no message: its category is null.
+            if actor
+                .cast(SamplerMessage::Sample(tick, (reply, remaining).into()))
+                .is_ok()
+            {
+                asked.push((position, category, answer));
+            }
         }
         let mut outputs = Vec::new();
-        while let Some(joined) = calls.join_next().await {
-            let Ok((position, category, result)) = joined else {
-                continue;
-            };
-            match result {
-                Ok(CallResult::Success(output)) => outputs.push((position, category, output)),
-                Ok(CallResult::Timeout) => self.deadline_missed(
+        for (position, category, answer) in asked {
+            match tokio::time::timeout_at(tick_deadline.into(), answer).await {
+                Ok(Ok(output)) => outputs.push((position, category, output)),
+                Err(_) => self.deadline_missed(
                     category,
                     format!("no answer within {} ms", deadline.as_millis()),
                 ),
                 // The sampler failed or is being restarted: its category is null.
-                Ok(CallResult::SenderError) | Err(_) => {}
+                Ok(Err(_)) => {}
             }
         }
         outputs.sort_by_key(|(position, _, _)| *position);

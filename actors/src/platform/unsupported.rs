@@ -33,6 +33,7 @@ pub mod cgroup {
         root: &Path,
         _layout: &CgroupLayout,
         _pids: &[u32],
+        _foreign_witness: Option<u32>,
     ) -> Result<Option<ExclusiveGroup>, ReadError> {
         Err(unsupported(root))
     }
@@ -105,6 +106,15 @@ pub mod process_list {
     pub fn read_children(
         root: &Path,
         _pid: u32,
+        _children: &mut Vec<u32>,
+    ) -> Result<(), ReadError> {
+        Err(unsupported(root))
+    }
+
+    /// Not supported on this OS.
+    pub fn read_children_of(
+        root: &Path,
+        _stat: &crate::platform::linux::process_stat::ProcessStat,
         _children: &mut Vec<u32>,
     ) -> Result<(), ReadError> {
         Err(unsupported(root))

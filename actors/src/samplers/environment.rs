@@ -75,7 +75,16 @@ impl EnvironmentReader {
                     return (environment, errors);
                 }
                 let pids: Vec<u32> = scope.processes.iter().map(|p| p.pid).collect();
-                match find_exclusive_group(&self.root, layout, &pids) {
+                // The first parent outside the scope (a tree's root's parent): usually
+                // in the same groups, when they are shared, and cheap to ask.
+                let mut sorted = pids.clone();
+                sorted.sort_unstable();
+                let witness = scope
+                    .processes
+                    .iter()
+                    .map(|process| process.parent_pid)
+                    .find(|parent| *parent != 0 && sorted.binary_search(parent).is_err());
+                match find_exclusive_group(&self.root, layout, &pids, witness) {
                     Ok(Some(group)) => {
                         let (readings, read_errors) = read_cgroup_readings(&group);
                         errors.extend(read_errors);

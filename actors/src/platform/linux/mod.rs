@@ -52,11 +52,27 @@ const KIB: u64 = 1024;
 /// [`ReadError::from_io`].
 pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Result<bool, ReadError> {
     buf.clear();
-    let result = File::open(path).and_then(|mut file| file.read_to_end(buf));
+    let result = File::open(path).and_then(|mut file| read_unsized(&mut file, buf));
     match result {
         Ok(_) => Ok(true),
         Err(err) if is_absent(&err) => Ok(false),
         Err(err) => Err(ReadError::from_io(path, err)),
+    }
+}
+
+/// Reads `file` to its end, appending to `buf`. Not `File::read_to_end`, which first
+/// asks the file's size (`statx`, `lseek`): `/proc` and sysfs files report 0 or a
+/// page whatever they hold, so for them that is two wasted syscalls per read.
+pub fn read_unsized(file: &mut File, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let start = buf.len();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(buf.len() - start),
+            Ok(read) => buf.extend_from_slice(&chunk[..read]),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
     }
 }
 

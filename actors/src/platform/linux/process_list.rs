@@ -35,10 +35,11 @@ pub fn read_children(root: &Path, pid: u32, children: &mut Vec<u32>) -> Result<(
         }
         Err(error) => return Err(ReadError::from_io(&task_dir, error)),
     };
+    let mut text = Vec::with_capacity(64);
     for task in tasks.flatten() {
         let path = task.path().join("children");
-        match std::fs::read(&path) {
-            Ok(text) => parse_children(&text, children),
+        match read_children_file(&path, &mut text) {
+            Ok(()) => parse_children(&text, children),
             // A thread that ended between listing and reading has no children to add.
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(error) if error.raw_os_error() == Some(libc::ESRCH) => {}
@@ -46,6 +47,43 @@ pub fn read_children(root: &Path, pid: u32, children: &mut Vec<u32>) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The direct children of the process whose `stat` is `stat`, as [`read_children`]
+/// finds them; a live process of one thread has one `children` file, its own, read
+/// without listing `task/` first (most processes of a tree: two syscalls of four).
+/// A zombie leader may have a live thread of another id, so it is listed.
+pub fn read_children_of(
+    root: &Path,
+    stat: &super::process_stat::ProcessStat,
+    children: &mut Vec<u32>,
+) -> Result<(), ReadError> {
+    if stat.thread_count != 1 || stat.is_zombie() {
+        return read_children(root, stat.pid, children);
+    }
+    let path = root.join(format!("proc/{0}/task/{0}/children", stat.pid));
+    let mut text = Vec::with_capacity(64);
+    match read_children_file(&path, &mut text) {
+        Ok(()) => {
+            parse_children(&text, children);
+            Ok(())
+        }
+        // Exited since its `stat` was read: gone, as its `task/` would be.
+        Err(error)
+            if error.kind() == std::io::ErrorKind::NotFound
+                || error.raw_os_error() == Some(libc::ESRCH) =>
+        {
+            Err(ReadError::Gone { path })
+        }
+        Err(error) => Err(ReadError::from_io(&path, error)),
+    }
+}
+
+/// Reads one `children` file into `text` (cleared first), without a size probe.
+fn read_children_file(path: &Path, text: &mut Vec<u8>) -> std::io::Result<()> {
+    text.clear();
+    let mut file = std::fs::File::open(path)?;
+    super::read_unsized(&mut file, text).map(|_| ())
 }
 
 /// Parses a `children` file: space-separated pids.
