@@ -131,6 +131,8 @@ async fn each_step_is_a_span_in_the_callers_trace_carrying_its_energy() {
             "{on_span} vs {window}"
         );
         assert!(joules > 0.0);
+        let coverage = double(span, "wattline.energy.coverage").unwrap();
+        assert!(coverage > 0.0 && coverage <= 1.0, "{coverage}");
     }
     // The spans carry the run's resource, as the metrics do.
     let resource = &receiver.spans.resources()[0];

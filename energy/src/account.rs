@@ -274,6 +274,8 @@ struct ScopeAccount {
     announced: bool,
     /// Where its span sits.
     trace: ScopeTrace,
+    /// Per counted meter, the seconds of its window that readings covered.
+    covered: BTreeMap<String, f64>,
 }
 
 impl ScopeAccount {
@@ -456,6 +458,7 @@ impl EnergyAccount {
                     own: BTreeMap::new(),
                     announced: false,
                     trace,
+                    covered: BTreeMap::new(),
                 });
             }
             EnergyRecord::ScopeEnded { uuid, at, wall } => {
@@ -543,7 +546,7 @@ impl EnergyAccount {
             .filter(remaining)
             .filter_map(|scope| {
                 let energy = figures.get(scope.uuid.to_string().as_str())?;
-                Some(self.settled_with(ScopeEnergy::clone(energy), scope.trace.clone()))
+                Some(self.settled_with(ScopeEnergy::clone(energy), scope))
             })
             .collect();
         for scope in &mut self.scopes {
@@ -692,8 +695,12 @@ impl EnergyAccount {
         // Sub-zones (core, uncore) are inside their package: they count for none.
         if domain.is_counted() {
             for scope in &mut self.scopes {
-                let (energy, _) = segment.fractions(scope.start, scope.until());
+                let (energy, time) = segment.fractions(scope.start, scope.until());
                 *scope.joules.entry(domain).or_default() += segment.best_joules() * energy;
+                if time > 0.0 {
+                    *scope.covered.entry(id.to_owned()).or_default() +=
+                        seconds(segment.length() * time);
+                }
             }
             let claimants: Vec<Claimant> = self.scopes.iter().map(ScopeAccount::claimant).collect();
             let division = divide_segment(&segment, from, Nanos::MAX, &claimants);

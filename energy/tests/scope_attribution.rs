@@ -409,11 +409,34 @@ fn a_step_settles_once_the_first_reading_past_its_end_arrives_with_its_final_fig
         assert_eq!(scope.attribution, "process-share-then-weight");
         assert_eq!(scope.meters, ["GPU-a"]);
         assert_eq!(
+            scope.coverage,
+            Some(1.0),
+            "readings surround the whole step"
+        );
+        assert_eq!(
             scope.duration_seconds(),
             Some(if n == 3 { 1.0 } else { 2.0 })
         );
     }
     assert_eq!(settled.len(), 3, "each step is announced once");
+}
+
+#[test]
+fn a_gap_inside_a_step_lowers_its_coverage() {
+    // Readings at 0, 1, 3 and 4 s and a failed one at 2 s: no interval spans 1–3 s.
+    // The step 0.5–3.5 s is covered 0.5–1 and 3–3.5 s: 1 s of its 3 s.
+    let steps = [Step::new(1, 0.5, 3.5)];
+    let readings = vec![
+        gpu(at(0.0), Some(100.0), None),
+        gpu(at(1.0), Some(100.0), None),
+        gpu(at(2.0), None, None),
+        gpu(at(3.0), Some(100.0), None),
+        gpu(at(4.0), Some(100.0), None),
+    ];
+    let (_, settled) = settling(&schedule(&steps, readings));
+    assert_eq!(settled.len(), 1);
+    let coverage = settled[0].1.coverage.unwrap();
+    assert!((coverage - 1.0 / 3.0).abs() < 1e-12, "{coverage}");
 }
 
 #[test]

@@ -109,6 +109,7 @@ fn span_attributes(settled: &SettledScope) -> Vec<KeyValue> {
         ("wattline.co2.attributed_grams", energy.attributed_co2_grams),
         ("wattline.co2.window_grams", energy.co2_grams),
         ("wattline.scope.weight", energy.weight),
+        ("wattline.energy.coverage", settled.coverage),
     ];
     let mut attributes: Vec<KeyValue> = figures
         .into_iter()

@@ -890,6 +890,7 @@ fn settled_step(name: &str, attributed: f64, window: f64, seconds: i64) -> Pipel
         currency: "USD".into(),
         ended_at_program_exit: false,
         trace: None,
+        coverage: None,
     };
     let measurements = settled.measurements(name);
     PipelineEvent::ScopeEnergy {

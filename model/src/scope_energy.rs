@@ -111,6 +111,10 @@ pub struct SettledScope {
     /// Where its span sits (the caller's trace, its parent scope's, or its own).
     #[serde(default)]
     pub trace: Option<crate::trace_context::ScopeTrace>,
+    /// The share of its window that power readings covered, on its worst-covered
+    /// meter (0 to 1); `None` when nothing was measured.
+    #[serde(default)]
+    pub coverage: Option<f64>,
 }
 
 impl SettledScope {
@@ -210,6 +214,7 @@ mod tests {
             currency: "EUR".into(),
             ended_at_program_exit: false,
             trace: None,
+            coverage: None,
         }
     }
 

@@ -14,7 +14,6 @@ use wattline_model::report::{
     SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
 };
 use wattline_model::scope_energy::SettledScope;
-use wattline_model::trace_context::ScopeTrace;
 
 fn kwh(joules: f64) -> f64 {
     joules / JOULES_PER_KILOWATT_HOUR
@@ -274,12 +273,12 @@ impl EnergyAccount {
             domains: &counted,
         };
         let energy = self.scope_energy(scope, &BTreeMap::new(), &figures, &self.pricing());
-        self.settled_with(energy, scope.trace.clone())
+        self.settled_with(energy, scope)
     }
 
     /// `energy` with what a reader needs to trust it: the attribution, each counted
     /// domain's method, the meters counted and the currency.
-    pub(super) fn settled_with(&self, energy: ScopeEnergy, trace: ScopeTrace) -> SettledScope {
+    pub(super) fn settled_with(&self, energy: ScopeEnergy, scope: &ScopeAccount) -> SettledScope {
         let mut methods: BTreeMap<EnergyDomain, Vec<EnergySource>> = BTreeMap::new();
         let mut meters = Vec::new();
         for ((domain, id), meter) in &self.meters {
@@ -289,6 +288,20 @@ impl EnergyAccount {
             methods.entry(*domain).or_default().push(meter.run.method());
             meters.push(id.clone());
         }
+        // The worst-covered meter's share of the window: 1 when readings surround the
+        // whole step on every meter, less where a meter had a gap inside it.
+        let duration = scope
+            .end
+            .map(|(end, _)| seconds(end.saturating_sub(scope.start) as f64));
+        let coverage = duration
+            .filter(|d| *d > 0.0 && !meters.is_empty())
+            .map(|d| {
+                meters
+                    .iter()
+                    .map(|id| scope.covered.get(id).copied().unwrap_or(0.0) / d)
+                    .fold(f64::INFINITY, f64::min)
+                    .clamp(0.0, 1.0)
+            });
         SettledScope {
             energy,
             attribution: SCOPE_ATTRIBUTION.to_owned(),
@@ -299,7 +312,8 @@ impl EnergyAccount {
             meters,
             currency: self.settings.config.currency.clone(),
             ended_at_program_exit: false,
-            trace: Some(trace),
+            trace: Some(scope.trace.clone()),
+            coverage,
         }
     }
 
