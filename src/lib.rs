@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod agent_scope;
 pub mod embedded;
 mod exporting;
 #[cfg(unix)]
@@ -16,9 +17,10 @@ pub mod report;
 
 use std::path::PathBuf;
 
+pub use agent_scope::{AgentScope, ScopeOptions};
 pub use pipeline::{
-    AgentScope, DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
-    ScopeOptions, library_default_config,
+    DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
+    library_default_config,
 };
 pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::command_cgroup;

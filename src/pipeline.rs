@@ -469,6 +469,7 @@ impl PreparedPipeline {
 }
 
 #[cfg(unix)]
+use crate::agent_scope::{AgentScope, ScopeOptions};
 use crate::exporting::OtlpIdentity;
 use crate::host::plugins::WorkerPlugins;
 
@@ -610,17 +611,7 @@ impl Pipeline {
         options: ScopeOptions,
     ) -> Result<AgentScope, Error> {
         self.check_process()?;
-        let traceparent = options.checked_traceparent(name)?;
-        let uuid = self.inner.start_agent_scope_with(ScopeStart {
-            weight: options.checked_weight(name)?,
-            traceparent: traceparent.as_deref(),
-            ..ScopeStart::local(name)
-        });
-        Ok(AgentScope {
-            pipeline: Arc::clone(&self.inner),
-            uuid,
-            ended: false,
-        })
+        AgentScope::start(&self.inner, name, &options, None)
     }
 
     /// The energy/cost report so far; takes one last sample first, so even a pipeline
@@ -792,144 +783,6 @@ fn exporter_outcomes(
             last_error: stats.last_error,
         })
         .collect()
-}
-
-/// How an Agent scope is started, beyond its name.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ScopeOptions {
-    /// Its weight when energy is divided among the innermost scopes live at the same
-    /// time (tokens, batch size): a scope of weight 3 beside one of weight 1 is
-    /// attributed three quarters of what they share. 1 when `None`; a positive,
-    /// finite number.
-    pub weight: Option<f64>,
-    /// The span the scope's span (with its energy, sent when the `opentelemetry`
-    /// component's `spans` is on) is a child of, as a W3C `traceparent`. When `None`,
-    /// the span of [`opentelemetry::Context::current`], if any; a nested scope
-    /// without either is a child of its parent scope's span.
-    pub traceparent: Option<String>,
-}
-
-impl ScopeOptions {
-    /// Options with this weight.
-    pub fn weight(weight: f64) -> Self {
-        ScopeOptions {
-            weight: Some(weight),
-            traceparent: None,
-        }
-    }
-
-    /// These options with the scope's span a child of the caller's span
-    /// `traceparent` (a W3C trace-context value).
-    pub fn with_traceparent(mut self, traceparent: impl Into<String>) -> Self {
-        self.traceparent = Some(traceparent.into());
-        self
-    }
-
-    /// These options with the scope's span a child of the span active in `context`
-    /// (nothing changes when it has none).
-    pub fn with_parent_context(mut self, context: &opentelemetry::Context) -> Self {
-        if let Some(traceparent) = traceparent_of(context) {
-            self.traceparent = Some(traceparent);
-        }
-        self
-    }
-
-    /// The caller's span: the one given, checked, else the current context's.
-    fn checked_traceparent(&self, name: &str) -> Result<Option<String>, Error> {
-        match &self.traceparent {
-            Some(value) => {
-                wattline_model::trace_context::parse_traceparent(value).map_err(|source| {
-                    Error::ScopeTraceparent {
-                        name: name.to_owned(),
-                        source,
-                    }
-                })?;
-                Ok(Some(value.trim().to_owned()))
-            }
-            None => Ok(traceparent_of(&opentelemetry::Context::current())),
-        }
-    }
-
-    fn checked_weight(&self, name: &str) -> Result<Option<f64>, Error> {
-        match self.weight {
-            Some(weight) if !(weight.is_finite() && weight > 0.0) => Err(Error::ScopeWeight {
-                name: name.to_owned(),
-                weight,
-            }),
-            weight => Ok(weight),
-        }
-    }
-}
-
-/// The W3C `traceparent` of the span active in `context`, when it has a valid one.
-fn traceparent_of(context: &opentelemetry::Context) -> Option<String> {
-    use opentelemetry::trace::TraceContextExt;
-    let span = context.span();
-    let span_context = span.span_context();
-    span_context.is_valid().then(|| {
-        format!(
-            "00-{}-{}-{:02x}",
-            span_context.trace_id(),
-            span_context.span_id(),
-            span_context.trace_flags().to_u8()
-        )
-    })
-}
-
-/// A live Agent scope. Dropping it ends the scope.
-pub struct AgentScope {
-    pipeline: Arc<RunningPipeline>,
-    uuid: uuid::Uuid,
-    ended: bool,
-}
-
-impl AgentScope {
-    /// The scope's UUID (the `parent_uuid` of its marks).
-    pub fn uuid(&self) -> uuid::Uuid {
-        self.uuid
-    }
-
-    /// Starts an Agent scope nested in this one: its events name this scope as their
-    /// parent (marks are still copied under every live scope).
-    pub async fn child(&self, name: &str) -> Result<AgentScope, Error> {
-        self.child_with(name, ScopeOptions::default()).await
-    }
-
-    /// Starts a nested Agent scope like [`Self::child`], with `options`.
-    pub async fn child_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
-        // Only an explicit caller span: without one the child's span is its parent
-        // scope's child, not the current context's.
-        let traceparent = match &options.traceparent {
-            Some(_) => options.checked_traceparent(name)?,
-            None => None,
-        };
-        let uuid = self.pipeline.start_agent_scope_with(ScopeStart {
-            parent: Some(self.uuid),
-            weight: options.checked_weight(name)?,
-            traceparent: traceparent.as_deref(),
-            ..ScopeStart::local(name)
-        });
-        Ok(AgentScope {
-            pipeline: Arc::clone(&self.pipeline),
-            uuid,
-            ended: false,
-        })
-    }
-
-    /// Ends the scope at this instant; its end event is out when this returns.
-    pub async fn end(mut self) -> Result<(), Error> {
-        self.ended = true;
-        self.pipeline.end_agent_scope(self.uuid);
-        Ok(())
-    }
-}
-
-impl Drop for AgentScope {
-    fn drop(&mut self) {
-        if !self.ended {
-            self.pipeline.end_agent_scope(self.uuid);
-        }
-    }
 }
 
 /// The running pipeline seen by the host endpoint's `AgentScopes` service.

@@ -11,7 +11,7 @@
 //! A reading is taken once: a source's reading no later than its newest one (a cached
 //! answer seen again) adds nothing, and neither does a failure observed before it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -24,11 +24,12 @@ use wattline_model::energy::{
     EnergyRecord, Nanos, PowerRecord, ProcessShares, RaplZoneReading, ShareBasis,
 };
 use wattline_model::gpu_selection::GpuSelection;
-use wattline_model::report::{EnergyDomain, EnergyReport, ScopeEnergy};
+use wattline_model::report::EnergyDomain;
 use wattline_model::scope_energy::SettledScope;
-use wattline_model::trace_context::{ScopeTrace, parse_traceparent};
+use wattline_model::trace_context::ScopeTrace;
 
 mod reporting;
+mod settling;
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
 /// (the flush call, before its fresh reading arrived) can take their tail back out.
@@ -492,71 +493,6 @@ impl EnergyAccount {
             EnergyRecord::Report { at, wall } => self.last_report = Some((*at, *wall)),
         }
         Vec::new()
-    }
-
-    /// Where scope `uuid`'s span sits: under the caller's `traceparent` (one that does
-    /// not parse is left out: the API refuses it before it gets here), else under its
-    /// live `parent` scope's span, else in a trace of its own.
-    fn scope_trace(
-        &self,
-        uuid: Uuid,
-        parent: Option<Uuid>,
-        traceparent: Option<&str>,
-    ) -> ScopeTrace {
-        let caller = traceparent.and_then(|value| parse_traceparent(value).ok());
-        let parent_trace = parent.and_then(|parent| {
-            self.scopes
-                .iter()
-                .rev()
-                .find(|scope| scope.uuid == parent)
-                .map(|scope| (parent, &scope.trace))
-        });
-        ScopeTrace::resolve(uuid, caller.as_ref(), parent_trace)
-    }
-
-    /// From now on, every scope whose figures become final (it ended and no later
-    /// interval can reach it) is kept for [`Self::take_settled_scopes`].
-    pub fn announce_settled_scopes(&mut self) {
-        self.settled.get_or_insert_with(Vec::new);
-    }
-
-    /// The scopes settled since the last call, in the order they settled.
-    pub fn take_settled_scopes(&mut self) -> Vec<SettledScope> {
-        self.settled
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    /// The run's final word: every scope not yet announced is settled with its figures
-    /// as `report` (the final report) has them, and never announced again.
-    pub fn settle_remaining_scopes(&mut self, report: &EnergyReport) {
-        if self.settled.is_none() {
-            return;
-        }
-        let figures: HashMap<&str, &ScopeEnergy> = report
-            .agent_scopes
-            .iter()
-            .map(|scope| (scope.uuid.as_str(), scope))
-            .collect();
-        let remaining = |scope: &&ScopeAccount| !scope.announced;
-        let settled: Vec<SettledScope> = self
-            .scopes
-            .iter()
-            .filter(remaining)
-            .filter_map(|scope| {
-                let energy = figures.get(scope.uuid.to_string().as_str())?;
-                Some(self.settled_with(ScopeEnergy::clone(energy), scope))
-            })
-            .collect();
-        for scope in &mut self.scopes {
-            if figures.contains_key(scope.uuid.to_string().as_str()) {
-                scope.announced = true;
-            }
-        }
-        if let Some(pending) = &mut self.settled {
-            pending.extend(settled);
-        }
     }
 
     /// Whether `record` is a reading (or failure) the account has already seen past:

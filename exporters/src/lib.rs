@@ -13,6 +13,7 @@
 pub mod atof;
 pub mod atof_files;
 pub mod atof_frames;
+pub mod atof_lines;
 pub mod atof_reader;
 pub mod exporter;
 pub mod fanout;

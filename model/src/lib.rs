@@ -14,6 +14,7 @@ pub mod events;
 pub mod gpu_selection;
 pub mod marks;
 pub mod measurement;
+pub mod metric_measurements;
 pub mod metric_names;
 pub mod report;
 pub mod scope_energy;

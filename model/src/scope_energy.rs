@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType};
+use crate::metric_measurements::{
+    AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType,
+};
 use crate::report::{EnergyDomain, EnergySource, ScopeEnergy};
 
 /// Attributed energy of a step (its children's included), J.

@@ -1,0 +1,77 @@
+//! Announcing scopes whose figures became final, and where each scope's span sits.
+
+use std::collections::HashMap;
+
+use uuid::Uuid;
+use wattline_model::report::{EnergyReport, ScopeEnergy};
+use wattline_model::scope_energy::SettledScope;
+use wattline_model::trace_context::{ScopeTrace, parse_traceparent};
+
+use super::{EnergyAccount, ScopeAccount};
+
+impl EnergyAccount {
+    /// Where scope `uuid`'s span sits: under the caller's `traceparent` (one that does
+    /// not parse is left out: the API refuses it before it gets here), else under its
+    /// live `parent` scope's span, else in a trace of its own.
+    pub(super) fn scope_trace(
+        &self,
+        uuid: Uuid,
+        parent: Option<Uuid>,
+        traceparent: Option<&str>,
+    ) -> ScopeTrace {
+        let caller = traceparent.and_then(|value| parse_traceparent(value).ok());
+        let parent_trace = parent.and_then(|parent| {
+            self.scopes
+                .iter()
+                .rev()
+                .find(|scope| scope.uuid == parent)
+                .map(|scope| (parent, &scope.trace))
+        });
+        ScopeTrace::resolve(uuid, caller.as_ref(), parent_trace)
+    }
+
+    /// From now on, every scope whose figures become final (it ended and no later
+    /// interval can reach it) is kept for [`Self::take_settled_scopes`].
+    pub fn announce_settled_scopes(&mut self) {
+        self.settled.get_or_insert_with(Vec::new);
+    }
+
+    /// The scopes settled since the last call, in the order they settled.
+    pub fn take_settled_scopes(&mut self) -> Vec<SettledScope> {
+        self.settled
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// The run's final word: every scope not yet announced is settled with its figures
+    /// as `report` (the final report) has them, and never announced again.
+    pub fn settle_remaining_scopes(&mut self, report: &EnergyReport) {
+        if self.settled.is_none() {
+            return;
+        }
+        let figures: HashMap<&str, &ScopeEnergy> = report
+            .agent_scopes
+            .iter()
+            .map(|scope| (scope.uuid.as_str(), scope))
+            .collect();
+        let remaining = |scope: &&ScopeAccount| !scope.announced;
+        let settled: Vec<SettledScope> = self
+            .scopes
+            .iter()
+            .filter(remaining)
+            .filter_map(|scope| {
+                let energy = figures.get(scope.uuid.to_string().as_str())?;
+                Some(self.settled_with(ScopeEnergy::clone(energy), scope))
+            })
+            .collect();
+        for scope in &mut self.scopes {
+            if figures.contains_key(scope.uuid.to_string().as_str()) {
+                scope.announced = true;
+            }
+        }
+        if let Some(pending) = &mut self.settled {
+            pending.extend(settled);
+        }
+    }
+}
