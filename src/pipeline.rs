@@ -5,9 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wattline_exporters::RunIdentity;
-use wattline_model::events::new_uuid;
-
 use wattline_actors::EnergyReport;
 use wattline_actors::Epoch;
 use wattline_actors::EventSink;
@@ -20,13 +17,18 @@ use wattline_actors::gpu::visible_devices::GpuSelection;
 use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_actors::pipeline::DIAGNOSTICS_BUSY_LIMIT;
 use wattline_actors::pipeline::{
-    GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, ScopeStart,
-    open_diagnostics, prepare_gpu_source,
+    GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
+    prepare_gpu_source,
 };
 use wattline_config::energy::EnvironmentError;
 use wattline_config::{
     ConfigError, EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig,
 };
+use wattline_exporters::RunIdentity;
+use wattline_model::events::new_uuid;
+
+use crate::agent_scope::{AgentScope, ScopeOptions};
+use crate::exporting::OtlpIdentity;
 
 /// Why a pipeline call failed.
 #[derive(Debug, thiserror::Error)]
@@ -469,8 +471,6 @@ impl PreparedPipeline {
 }
 
 #[cfg(unix)]
-use crate::agent_scope::{AgentScope, ScopeOptions};
-use crate::exporting::OtlpIdentity;
 use crate::host::plugins::WorkerPlugins;
 
 /// Worker plugins need Unix sockets; elsewhere none is started.
@@ -792,14 +792,15 @@ struct RemoteScopes(Arc<RunningPipeline>);
 #[cfg(unix)]
 impl crate::host::ScopeControl for RemoteScopes {
     fn start_remote_scope(&self, start: crate::host::RemoteScopeStart<'_>) -> uuid::Uuid {
-        self.0.start_agent_scope_with(ScopeStart {
-            name: start.name,
-            parent: None,
-            attributes: &[wattline_model::events::REMOTE_SCOPE],
-            process_id: start.process_id,
-            weight: start.weight,
-            traceparent: start.traceparent,
-        })
+        self.0
+            .start_agent_scope_with(wattline_actors::pipeline::ScopeStart {
+                name: start.name,
+                parent: None,
+                attributes: &[wattline_model::events::REMOTE_SCOPE],
+                process_id: start.process_id,
+                weight: start.weight,
+                traceparent: start.traceparent,
+            })
     }
 
     fn end_scope(&self, uuid: uuid::Uuid, flags: &[&'static str]) -> bool {
