@@ -11,14 +11,7 @@ use std::path::{Path, PathBuf};
 use support::wattline;
 
 fn agent_step() -> PathBuf {
-    // target/debug/deps/agent_steps-HASH -> target/debug/examples/agent_step
-    let mut path = std::env::current_exe().unwrap();
-    path.pop();
-    path.pop();
-    path.push("examples");
-    path.push("agent_step");
-    assert!(path.exists(), "{} was not built", path.display());
-    path
+    support::example("agent_step")
 }
 
 struct Run {

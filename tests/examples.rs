@@ -1,19 +1,11 @@
 //! Every example runs and prints what it promises. `cargo test` builds the examples
 //! beside the test binaries; this runs them.
 
-use std::path::PathBuf;
+mod support;
+
 use std::process::Command;
 
-fn example(name: &str) -> PathBuf {
-    // target/debug/deps/examples-HASH -> target/debug/examples/NAME
-    let mut path = std::env::current_exe().unwrap();
-    path.pop();
-    path.pop();
-    path.push("examples");
-    path.push(name);
-    assert!(path.exists(), "{} was not built", path.display());
-    path
-}
+use support::example;
 
 fn run(name: &str) -> String {
     let home = tempfile::tempdir().unwrap();
@@ -57,6 +49,24 @@ fn energy_report_prints_the_table_and_json() {
     let report: serde_json::Value = serde_json::from_str(&out[json_start..]).unwrap();
     assert!(report["total"]["gpu_energy_kwh"].as_f64().unwrap() > 0.0);
     assert!(report["total"]["co2_grams"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn fleet_host_prints_its_run_id_and_a_report_of_its_concurrent_steps() {
+    let out = run("fleet_host");
+    let run_id = out
+        .lines()
+        .find_map(|line| line.strip_prefix("run id: "))
+        .expect("a run id line");
+    assert_eq!(run_id.len(), 36, "{run_id}");
+    let report: serde_json::Value = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    let scopes = report["agent_scopes"].as_array().unwrap();
+    let named = |name: &str| scopes.iter().filter(|s| s["name"] == name).count();
+    // Three workers, each at least one round of request (with a nested tool) and
+    // background in its one second.
+    assert!(named("request") >= 3, "{out}");
+    assert_eq!(named("tool"), named("request"), "{out}");
+    assert!(named("background") >= 3, "{out}");
 }
 
 /// The lines of the first ```rust block after `heading` in the README.

@@ -91,6 +91,18 @@ pub fn wattline(home: &std::path::Path) -> std::process::Command {
     command
 }
 
+/// The built example `name`, beside the test binaries (`cargo test` builds them).
+pub fn example(name: &str) -> std::path::PathBuf {
+    // target/debug/deps/TEST-HASH -> target/debug/examples/NAME
+    let mut path = std::env::current_exe().unwrap();
+    path.pop();
+    path.pop();
+    path.push("examples");
+    path.push(name);
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
 /// A loopback port nothing listens on now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

@@ -728,7 +728,13 @@ impl RunningPipeline {
             .await;
         self.supervisor.stop(None);
         if let Some(energy) = &self.energy {
-            energy.actor().stop(None);
+            // Waited for: a power reading it is still booking (the dense stream keeps
+            // coming until now) would otherwise reach the exporters after their
+            // shutdown, and the report would count it as lost.
+            let _ = energy
+                .actor()
+                .stop_and_wait(None, Some(Duration::from_secs(10)))
+                .await;
         }
         // The activation ends with its last handle: so do its components.
         if let Some(diagnostics) = &self.diagnostics {

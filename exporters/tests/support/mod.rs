@@ -291,6 +291,11 @@ impl SpanInbox {
             .collect()
     }
 
+    /// The requests received since the last call.
+    pub fn take(&self) -> Vec<ExportTraceServiceRequest> {
+        std::mem::take(&mut *self.0.lock().expect("span inbox"))
+    }
+
     /// The resources of every request so far.
     pub fn resources(&self) -> Vec<opentelemetry_proto::tonic::resource::v1::Resource> {
         self.0
@@ -378,9 +383,12 @@ pub fn grpc_receiver_on(addr: SocketAddr) -> std::io::Result<Receiver> {
     let inbox = Inbox::default();
     let listener = bind(addr)?;
     let addr = listener.local_addr()?;
-    let service = MetricsServiceServer::new(GrpcRecorder(inbox.clone()));
+    // Gzip as collectors forward by default (rotel's OTLP exporter, for one).
+    let service = MetricsServiceServer::new(GrpcRecorder(inbox.clone()))
+        .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
     let spans = SpanInbox::default();
-    let trace_service = TraceServiceServer::new(spans.clone());
+    let trace_service = TraceServiceServer::new(spans.clone())
+        .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
     runtime.spawn(async move {
         let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
             return;

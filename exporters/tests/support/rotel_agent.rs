@@ -43,7 +43,48 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// An agent that prints the metrics it receives and exports nothing.
     pub fn start(path: &str, grpc: std::net::SocketAddr, http: std::net::SocketAddr) -> Agent {
+        Agent::start_exporting(
+            path,
+            grpc,
+            http,
+            &[
+                "--exporter",
+                "blackhole",
+                "--debug-log",
+                "metrics",
+                "--debug-log-verbosity",
+                "detailed",
+            ],
+        )
+    }
+
+    /// An agent that forwards everything it receives (metrics and traces) over OTLP
+    /// gRPC (gzip, its default) to `downstream` (`http://HOST:PORT`, e.g. a
+    /// [`super::grpc_receiver`]): a collector tier in the middle, its output checked
+    /// exactly.
+    pub fn start_forwarding(
+        path: &str,
+        grpc: std::net::SocketAddr,
+        http: std::net::SocketAddr,
+        downstream: &str,
+    ) -> Agent {
+        Agent::start_exporting(
+            path,
+            grpc,
+            http,
+            &["--exporter", "otlp", "--otlp-exporter-endpoint", downstream],
+        )
+    }
+
+    /// An agent receiving OTLP on `grpc` and `http`, exporting as `exporter` says.
+    fn start_exporting(
+        path: &str,
+        grpc: std::net::SocketAddr,
+        http: std::net::SocketAddr,
+        exporter: &[&str],
+    ) -> Agent {
         let mut child = Command::new(path)
             .args([
                 "start",
@@ -51,13 +92,8 @@ impl Agent {
                 &grpc.to_string(),
                 "--otlp-http-endpoint",
                 &http.to_string(),
-                "--exporter",
-                "blackhole",
-                "--debug-log",
-                "metrics",
-                "--debug-log-verbosity",
-                "detailed",
             ])
+            .args(exporter)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
