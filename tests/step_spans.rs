@@ -133,6 +133,13 @@ async fn each_step_is_a_span_in_the_callers_trace_carrying_its_energy() {
         assert!(joules > 0.0);
         let coverage = double(span, "wattline.energy.coverage").unwrap();
         assert!(coverage > 0.0 && coverage <= 1.0, "{coverage}");
+        // The closed form: a constant 250 W over the covered part of the step. The
+        // span's times are wall-clock stamps taken beside the monotonic instants the
+        // energy is clipped at (a few µs apart here); 1 ms at 250 W is 0.25 J, 0.2% of
+        // the smallest step.
+        let seconds = (span.end_time_unix_nano - span.start_time_unix_nano) as f64 / 1e9;
+        let expected = 250.0 * coverage * seconds;
+        assert!((window - expected).abs() <= 250.0 * 1e-3, "{window} vs {expected}");
     }
     // The spans carry the run's resource, as the metrics do.
     let resource = &receiver.spans.resources()[0];

@@ -3,10 +3,7 @@
 //! samples, and clipping an interval to a window, live with the intervals in
 //! [`super::account`].
 
-pub use wattline_model::report::{DENSE_INTERVAL_SECONDS, EnergySource};
-
-/// Joules in one kilowatt-hour.
-pub const JOULES_PER_KILOWATT_HOUR: f64 = 3_600_000.0;
+pub use wattline_model::report::{DENSE_INTERVAL_SECONDS, EnergySource, JOULES_PER_KILOWATT_HOUR};
 
 /// Energy counted by a hardware counter between two readings, J. A counter that went
 /// backwards wrapped (when `wrap_at` is known and the earlier value was in its upper

@@ -22,15 +22,13 @@ use opentelemetry_sdk::trace::{
 };
 use tokio::runtime::Runtime;
 use wattline_config::OtlpTransport;
-use wattline_model::scope_energy::SettledScope;
+use wattline_model::scope_energy::{SettledScope, joules};
 
 use crate::otlp_grpc::lazy_channel;
 use crate::otlp_http::header_pairs;
 
 /// The path OTLP/HTTP collectors take traces on.
 pub const TRACES_PATH: &str = "/v1/traces";
-
-const JOULES_PER_KILOWATT_HOUR: f64 = 3.6e6;
 
 /// The URL spans are posted to: the endpoint's, with a `/v1/metrics` it ends with
 /// replaced, and `/v1/traces` appended.
@@ -89,7 +87,6 @@ pub fn scope_span(settled: &SettledScope) -> Option<SpanData> {
 /// CO2 in grams; a figure that was not measured is absent, never zero.
 fn span_attributes(settled: &SettledScope) -> Vec<KeyValue> {
     let energy = &settled.energy;
-    let joules = |kwh: Option<f64>| kwh.map(|kwh| kwh * JOULES_PER_KILOWATT_HOUR);
     let figures = [
         (
             "wattline.energy.attributed_joules",
@@ -218,6 +215,101 @@ impl SpanPipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::{TimeZone, Utc};
+    use wattline_model::report::ScopeEnergy;
+    use wattline_model::trace_context::{ScopeTrace, parse_traceparent};
+
+    /// A step of 2 s, 7200 J attributed (2 Wh), under the W3C example's caller span.
+    fn settled(attributed_kwh: Option<f64>, sampled: bool) -> SettledScope {
+        let started_at = Utc.timestamp_opt(1_700_000_000, 0).single().unwrap();
+        let mut caller =
+            parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+        caller.sampled = sampled;
+        let uuid = uuid::Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_00aa);
+        SettledScope {
+            energy: ScopeEnergy {
+                uuid: uuid.to_string(),
+                name: "plan".into(),
+                parent_uuid: None,
+                process_id: Some(42),
+                weight: None,
+                gpu_energy_kwh: attributed_kwh,
+                energy_kwh: attributed_kwh,
+                cost: None,
+                co2_grams: None,
+                attributed_gpu_energy_kwh: attributed_kwh,
+                attributed_energy_kwh: attributed_kwh,
+                attributed_cost: None,
+                attributed_co2_grams: None,
+                started_at,
+                ended_at: Some(started_at + chrono::Duration::seconds(2)),
+            },
+            attribution: "process-share-then-weight".into(),
+            methods: Default::default(),
+            meters: vec!["GPU-a".into()],
+            currency: "USD".into(),
+            ended_at_program_exit: false,
+            trace: Some(ScopeTrace::resolve(uuid, Some(&caller), None)),
+            coverage: attributed_kwh.map(|_| 1.0),
+        }
+    }
+
+    fn attribute(span: &SpanData, key: &str) -> Option<Value> {
+        span.attributes
+            .iter()
+            .find(|kv| kv.key.as_str() == key)
+            .map(|kv| kv.value.clone())
+    }
+
+    #[test]
+    fn a_span_has_the_steps_times_parent_and_energy_in_joules() {
+        let span = scope_span(&settled(Some(0.002), true)).unwrap();
+        assert_eq!(
+            span.span_context.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert_eq!(span.parent_span_id.to_string(), "00f067aa0ba902b7");
+        assert!(span.parent_span_is_remote);
+        assert_eq!(span.span_context.span_id().to_string(), "80000000000000aa");
+        let seconds = span.end_time.duration_since(span.start_time).unwrap();
+        assert_eq!(seconds, Duration::from_secs(2));
+        assert_eq!(
+            attribute(&span, "wattline.energy.attributed_joules"),
+            Some(Value::F64(7200.0))
+        );
+        assert_eq!(attribute(&span, "process.pid"), Some(Value::I64(42)));
+        assert_eq!(span.status, Status::Unset);
+    }
+
+    #[test]
+    fn a_figure_not_measured_is_no_attribute_not_zero() {
+        let span = scope_span(&settled(None, true)).unwrap();
+        for key in [
+            "wattline.energy.attributed_joules",
+            "wattline.energy.window_joules",
+            "wattline.cost.attributed",
+            "wattline.energy.coverage",
+        ] {
+            assert_eq!(attribute(&span, key), None, "{key}");
+        }
+    }
+
+    #[test]
+    fn an_unsampled_caller_gets_no_span_and_a_step_left_open_is_an_error() {
+        assert!(scope_span(&settled(Some(0.002), false)).is_none());
+        let mut left_open = settled(Some(0.002), true);
+        left_open.ended_at_program_exit = true;
+        let span = scope_span(&left_open).unwrap();
+        assert!(
+            matches!(span.status, Status::Error { .. }),
+            "{:?}",
+            span.status
+        );
+        assert_eq!(
+            attribute(&span, "wattline.ended_at_program_exit"),
+            Some(Value::Bool(true))
+        );
+    }
 
     #[test]
     fn traces_go_beside_metrics() {

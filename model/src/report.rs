@@ -25,6 +25,9 @@ pub enum EnergySource {
     Mixed,
 }
 
+/// Joules in one kilowatt-hour.
+pub const JOULES_PER_KILOWATT_HOUR: f64 = 3_600_000.0;
+
 /// Longest mean interval between readings that counts as dense sampling, s.
 pub const DENSE_INTERVAL_SECONDS: f64 = 0.5;
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::metric_measurements::{
     AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType,
 };
-use crate::report::{EnergyDomain, EnergySource, ScopeEnergy};
+use crate::report::{EnergyDomain, EnergySource, JOULES_PER_KILOWATT_HOUR, ScopeEnergy};
 
 /// Attributed energy of a step (its children's included), J.
 pub const SCOPE_ATTRIBUTED_ENERGY: &str = "wattline.scope.energy.attributed";
@@ -50,8 +50,6 @@ const COST_BOUNDARIES: &[f64] = &[
 const CO2_BOUNDARIES: &[f64] = &[
     1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4,
 ];
-
-const JOULES_PER_KILOWATT_HOUR: f64 = 3.6e6;
 
 /// One per-step histogram: its name, unit (`None`: the configured currency), meaning
 /// and buckets.
@@ -134,7 +132,6 @@ impl SettledScope {
     /// configured limit.
     pub fn measurements(&self, metric_name: &str) -> Vec<MetricMeasurement> {
         let energy = &self.energy;
-        let joules = |kwh: Option<f64>| kwh.map(|kwh| kwh * JOULES_PER_KILOWATT_HOUR);
         let observations = [
             (
                 &ATTRIBUTED_ENERGY_HISTOGRAM,
@@ -166,6 +163,11 @@ impl SettledScope {
             })
             .collect()
     }
+}
+
+/// `kwh` in joules, the unit of the per-step figures on the wire.
+pub fn joules(kwh: Option<f64>) -> Option<f64> {
+    kwh.map(|kwh| kwh * JOULES_PER_KILOWATT_HOUR)
 }
 
 /// The count of steps whose name was folded into [`OTHER_SCOPE_NAME`]: one observation
