@@ -139,7 +139,10 @@ async fn each_step_is_a_span_in_the_callers_trace_carrying_its_energy() {
         // the smallest step.
         let seconds = (span.end_time_unix_nano - span.start_time_unix_nano) as f64 / 1e9;
         let expected = 250.0 * coverage * seconds;
-        assert!((window - expected).abs() <= 250.0 * 1e-3, "{window} vs {expected}");
+        assert!(
+            (window - expected).abs() <= 250.0 * 1e-3,
+            "{window} vs {expected}"
+        );
     }
     // The spans carry the run's resource, as the metrics do.
     let resource = &receiver.spans.resources()[0];
