@@ -147,10 +147,13 @@ impl GpuSampler {
             sample
         });
         SamplerOutput {
+            // Without a source GPU reading is off (the host's choice): its groups are
+            // `null`, as when the configuration turns them off. A source that answers
+            // nothing (no backend) gives empty groups instead.
             reading: GpuReading {
                 sample,
-                device_metrics: self.config.device_metrics,
-                process_metrics: self.config.process_metrics,
+                device_metrics: self.config.device_metrics && self.source.is_some(),
+                process_metrics: self.config.process_metrics && self.source.is_some(),
             },
             coverage: FieldCoverage::new(),
             problems: ReadProblems::default(),

@@ -78,7 +78,9 @@ pub struct AcceleratorProcessMetrics {
     pub compute_utilization: Option<Measurement<UtilizationUnit>>,
 }
 
-/// The GPU category: each group `null` when disabled or collection cannot start.
+/// The GPU category: each group `null` when disabled (or GPU reading is turned off),
+/// a list otherwise: empty when no backend answered, as the reference gives it (why
+/// nothing answered is in diagnostics, `doctor` and the report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuMetrics {
     /// Device records.
@@ -322,14 +324,16 @@ pub struct GpuReading {
     pub process_metrics: bool,
 }
 
-/// The GPU category in output units. A group is `null` when turned off or when no
-/// backend answered (missing, failed, still starting: collection cannot start); an
-/// answer with no record is an empty group.
+/// The GPU category in output units. A group turned off is `null`; a wanted group is
+/// a list, empty when no backend answered (missing, failed, still starting) or the
+/// answer had no record: the reference's shape, so `for device in
+/// gpu.device_metrics` holds on every machine.
 pub fn gpu_metrics(reading: &GpuReading, units: &GpuUnits) -> GpuMetrics {
     let sample = reading.sample.as_ref();
-    let devices = sample.filter(|_| reading.device_metrics).map(|sample| {
+    let devices = reading.device_metrics.then(|| {
         sample
-            .devices
+            .map(|sample| sample.devices.as_slice())
+            .unwrap_or_default()
             .iter()
             .map(|device| AcceleratorDeviceMetrics {
                 vendor: device.vendor,
@@ -343,9 +347,10 @@ pub fn gpu_metrics(reading: &GpuReading, units: &GpuUnits) -> GpuMetrics {
             })
             .collect()
     });
-    let processes = sample.filter(|_| reading.process_metrics).map(|sample| {
+    let processes = reading.process_metrics.then(|| {
         sample
-            .processes
+            .map(|sample| sample.processes.as_slice())
+            .unwrap_or_default()
             .iter()
             .map(|process| AcceleratorProcessMetrics {
                 vendor: process.vendor,
@@ -372,7 +377,7 @@ mod tests {
     use wattline_config::units::MeasurementValue::{Decimal, Integer};
 
     #[test]
-    fn gpu_groups_are_null_when_off_or_unanswered_empty_when_no_record_and_converted_otherwise() {
+    fn gpu_groups_are_null_when_off_empty_when_unanswered_or_no_record_and_converted_otherwise() {
         let units = GpuUnits {
             device_compute_utilization: UtilizationUnit::Fraction,
             ..GpuUnits::default()
@@ -394,11 +399,12 @@ mod tests {
             process_metrics: true,
             ..off.clone()
         };
+        // The reference's shape without a backend: empty groups, not null.
         assert_eq!(
             gpu_metrics(&unanswered, &units),
             GpuMetrics {
-                device_metrics: None,
-                process_metrics: None
+                device_metrics: Some(Vec::new()),
+                process_metrics: Some(Vec::new())
             }
         );
         let no_record = GpuReading {
