@@ -187,7 +187,11 @@ export interface AcceleratorProcessMetrics {
   computeUtilization: M<UtilizationUnit>;
 }
 
-/** The GPU category: each group `null` when disabled or collection cannot start. */
+/**
+ * The GPU category: each group `null` when disabled (or GPU reading is turned off),
+ * a list otherwise: empty when no backend answered, as the reference gives it (why
+ * nothing answered is in diagnostics, `doctor` and the report).
+ */
 export interface GpuMetrics {
   /** Device records. */
   deviceMetrics: AcceleratorDeviceMetrics[] | null;
@@ -236,7 +240,10 @@ export interface NetworkMetrics {
 // --- end generated ---
 
 export interface Snapshot {
-  timestamp: Date;
+  /** When collection finished: the spec's ISO 8601 string in UTC (`...Z`). */
+  timestamp: string;
+  /** The same instant as a `Date` (not enumerable: not in `toJSON()` nor `Object.keys`). */
+  readonly timestampDate: Date;
   operatingSystem: OperatingSystem;
   measurementScope: MeasurementScope;
   processSampling: ProcessSampling | null;
@@ -323,12 +330,76 @@ export class Pipeline {
   collect(): Promise<Snapshot>;
   agentScope(name: string, options?: ScopeOptions): Promise<AgentScope>;
   flush(): Promise<EnergyReport>;
+  /** Sends what its exporters hold (with or without the energy component). */
+  flushTelemetry(): Promise<void>;
   shutdown(): Promise<EnergyReport | null>;
   readonly report: EnergyReport | null | undefined;
   [Symbol.asyncDispose](): Promise<EnergyReport | null>;
 }
 
+/**
+ * One snapshot on this process's on-demand series for these options: the first call
+ * starts a pipeline (kept for the process), later calls with the same options continue
+ * its series, so rates appear from the second call on.
+ */
 export function collect(options?: Pick<Options, 'config' | 'scope' | 'pid'>): Promise<Snapshot>;
+/**
+ * The reference's `collectResourceMetrics()`: one snapshot on the active plugin host's
+ * series (`require('wattline/plugin').initialize`); refused without an active
+ * `resource_metrics` component.
+ */
+export function collectResourceMetrics(): Promise<Snapshot>;
+/** Sends what the module's pipelines (plugin host, `collect()`, `agentScope()`) hold for their exporters. */
+export function flushTelemetry(): Promise<void>;
+
+/**
+ * One device as a GPU source's `sample()` answers it, in the `gen_ai.gpu.*` units;
+ * every field optional (absent or `null`: not read, never 0). Other names are refused
+ * (the sample then observes nothing, and the log says which record and field).
+ */
+export interface GpuSample {
+  index?: number;
+  /** The device's identifier; default `gpu-<index>`. */
+  uuid?: string;
+  name?: string;
+  /** Default `nvidia`. */
+  vendor?: AcceleratorVendor;
+  /** % */
+  utilization?: number | null;
+  /** % */
+  memoryUtilization?: number | null;
+  /** MiB */
+  memoryUsed?: number | null;
+  /** MiB */
+  memoryTotal?: number | null;
+  /** °C */
+  temperature?: number | null;
+  /** W */
+  powerDraw?: number | null;
+  /** W */
+  powerLimit?: number | null;
+  /** MHz */
+  smClock?: number | null;
+  /** MHz */
+  memoryClock?: number | null;
+  /** % */
+  fanSpeed?: number | null;
+}
+
+/** A source of GPU readings: a vendor tool, an exporter already running. */
+export interface GpuSource {
+  /** The devices now, or `undefined` when it observed nothing. Waited for at most 10 s. */
+  sample(): Promise<GpuSample[] | undefined>;
+  /** Its name in reports (`gpu_source`); default `node`. */
+  name?: string;
+}
+
+/**
+ * Replaces nvidia-smi, NVML and DRM for every pipeline started from now on: `factory()`
+ * is called at each start; a factory returning `undefined` turns GPU reading off (the
+ * `gpu` category is then `null`). `setGpuSource(undefined)` restores wattline's own.
+ */
+export function setGpuSource(factory: (() => GpuSource | undefined) | undefined): void;
 export function agentScope(name: string, options?: ScopeOptions): Promise<AgentScope>;
 export function defaultPipelineReport(): Promise<EnergyReport | null>;
 export function underWattlineRun(): boolean;

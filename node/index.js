@@ -2,7 +2,8 @@
 // wattline for Node.js: resource snapshots, a measuring pipeline with Agent scopes, and
 // the energy/cost/CO2 report, over the same Rust crate as the `wattline` CLI. The native
 // addon (src/lib.rs) returns JSON; this file gives it the spec's JavaScript shape:
-// camelCase names, `bigint` above Number.MAX_SAFE_INTEGER, string enums, `Date`s.
+// camelCase names, `bigint` above Number.MAX_SAFE_INTEGER, string enums, a snapshot's
+// `timestamp` as the spec's ISO string (`timestampDate` beside it), `Date`s in reports.
 
 const path = require('node:path');
 
@@ -81,8 +82,9 @@ function toSnake(name) {
 
 // Objects whose keys are data (canonical field paths), not names.
 const DATA_KEYS = new Set(['field_sampled_processes']);
-// Timestamps, made Dates.
+// Timestamps, made Dates (in reports; a snapshot keeps the spec's ISO string).
 const DATE_KEYS = new Set(['timestamp', 'started_at', 'ended_at', 'recorded_at', 'taken_at', 'last_observed_at', 'observed_at']);
+const NO_DATE_KEYS = new Set();
 
 function parseTagged(text, bigint) {
   return JSON.parse(text, (key, value) => {
@@ -93,16 +95,16 @@ function parseTagged(text, bigint) {
   });
 }
 
-function camelize(value, key) {
-  if (Array.isArray(value)) return value.map((item) => camelize(item, key));
+function camelize(value, key, dateKeys = DATE_KEYS) {
+  if (Array.isArray(value)) return value.map((item) => camelize(item, key, dateKeys));
   if (value && typeof value === 'object' && typeof value !== 'bigint') {
     const out = {};
     for (const [name, item] of Object.entries(value)) {
-      out[DATA_KEYS.has(key) ? name : toCamel(name)] = DATA_KEYS.has(key) ? item : camelize(item, name);
+      out[DATA_KEYS.has(key) ? name : toCamel(name)] = DATA_KEYS.has(key) ? item : camelize(item, name, dateKeys);
     }
     return out;
   }
-  if (typeof value === 'string' && DATE_KEYS.has(key)) return new Date(value);
+  if (typeof value === 'string' && dateKeys.has(key)) return new Date(value);
   return value;
 }
 
@@ -114,9 +116,17 @@ function withJson(object, text) {
   return object;
 }
 
-/** A snapshot object from the native tagged JSON. */
+/** A snapshot object from the native tagged JSON: `timestamp` the ISO string, as the
+ * spec gives it; `timestampDate` (not enumerable) the same instant as a `Date`. */
 function snapshotOf(text) {
-  return withJson(camelize(parseTagged(text, true), ''), text);
+  const snapshot = withJson(camelize(parseTagged(text, true), '', NO_DATE_KEYS), text);
+  Object.defineProperty(snapshot, 'timestampDate', {
+    get() {
+      return new Date(this.timestamp);
+    },
+    enumerable: false,
+  });
+  return snapshot;
 }
 
 /** A report object; `toString()` is the CLI's table. */
@@ -155,9 +165,91 @@ function nativeOptions(options = {}) {
   return out;
 }
 
-/** One snapshot, as `wattline collect` takes it. Default scope: this process's tree. */
+// --- GPU source hook ------------------------------------------------------------------
+
+let gpuSourceFactory;
+
+/**
+ * Replaces GPU source selection for every pipeline started from now on (`collect()`'s,
+ * `Pipeline.start`, `plugin.initialize`): `factory()` is called at each start and
+ * returns a source (`sample(): Promise<GpuSample[] | undefined>`), or `undefined`,
+ * which turns GPU reading off. `setGpuSource(undefined)` restores wattline's own.
+ */
+function setGpuSource(factory) {
+  if (factory !== undefined && factory !== null && typeof factory !== 'function') {
+    throw new TypeError(`setGpuSource: a factory returning a source, or undefined (got ${typeof factory})`);
+  }
+  gpuSourceFactory = factory || undefined;
+}
+
+/** A device record as the native side reads it: snake_case names. */
+function snakeRecord(device) {
+  const out = {};
+  for (const [name, value] of Object.entries(device || {})) out[toSnake(name)] = value;
+  return out;
+}
+
+/** What a pipeline start passes for the GPU: `{ gpu: false }`, `{ sampler, name }`, or nothing. */
+function gpuHook() {
+  if (!gpuSourceFactory) return {};
+  const source = gpuSourceFactory();
+  if (source === undefined || source === null) return { gpu: false };
+  if (typeof source.sample !== 'function') throw new TypeError('setGpuSource: the source needs a sample() method');
+  const sampler = (id) => {
+    Promise.resolve()
+      .then(() => source.sample())
+      .then(
+        (devices) => native.deliverGpuSample(id, devices == null ? null : JSON.stringify(Array.from(devices, snakeRecord)), null),
+        (error) => native.deliverGpuSample(id, null, String((error && error.message) || error)),
+      );
+  };
+  return { sampler, name: typeof source.name === 'string' ? source.name : undefined };
+}
+
+/** Starts a native pipeline with the GPU hook applied. */
+function startNativePipeline(options) {
+  const hook = options.gpu === false ? {} : gpuHook();
+  const settings = hook.gpu === false ? { ...options, gpu: false } : options;
+  return native.startPipeline(settings, hook.sampler, hook.name);
+}
+
+// --- module-level collect(): one series per set of options -----------------------
+
+// Started pipelines of module-level collect(), by their options; the one without
+// options is the one module-level agentScope() uses.
+const seriesPipelines = new Map();
+
+function seriesKey(settings) {
+  return JSON.stringify(Object.keys(settings).sort().map((name) => [name, settings[name]]));
+}
+
+/**
+ * One snapshot on this process's on-demand series for these options, as `wattline
+ * collect` takes it. The first call starts a pipeline (kept for the process), later
+ * calls with the same options continue its series: rates and GPU process use from the
+ * second call on. Default scope: this process's tree.
+ */
 async function collect(options = {}) {
-  return snapshotOf(await call(native.collectJson(nativeOptions(options))));
+  const settings = nativeOptions(options);
+  const key = seriesKey(settings);
+  if (key === seriesKey({})) return (await defaultPipelineNow()).collect();
+  let started = seriesPipelines.get(key);
+  if (!started) {
+    started = call(startNativePipeline(settings)).then((inner) => new Pipeline(inner));
+    seriesPipelines.set(key, started);
+    started.catch(() => seriesPipelines.delete(key));
+  }
+  const pipeline = await started;
+  try {
+    return await pipeline.collect();
+  } catch (error) {
+    if (error instanceof ConfigError && seriesPipelines.get(key) === started) {
+      // Nothing to collect with this configuration: no series to keep.
+      seriesPipelines.delete(key);
+      await pipeline.shutdown().catch(() => {});
+    }
+    throw error;
+  }
 }
 
 class AgentScope {
@@ -242,7 +334,7 @@ class Pipeline {
 
   /** Starts measuring: `{ config, scope, intervalMs, atofDir, otlpEndpoint, gpu }`. */
   static async start(options = {}) {
-    return new Pipeline(await call(native.startPipeline(nativeOptions(options))));
+    return new Pipeline(await call(startNativePipeline(nativeOptions(options))));
   }
 
   _running() {
@@ -270,6 +362,11 @@ class Pipeline {
     const step = new AgentScope(name, async () => callNow(() => inner.endScope(uuid)));
     step.uuid = uuid;
     return step;
+  }
+
+  /** Sends what the exporters hold (with or without the energy component). */
+  async flushTelemetry() {
+    await call(this._running().flushTelemetry());
   }
 
   /** The energy report so far. */
@@ -303,6 +400,18 @@ function underWattlineRun() {
 
 let defaultPipeline;
 
+/** The process-wide pipeline module-level `agentScope()` and `collect()` share. */
+function defaultPipelineNow() {
+  if (!defaultPipeline) {
+    const started = Pipeline.start();
+    defaultPipeline = started;
+    started.catch(() => {
+      if (defaultPipeline === started) defaultPipeline = undefined;
+    });
+  }
+  return defaultPipeline;
+}
+
 /**
  * An Agent scope for this program: under `wattline run` it marks the step in the run's
  * pipeline over its host endpoint; elsewhere in a process-wide default pipeline.
@@ -315,8 +424,7 @@ async function agentScope(name, options) {
     const id = await call(native.hostStartScope(name, weight, traceparent));
     return new AgentScope(name, () => native.hostEndScope(id));
   }
-  if (!defaultPipeline) defaultPipeline = Pipeline.start();
-  return (await defaultPipeline).agentScope(name, { weight, traceparent });
+  return (await defaultPipelineNow()).agentScope(name, { weight, traceparent });
 }
 
 /** Stops the process-wide pipeline and returns its report (`null` if none ran). */
@@ -327,6 +435,50 @@ async function defaultPipelineReport() {
   return pipeline.shutdown();
 }
 
+// --- the reference's shape: collectResourceMetrics(), flushTelemetry(), plugin ------
+
+/** The active plugin host (`require('wattline/plugin').initialize`), if any. */
+let activeHost;
+
+/**
+ * One snapshot on the active plugin host's on-demand series (no mark): the first has
+ * no rates, later ones do. Needs an active `resource_metrics` component, as in the
+ * reference.
+ */
+async function collectResourceMetrics() {
+  return snapshotOf(await call(native.hostCollectJson()));
+}
+
+/**
+ * Sends what every pipeline this module holds has for its exporters: the active plugin
+ * host's, `collect()`'s and `agentScope()`'s (each took its first GPU reading when it
+ * started). Resolves when they are sent.
+ */
+async function flushTelemetry() {
+  const pending = [];
+  if (activeHost && activeHost.isActive) pending.push(call(activeHost.flushTelemetry()));
+  const pipelines = [defaultPipeline, ...seriesPipelines.values()].filter(Boolean);
+  for (const started of pipelines) {
+    pending.push(started.then((pipeline) => (pipeline._stopped ? undefined : pipeline.flushTelemetry())).catch(() => {}));
+  }
+  await Promise.all(pending);
+}
+
+/** The plugin host facade's hooks for `plugin.js` (one implementation, here). */
+const hostSupport = {
+  async start(configJson, additionalPluginsToml) {
+    const hook = gpuHook();
+    const host = await call(native.startPluginHost(configJson, additionalPluginsToml, hook.gpu !== false, hook.sampler, hook.name));
+    activeHost = host;
+    return host;
+  },
+  async close(host) {
+    await call(host.close());
+    if (activeHost === host) activeHost = undefined;
+  },
+  ConfigError,
+};
+
 module.exports = {
   AgentScope,
   ConfigError,
@@ -334,10 +486,14 @@ module.exports = {
   WattlineError,
   agentScope,
   collect,
+  collectResourceMetrics,
   defaultPipelineReport,
+  flushTelemetry,
+  setGpuSource,
   toCamel,
   toSnake,
   underWattlineRun,
+  _hostSupport: hostSupport,
   // For the package's own tests: the decoding every answer goes through.
   _decode: (json) => camelize(parseTagged(native.encodeJson(json), true), ''),
 };

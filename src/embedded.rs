@@ -5,11 +5,13 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use wattline_config::{ConfigError, EffectiveConfig, MeasurementScopeSetting, PluginsDocument};
 
 use crate::{AgentScope, EnergyReport, Pipeline, ScopeTarget, snapshot::Snapshot};
+
+pub mod gpu_records;
 
 /// Where the configuration comes from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -21,6 +23,32 @@ pub enum ConfigSource {
     File(PathBuf),
     /// A plugins.toml table given in code as JSON text; errors name it `<config>`.
     Json(String),
+    /// The plugin host's layering (the reference's `initialize`): the discovered
+    /// files (`explicit` replacing the user's file, the system file kept), then the
+    /// table given in code as JSON text, which overrides them.
+    Layered {
+        /// A plugins.toml (or a directory holding one) in place of the user's file.
+        explicit: Option<PathBuf>,
+        /// The configuration given in code, as JSON text; errors name it `<config>`.
+        json: String,
+    },
+}
+
+/// Makes the GPU source of each pipeline started with it (`None`: GPU reading is
+/// off): how a language package plugs in a source written in that language.
+#[derive(Clone)]
+pub struct GpuSourceHook(pub Arc<dyn Fn() -> Option<Box<dyn crate::gpu::GpuSource>> + Send + Sync>);
+
+impl std::fmt::Debug for GpuSourceHook {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("GpuSourceHook")
+    }
+}
+
+impl PartialEq for GpuSourceHook {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// The options every embedded API takes.
@@ -41,6 +69,8 @@ pub struct EmbeddedOptions {
     pub otlp_endpoint: Option<String>,
     /// `false` reads no GPU.
     pub gpu: bool,
+    /// Replaces GPU source selection (with `gpu` on).
+    pub gpu_source: Option<GpuSourceHook>,
 }
 
 /// Why an embedded call failed: a refused configuration, or anything else.
@@ -69,21 +99,29 @@ pub fn load(source: &ConfigSource) -> Result<EffectiveConfig, EmbeddedError> {
     match source {
         ConfigSource::Defaults => Ok(crate::library_default_config()),
         ConfigSource::File(path) => Ok(crate::load_config(Some(path.clone()))?),
-        ConfigSource::Json(json) => {
-            let value: serde_json::Value = serde_json::from_str(json).map_err(|error| {
-                ConfigError::new("<config>", "", format!("not JSON-like data: {error}"))
-            })?;
-            let table = toml::Table::try_from(&value).map_err(|error| {
-                ConfigError::new(
-                    "<config>",
-                    "",
-                    format!("cannot be a plugins.toml table (TOML has no null): {error}"),
-                )
-            })?;
-            let document = PluginsDocument::from_table("<config>", &table)?;
-            Ok(EffectiveConfig::merge(&[document])?)
+        ConfigSource::Json(json) => Ok(EffectiveConfig::merge(&[document_from_json(json)?])?),
+        ConfigSource::Layered { explicit, json } => {
+            let mut layers =
+                wattline_config::Discovery::from_environment(explicit.clone()).load()?;
+            layers.push(document_from_json(json)?);
+            Ok(EffectiveConfig::merge(&layers)?)
         }
     }
+}
+
+/// A plugins.toml table given in code as JSON text, checked by the file's rules.
+fn document_from_json(json: &str) -> Result<PluginsDocument, ConfigError> {
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|error| {
+        ConfigError::new("<config>", "", format!("not JSON-like data: {error}"))
+    })?;
+    let table = toml::Table::try_from(&value).map_err(|error| {
+        ConfigError::new(
+            "<config>",
+            "",
+            format!("cannot be a plugins.toml table (TOML has no null): {error}"),
+        )
+    })?;
+    PluginsDocument::from_table("<config>", &table)
 }
 
 fn scope_setting(scope: Option<&str>) -> Result<Option<MeasurementScopeSetting>, EmbeddedError> {
@@ -157,9 +195,22 @@ pub fn pipeline_config(
 /// Starts a pipeline with `options`. Call inside a Tokio runtime.
 pub async fn start_pipeline(options: &EmbeddedOptions) -> Result<Pipeline, EmbeddedError> {
     let (config, target) = pipeline_config(options)?;
+    spawn_pipeline(config, target, options).await
+}
+
+async fn spawn_pipeline(
+    config: EffectiveConfig,
+    target: ScopeTarget,
+    options: &EmbeddedOptions,
+) -> Result<Pipeline, EmbeddedError> {
     let mut builder = Pipeline::builder().config(config).scope(target);
-    if !options.gpu {
-        builder = builder.gpu_source(|| None);
+    match (&options.gpu_source, options.gpu) {
+        (_, false) => builder = builder.gpu_source(|| None),
+        (Some(hook), true) => {
+            let hook = Arc::clone(&hook.0);
+            builder = builder.gpu_source(move || hook());
+        }
+        (None, true) => {}
     }
     builder
         .spawn()
@@ -167,37 +218,12 @@ pub async fn start_pipeline(options: &EmbeddedOptions) -> Result<Pipeline, Embed
         .map_err(|error| EmbeddedError::Other(error.to_string()))
 }
 
-/// One snapshot from a pipeline started for it and shut down after (no polling, no
-/// energy stage): the reading `wattline collect` prints. Only the configuration,
-/// scope and pid of `options` apply.
-pub async fn collect_once(options: &EmbeddedOptions) -> Result<Snapshot, EmbeddedError> {
-    let mut config = load(&options.config)?;
-    let target = target(&config, options.scope.as_deref(), options.pid)?;
-    let Some(resource) = config.resource_metrics.as_mut() else {
-        return Err(EmbeddedError::Config(ConfigError::new(
-            "config",
-            "",
-            "resource_metrics is disabled by the configuration: there is nothing to collect",
-        )));
-    };
-    resource.polling = Default::default();
-    config.energy = None;
-    let pipeline = Pipeline::builder()
-        .config(config)
-        .scope(target)
-        .spawn()
-        .await
-        .map_err(|error| EmbeddedError::Other(error.to_string()))?;
-    let snapshot = pipeline.collect().await;
-    let _ = pipeline.shutdown().await;
-    snapshot.map_err(|error| EmbeddedError::Other(error.to_string()))
-}
-
 /// A pipeline as a language package holds it: live Agent scopes kept by UUID (a
 /// foreign caller holds a string, not a guard), and the final report kept so that a
 /// second shutdown answers the same.
 pub struct EmbeddedPipeline {
     pipeline: Pipeline,
+    collects: bool,
     scopes: Mutex<HashMap<String, AgentScope>>,
     report: Mutex<Option<Option<EnergyReport>>>,
 }
@@ -205,11 +231,20 @@ pub struct EmbeddedPipeline {
 impl EmbeddedPipeline {
     /// Starts a pipeline with `options`. Call inside a Tokio runtime.
     pub async fn start(options: &EmbeddedOptions) -> Result<EmbeddedPipeline, EmbeddedError> {
+        let (config, target) = pipeline_config(options)?;
+        let collects = config.resource_metrics.is_some();
         Ok(EmbeddedPipeline {
-            pipeline: start_pipeline(options).await?,
+            pipeline: spawn_pipeline(config, target, options).await?,
+            collects,
             scopes: Mutex::new(HashMap::new()),
             report: Mutex::new(None),
         })
+    }
+
+    /// Whether its configuration has the `resource_metrics` component (`collect`
+    /// needs it).
+    pub fn collects(&self) -> bool {
+        self.collects
     }
 
     fn scopes(&self) -> MutexGuard<'_, HashMap<String, AgentScope>> {
@@ -222,8 +257,16 @@ impl EmbeddedPipeline {
         EmbeddedError::Other(error.to_string())
     }
 
-    /// One on-demand snapshot.
+    /// One on-demand snapshot: the first of this pipeline's series has no rates,
+    /// later ones do.
     pub async fn collect(&self) -> Result<Snapshot, EmbeddedError> {
+        if !self.collects {
+            return Err(EmbeddedError::Config(ConfigError::new(
+                "config",
+                "",
+                "resource_metrics is disabled by the configuration: there is nothing to collect",
+            )));
+        }
         self.pipeline.collect().await.map_err(Self::other)
     }
 
@@ -262,6 +305,11 @@ impl EmbeddedPipeline {
     /// The energy report so far.
     pub async fn flush(&self) -> Result<EnergyReport, EmbeddedError> {
         self.pipeline.flush().await.map_err(Self::other)
+    }
+
+    /// Sends what the exporters hold, with or without the energy component.
+    pub async fn flush_telemetry(&self) -> Result<(), EmbeddedError> {
+        self.pipeline.flush_telemetry().await.map_err(Self::other)
     }
 
     /// Ends the live scopes, stops the pipeline and returns its final report; a second

@@ -7,12 +7,14 @@
 #![warn(missing_docs)]
 
 mod agent_scope;
+pub mod api;
 pub mod embedded;
 mod exporting;
 #[cfg(unix)]
 pub mod host;
 pub mod overrides;
 mod pipeline;
+pub mod plugin;
 pub mod report;
 
 use std::path::PathBuf;

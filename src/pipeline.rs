@@ -632,6 +632,22 @@ impl Pipeline {
         Ok(report)
     }
 
+    /// Sends what the exporters hold: [`Self::flush`] where the energy component is
+    /// on (one last sample, the report dropped), else the exporters alone. For
+    /// `flushTelemetry()` before a short program exits.
+    pub async fn flush_telemetry(&self) -> Result<(), Error> {
+        match self.flush().await {
+            Ok(_) => Ok(()),
+            Err(Error::Pipeline(PipelineError::EnergyDisabled)) => {
+                if let Some(exporters) = &self.exporters {
+                    exporters.flush(crate::exporting::EXPORTER_DEADLINE).await;
+                }
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
     /// Closes the energy window at `at` (e.g. when a measured command exited): the
     /// final report of [`Self::shutdown`], and every scope still live then, end at that
     /// instant instead of at the shutdown call. The first call wins.

@@ -5,6 +5,9 @@ const plan = () => new Promise((resolve) => setTimeout(resolve, 200)); // the st
 (async () => {
   const snapshot = await wattline.collect(); // the process tree rooted here
   console.log(snapshot.cpu.totalTime.value, snapshot.cpu.totalTime.unit); // e.g. 60 milliseconds
+  await plan();
+  const rate = (await wattline.collect()).cpu.consumptionRate; // one series: rates from the 2nd call
+  console.log(rate.value, rate.unit, snapshot.timestamp); // e.g. 0.01 logical_processors 2026-…Z
   const pipeline = await wattline.Pipeline.start({ intervalMs: 1000 });
   const step = await pipeline.agentScope('planner'); // or `await using step = ...`
   await plan();

@@ -5,17 +5,22 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use wattline::embedded::{self, ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
+use wattline::embedded::{ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
+
+pub mod gpu_source;
+pub mod plugin_host;
+
+use gpu_source::GpuSampler;
 
 /// The largest integer a JavaScript number holds exactly.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Error messages start with a code the JavaScript layer turns into `error.code`.
-fn failure(code: &str, message: impl std::fmt::Display) -> Error {
+pub(crate) fn failure(code: &str, message: impl std::fmt::Display) -> Error {
     Error::new(Status::GenericFailure, format!("[{code}] {message}"))
 }
 
-fn embedded_error(error: EmbeddedError) -> Error {
+pub(crate) fn embedded_error(error: EmbeddedError) -> Error {
     match error {
         EmbeddedError::Config(error) => failure("WATTLINE_CONFIG", error),
         EmbeddedError::Other(message) => failure("WATTLINE_ERROR", message),
@@ -24,7 +29,7 @@ fn embedded_error(error: EmbeddedError) -> Error {
 
 /// `value` as JSON text with each integer above the safe range written
 /// `{"$bigint": "<digits>"}`.
-fn to_tagged_json(value: impl serde::Serialize) -> Result<String> {
+pub(crate) fn to_tagged_json(value: impl serde::Serialize) -> Result<String> {
     fn tag(value: &mut serde_json::Value) {
         match value {
             serde_json::Value::Number(number) => {
@@ -82,17 +87,8 @@ fn embedded_options(options: Options) -> EmbeddedOptions {
         atof_dir: options.atof_dir.map(Into::into),
         otlp_endpoint: options.otlp_endpoint,
         gpu: options.gpu.unwrap_or(true),
+        gpu_source: None,
     }
-}
-
-/// One snapshot as tagged JSON, as `wattline collect` takes it.
-#[napi]
-pub async fn collect_json(options: Options) -> Result<String> {
-    let options = embedded_options(options);
-    let snapshot = embedded::collect_once(&options)
-        .await
-        .map_err(embedded_error)?;
-    to_tagged_json(&snapshot)
 }
 
 /// A running pipeline (`wattline::embedded::EmbeddedPipeline`).
@@ -101,10 +97,16 @@ pub struct NativePipeline {
     inner: EmbeddedPipeline,
 }
 
-/// Starts a pipeline.
+/// Starts a pipeline; `gpu_sampler` (with `gpu_source_name`) is a GPU source written
+/// in JavaScript (`setGpuSource`), in place of source selection.
 #[napi]
-pub async fn start_pipeline(options: Options) -> Result<NativePipeline> {
-    let options = embedded_options(options);
+pub async fn start_pipeline(
+    options: Options,
+    gpu_sampler: Option<GpuSampler>,
+    gpu_source_name: Option<String>,
+) -> Result<NativePipeline> {
+    let mut options = embedded_options(options);
+    options.gpu_source = gpu_sampler.map(|sampler| gpu_source::hook(sampler, gpu_source_name));
     let inner = EmbeddedPipeline::start(&options)
         .await
         .map_err(embedded_error)?;
@@ -137,6 +139,12 @@ impl NativePipeline {
     #[napi]
     pub fn end_scope(&self, uuid: String) -> Result<bool> {
         block_on(self.inner.end_scope(&uuid)).map_err(embedded_error)
+    }
+
+    /// Sends what the exporters hold (with or without the energy component).
+    #[napi]
+    pub async fn flush_telemetry(&self) -> Result<()> {
+        self.inner.flush_telemetry().await.map_err(embedded_error)
     }
 
     /// The energy report so far, as tagged JSON.

@@ -49,17 +49,23 @@ test('every camelCase name maps to the CLI snake_case name and back', async () =
   assert.ok('cpu.total_time' in snapshot.processSampling.fieldSampledProcesses, 'data keys are not renamed');
 });
 
-test('types: Date timestamp, string enums, null where unread, numbers', async () => {
+test('types: the spec\'s ISO string timestamp (a Date beside it), string enums, numbers', async () => {
   const snapshot = await wattline.collect();
-  assert.ok(snapshot.timestamp instanceof Date);
+  assert.equal(typeof snapshot.timestamp, 'string');
+  assert.match(snapshot.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+  assert.ok(snapshot.timestampDate instanceof Date);
+  assert.equal(snapshot.timestampDate.getTime(), Date.parse(snapshot.timestamp));
+  assert.ok(!Object.keys(snapshot).includes('timestampDate'), 'not a field of the snapshot');
   assert.equal(snapshot.measurementScope, 'process_tree');
   assert.equal(snapshot.cpu.totalTime.unit, 'milliseconds');
   assert.equal(typeof snapshot.cpu.totalTime.value, 'number');
-  assert.equal(snapshot.cpu.consumptionRate, null, 'the first sample has no rate');
 });
 
 test('toJSON gives the snake_case JSON of wattline collect', async () => {
-  const snapshot = await wattline.collect();
+  // The first sample of a series, as the CLI's (module-level collect() continues one).
+  const pipeline = await wattline.Pipeline.start();
+  const snapshot = await pipeline.collect();
+  await pipeline.shutdown();
   const json = JSON.parse(JSON.stringify(snapshot));
   const cli = cliCollect();
   assert.deepEqual([...paths(json, (n) => n)].sort(), [...paths(cli, (n) => n)].sort());

@@ -11,6 +11,9 @@ def plan() -> None:
 async def main() -> None:
     snapshot = await wattline.collect()  # the process tree rooted here
     print(snapshot.cpu.total_time.value, snapshot.cpu.total_time.unit)  # e.g. 130 milliseconds
+    plan()
+    rate = (await wattline.collect()).cpu.consumption_rate  # one series: rates from the 2nd call
+    print(rate.value, rate.unit)  # e.g. 0.02 logical_processors
     async with wattline.Pipeline(interval_ms=1000) as pipeline:
         async with pipeline.agent_scope("planner"):  # also `with`, and a decorator
             plan()

@@ -12,6 +12,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use wattline::embedded::{self, ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
 
+mod plugin_host;
 #[cfg(unix)]
 mod worker;
 
@@ -28,17 +29,17 @@ create_exception!(
     "A configuration was refused; the message names the file or argument, the field path and the rule."
 );
 
-fn wattline_error(error: impl std::fmt::Display) -> PyErr {
+pub(crate) fn wattline_error(error: impl std::fmt::Display) -> PyErr {
     WattlineError::new_err(error.to_string())
 }
 
-fn config_error(error: impl std::fmt::Display) -> PyErr {
+pub(crate) fn config_error(error: impl std::fmt::Display) -> PyErr {
     ConfigError::new_err(error.to_string())
 }
 
 /// The one runtime every pipeline of the process runs on: its threads are made once,
 /// so pipelines started again and again (a notebook) leave no threads behind.
-fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
@@ -54,7 +55,7 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
 }
 
 /// Runs `future` on the runtime with the GIL released.
-fn block_on<T: Send>(
+pub(crate) fn block_on<T: Send>(
     py: Python<'_>,
     future: impl std::future::Future<Output = T> + Send,
 ) -> PyResult<T> {
@@ -83,28 +84,42 @@ fn options(
     }
 }
 
-fn embedded_error(error: EmbeddedError) -> PyErr {
+/// A GPU source written in Python: `adapter._sample_json()` (the package's wrapper of
+/// the user's `sample()`, `python/wattline/_gpu.py`) answers JSON text or `None`; it
+/// runs on a blocking worker with the GIL taken for the call.
+pub(crate) fn python_gpu_source(adapter: Py<PyAny>) -> embedded::GpuSourceHook {
+    let adapter = std::sync::Arc::new(adapter);
+    embedded::GpuSourceHook(std::sync::Arc::new(move || {
+        let adapter = std::sync::Arc::clone(&adapter);
+        let name = Python::try_attach(|py| {
+            adapter
+                .getattr(py, "name")
+                .and_then(|name| name.extract::<String>(py))
+                .ok()
+        })
+        .flatten()
+        .unwrap_or_else(|| "python".to_owned());
+        let answer = move || {
+            Python::try_attach(|py| {
+                adapter
+                    .call_method0(py, "_sample_json")
+                    .and_then(|answer| answer.extract::<Option<String>>(py))
+                    .map_err(|error| error.to_string())
+            })
+            .unwrap_or(Ok(None))
+        };
+        Some(
+            Box::new(embedded::gpu_records::LanguageGpuSource::new(name, answer))
+                as Box<dyn wattline::gpu::GpuSource>,
+        )
+    }))
+}
+
+pub(crate) fn embedded_error(error: EmbeddedError) -> PyErr {
     match error {
         EmbeddedError::Config(error) => config_error(error),
         EmbeddedError::Other(message) => wattline_error(message),
     }
-}
-
-/// One snapshot as JSON, from a pipeline started for it and shut down after (no
-/// polling, no energy stage): the same reading `wattline collect` prints.
-#[pyfunction]
-#[pyo3(signature = (config_path=None, config_json=None, scope=None, pid=None))]
-fn collect_json(
-    py: Python<'_>,
-    config_path: Option<PathBuf>,
-    config_json: Option<String>,
-    scope: Option<String>,
-    pid: Option<u32>,
-) -> PyResult<String> {
-    let options = options(config_path, config_json, scope, pid);
-    let snapshot = block_on(py, async move { embedded::collect_once(&options).await })?
-        .map_err(embedded_error)?;
-    serde_json::to_string(&snapshot).map_err(wattline_error)
 }
 
 /// A running pipeline (`wattline::embedded::EmbeddedPipeline`), driven from Python.
@@ -135,8 +150,10 @@ fn json(value: impl serde::Serialize) -> PyResult<String> {
 impl NativePipeline {
     /// Starts a pipeline. `interval_ms` turns polling on at that period; `atof_dir`
     /// and `otlp_endpoint` turn those exporters on; `gpu=False` reads no GPU.
+    /// `gpu_source` (the package's adapter of a Python source) replaces GPU source
+    /// selection.
     #[staticmethod]
-    #[pyo3(signature = (config_path=None, config_json=None, scope=None, pid=None, interval_ms=None, atof_dir=None, otlp_endpoint=None, gpu=true))]
+    #[pyo3(signature = (config_path=None, config_json=None, scope=None, pid=None, interval_ms=None, atof_dir=None, otlp_endpoint=None, gpu=true, gpu_source=None))]
     #[allow(clippy::too_many_arguments)]
     fn start(
         py: Python<'_>,
@@ -148,12 +165,14 @@ impl NativePipeline {
         atof_dir: Option<PathBuf>,
         otlp_endpoint: Option<String>,
         gpu: bool,
+        gpu_source: Option<Py<PyAny>>,
     ) -> PyResult<NativePipeline> {
         let options = EmbeddedOptions {
             interval_ms,
             atof_dir,
             otlp_endpoint,
             gpu,
+            gpu_source: gpu_source.map(python_gpu_source),
             ..options(config_path, config_json, scope, pid)
         };
         let inner = block_on(py, async move { EmbeddedPipeline::start(&options).await })?
@@ -268,7 +287,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("WattlineError", module.py().get_type::<WattlineError>())?;
     module.add("ConfigError", module.py().get_type::<ConfigError>())?;
     module.add("EXIT_GRACE_SECONDS", EXIT_GRACE.as_secs_f64())?;
-    module.add_function(wrap_pyfunction!(collect_json, module)?)?;
     module.add_function(wrap_pyfunction!(report_table, module)?)?;
     #[cfg(unix)]
     {
@@ -276,6 +294,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(host_end_scope, module)?)?;
     }
     module.add_class::<NativePipeline>()?;
+    plugin_host::add_to(module)?;
     #[cfg(unix)]
     worker::add_to(module)?;
     Ok(())

@@ -58,3 +58,17 @@ def quiet_home(tmp_path, monkeypatch) -> pathlib.Path:
             monkeypatch.delenv(name)
     monkeypatch.delenv("WATTLINE_HOST_SOCKET", raising=False)
     return home
+
+
+@pytest.fixture
+def reference():
+    """The reference system, installed in the same venv (scripts/test.sh)."""
+    try:
+        from nemo_relay import plugin, resource_metrics
+    except ImportError:
+        if os.environ.get("CI", "") not in ("", "0", "false") and "WATTLINE_SKIP_REFERENCE" in os.environ:
+            pytest.fail("WATTLINE_SKIP_REFERENCE is set under CI: CI runs every test; unset WATTLINE_SKIP_REFERENCE")
+        if os.environ.get("WATTLINE_SKIP_REFERENCE") == "1":
+            pytest.skip("WATTLINE_SKIP_REFERENCE=1: the reference comparison is NOT run")
+        pytest.fail("nemo-relay is not installed: run scripts/test.sh, or set WATTLINE_SKIP_REFERENCE=1")
+    return plugin, resource_metrics

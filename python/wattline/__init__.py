@@ -7,8 +7,13 @@ Three ways in:
 - ``with wattline.measure() as m: ...`` then ``m.report``, without asyncio;
 - ``with wattline.agent_scope("planner"):`` marks a step; under ``wattline run`` it
   lands in the run's own pipeline.
+
+Code written for the reference runs as it is with ``from wattline import plugin,
+resource_metrics``; ``set_gpu_source`` plugs in a GPU source written in Python.
 """
 
+from . import plugin, resource_metrics
+from ._gpu import GpuDevice, GpuSource, set_gpu_source
 from ._model import *  # noqa: F401,F403
 from ._model import __all__ as _model_names
 from ._native import ConfigError, WattlineError
@@ -29,6 +34,8 @@ __all__ = [
     "AgentScope",
     "ConfigError",
     "EnergyReport",
+    "GpuDevice",
+    "GpuSource",
     "Measure",
     "Pipeline",
     "Record",
@@ -37,5 +44,8 @@ __all__ = [
     "collect",
     "default_pipeline_report",
     "measure",
+    "plugin",
+    "resource_metrics",
+    "set_gpu_source",
     "under_wattline_run",
 ]

@@ -341,7 +341,10 @@ class AcceleratorProcessMetrics:
 
 @dataclasses.dataclass(frozen=True)
 class GpuMetrics:
-    """The GPU category: each group `null` when disabled or collection cannot start."""
+    """The GPU category: each group `null` when disabled (or GPU reading is turned
+    off), a list otherwise: empty when no backend answered, as the reference gives
+    it (why nothing answered is in diagnostics, `doctor` and the report).
+    """
 
     #: Device records.
     device_metrics: Optional[List[AcceleratorDeviceMetrics]]

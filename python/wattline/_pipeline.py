@@ -21,7 +21,7 @@ import os
 import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
 
-from . import _native
+from . import _gpu, _native
 from ._model import Snapshot
 from ._report import EnergyReport
 
@@ -94,13 +94,22 @@ async def collect(
     pid: Optional[int] = None,
     config: ConfigLike = None,
 ) -> Snapshot:
-    """One snapshot on the on-demand series, as ``wattline collect`` takes it. Default
-    scope: the process tree rooted at this process (or at ``pid``)."""
-    arguments = _config_arguments(config)
-    text = await _in_thread(
-        _native.collect_json, scope=_check_scope(scope), pid=pid, **arguments
-    )
-    return Snapshot.from_dict(json.loads(text))
+    """One snapshot on this process's on-demand series for these arguments, as
+    ``wattline collect`` takes it. The first call starts a pipeline (kept until the
+    interpreter exits; without arguments, the one module-level ``agent_scope`` uses),
+    later calls with the same arguments continue its series: rates and GPU process use
+    from the second call on. Default scope: the process tree rooted at this process
+    (or at ``pid``)."""
+    key = (_check_scope(scope), pid, json.dumps(_config_arguments(config), sort_keys=True))
+    pipeline = _series_now(key)
+    if pipeline is None:
+        pipeline = await _in_thread(_series, key, scope, pid, config)
+    try:
+        return await pipeline.collect()
+    except _native.ConfigError:
+        # Nothing to collect with this configuration: no series to keep.
+        await _in_thread(_forget_series, key, pipeline)
+        raise
 
 
 _opentelemetry_trace: Any = None
@@ -268,7 +277,10 @@ class Pipeline:
     def _start_blocking(self) -> "Pipeline":
         if self._native is not None or self._stopped:
             raise _native.WattlineError("a Pipeline starts once; make a new one")
-        self._native = _native.NativePipeline.start(**self._options)
+        options = dict(self._options)
+        if options["gpu"]:
+            options.update(_gpu._pipeline_options())
+        self._native = _native.NativePipeline.start(**options)
         return self
 
     def _shutdown_blocking(self) -> Optional[EnergyReport]:
@@ -411,23 +423,75 @@ def measure(
 
 _default_lock = threading.Lock()
 _default_pipeline: Optional[Pipeline] = None
+# The process that started the pipelines below: a forked child starts its own.
+_owner_pid = os.getpid()
+# Module-level collect()'s pipelines, one per set of arguments other than none.
+_series_pipelines: Dict[Any, Pipeline] = {}
+_DEFAULT_KEY = (None, None, "{}")
+
+
+def _forget_forked_parent() -> None:
+    """In a forked child the parent's pipelines cannot be used (nor stopped): forget
+    them. Holds ``_default_lock``."""
+    global _default_pipeline, _owner_pid
+    if _owner_pid != os.getpid():
+        _owner_pid = os.getpid()
+        _default_pipeline = None
+        _series_pipelines.clear()
 
 
 def _default() -> Pipeline:
-    """The process-wide pipeline module-level scopes use outside ``wattline run``:
-    started on first use, stopped at interpreter exit."""
+    """The process-wide pipeline module-level scopes and ``collect()`` use outside
+    ``wattline run``: started on first use, stopped at interpreter exit."""
     global _default_pipeline
     with _default_lock:
+        _forget_forked_parent()
         if _default_pipeline is None or not _default_pipeline.running:
             _default_pipeline = Pipeline()._start_blocking()
             atexit.register(_default_pipeline._shutdown_blocking)
         return _default_pipeline
 
 
+def _series_now(key: Any) -> Optional[Pipeline]:
+    """The running pipeline of ``key``'s series, if started (no waiting)."""
+    with _default_lock:
+        if _owner_pid != os.getpid():
+            return None
+        pipeline = _default_pipeline if key == _DEFAULT_KEY else _series_pipelines.get(key)
+        return pipeline if pipeline is not None and pipeline.running else None
+
+
+def _series(key: Any, scope: Optional[str], pid: Optional[int], config: ConfigLike) -> Pipeline:
+    """The pipeline of ``key``'s series, started now if it is not running."""
+    if key == _DEFAULT_KEY:
+        return _default()
+    with _default_lock:
+        _forget_forked_parent()
+        pipeline = _series_pipelines.get(key)
+        if pipeline is None or not pipeline.running:
+            pipeline = Pipeline(config, scope=scope)
+            pipeline._options["pid"] = pid
+            pipeline._start_blocking()
+            atexit.register(pipeline._shutdown_blocking)
+            _series_pipelines[key] = pipeline
+        return pipeline
+
+
+def _forget_series(key: Any, pipeline: Pipeline) -> None:
+    """Stops and forgets a series pipeline that cannot collect."""
+    with _default_lock:
+        if key != _DEFAULT_KEY and _series_pipelines.get(key) is pipeline:
+            del _series_pipelines[key]
+        else:
+            return
+    pipeline._shutdown_blocking()
+
+
 def default_pipeline_report() -> Optional[EnergyReport]:
     """Stops the process-wide pipeline and returns its report (``None`` if none ran)."""
     global _default_pipeline
     with _default_lock:
+        _forget_forked_parent()
         pipeline, _default_pipeline = _default_pipeline, None
     return pipeline._shutdown_blocking() if pipeline is not None else None
 
