@@ -121,16 +121,9 @@ where
         match answer {
             Ok(Some(mut sample)) => {
                 self.last_problem = None;
-                if !request.device_selectors.is_empty() {
-                    sample.devices.retain(|device| {
-                        request.device_selectors.iter().any(|selector| {
-                            *selector == device.device_identifier
-                                || device
-                                    .device_index
-                                    .is_some_and(|index| *selector == index.to_string())
-                        })
-                    });
-                }
+                sample.devices.retain(|device| {
+                    request.selects_device(&device.device_identifier, device.device_index)
+                });
                 Some(sample)
             }
             Ok(None) => None,
@@ -173,6 +166,38 @@ mod tests {
         let second = &sample.devices[1];
         assert_eq!(second.device_identifier, "gpu-3");
         assert_eq!(second.power_draw_watts, None, "absent is unread, never 0");
+    }
+
+    #[test]
+    fn the_configured_devices_are_kept_and_a_failure_is_the_reason() {
+        let answer = || {
+            Ok(Some(
+                r#"[{"index": 0, "uuid": "GPU-a"}, {"index": 1, "uuid": "GPU-b"}]"#.to_owned(),
+            ))
+        };
+        let mut source = LanguageGpuSource::new("test", answer);
+        let request = GpuSampleRequest {
+            device_selectors: vec!["1".into()],
+            ..GpuSampleRequest::all(crate::SamplingSeries::OnDemand)
+        };
+        let sample = source.sample(&request).unwrap();
+        let kept: Vec<&str> = sample
+            .devices
+            .iter()
+            .map(|d| d.device_identifier.as_str())
+            .collect();
+        assert_eq!(kept, ["GPU-b"]);
+        let mut failing =
+            LanguageGpuSource::new("test", || Err("sample() failed: boom".to_owned()));
+        assert!(
+            failing
+                .sample(&GpuSampleRequest::all(crate::SamplingSeries::OnDemand))
+                .is_none()
+        );
+        assert_eq!(
+            failing.unavailable_reason().as_deref(),
+            Some("sample() failed: boom")
+        );
     }
 
     #[test]
