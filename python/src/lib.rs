@@ -8,7 +8,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use wattline::embedded::{self, ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
 
@@ -16,11 +15,13 @@ mod plugin_host;
 #[cfg(unix)]
 mod worker;
 
+// A `RuntimeError`, as the reference's errors are: code written for it that catches
+// `RuntimeError` catches wattline's.
 create_exception!(
     _native,
     WattlineError,
-    PyException,
-    "Base class of every error wattline raises."
+    pyo3::exceptions::PyRuntimeError,
+    "Base class of every error wattline raises (a RuntimeError)."
 );
 create_exception!(
     _native,

@@ -66,3 +66,13 @@ def test_the_readme_example_is_the_tour_and_it_runs(quiet_home):
     assert finished.returncode == 0, finished.stderr
     assert "wattline energy report" in finished.stdout
     assert "['training'] USD" in finished.stdout
+
+
+def test_every_error_is_a_runtime_error_as_the_references_are(tmp_path, quiet_home):
+    # Code written for the reference catches RuntimeError: it catches wattline's too.
+    assert issubclass(wattline.WattlineError, RuntimeError)
+    assert issubclass(wattline.ConfigError, wattline.WattlineError)
+    config = tmp_path / "plugins.toml"
+    config.write_text("version = 1\n[[components]]\nkind = \"no_such_kind\"\n")
+    with pytest.raises(RuntimeError):
+        wattline.Pipeline(config)._start_blocking()
