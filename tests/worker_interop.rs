@@ -26,6 +26,7 @@ fn spec(python: &str) -> WorkerSpec {
         command: vec![python.into(), script.display().to_string()],
         env: Default::default(),
         config: serde_json::json!({"backend": "primary"}),
+        log_file: None,
     }
 }
 

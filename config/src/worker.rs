@@ -3,6 +3,7 @@
 //! hold several, one per `plugin_id`; layers merge them by `plugin_id`.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,10 @@ pub struct WorkerConfig {
     /// The plugin's own configuration, passed to `Register` as JSON.
     #[serde(default)]
     pub config: toml::Table,
+    /// Where the program's stdout and stderr lines go (appended, each prefixed with
+    /// the plugin id); unset: wattline's stderr.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
 }
 
 impl WorkerConfig {
@@ -45,6 +50,13 @@ impl WorkerConfig {
                 ));
             }
         }
+        if self
+            .log_file
+            .as_ref()
+            .is_some_and(|path| path.as_os_str().is_empty())
+        {
+            return Err(FieldError::new("log_file", "must not be empty"));
+        }
         Ok(())
     }
 }
@@ -62,6 +74,8 @@ pub struct WorkerLayer {
     pub env: Option<BTreeMap<String, String>>,
     /// The plugin's own configuration.
     pub config: Option<toml::Table>,
+    /// Where the program's output lines go.
+    pub log_file: Option<PathBuf>,
 }
 
 impl WorkerLayer {
@@ -75,6 +89,7 @@ impl WorkerLayer {
                 .unwrap_or_else(|| vec!["(set by another layer)".to_owned()]),
             env: self.env.clone().unwrap_or_default(),
             config: toml::Table::new(),
+            log_file: self.log_file.clone(),
         }
         .validate()
     }

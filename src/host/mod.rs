@@ -9,6 +9,7 @@ mod diagnostics_service;
 pub mod plugins;
 pub mod program;
 pub mod worker;
+pub mod worker_output;
 
 use std::path::{Path, PathBuf};
 

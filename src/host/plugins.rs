@@ -22,6 +22,7 @@ fn spec_of(config: &WorkerConfig) -> WorkerSpec {
         command: config.command.clone(),
         env: config.env.clone(),
         config: serde_json::to_value(&config.config).unwrap_or(serde_json::Value::Null),
+        log_file: config.log_file.clone(),
     }
 }
 

@@ -4,7 +4,8 @@
 //! stops the pipeline.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nemo_relay_worker_proto::v1::plugin_worker_client::PluginWorkerClient;
@@ -12,6 +13,7 @@ use nemo_relay_worker_proto::v1::{JsonEnvelope, RegisterRequest, ShutdownRequest
 use tonic::transport::Channel;
 
 use super::WorkerCredentials;
+use super::worker_output::{WorkerOutput, WorkerOutputSink};
 
 /// How long a worker may take to bind its socket.
 pub const BIND_LIMIT: Duration = Duration::from_secs(10);
@@ -36,6 +38,9 @@ pub struct WorkerSpec {
     pub env: BTreeMap<String, String>,
     /// The plugin's own configuration, passed to `Register` as JSON.
     pub config: serde_json::Value,
+    /// Where its stdout and stderr lines go (appended, each prefixed with the plugin
+    /// id); `None`: wattline's stderr.
+    pub log_file: Option<PathBuf>,
 }
 
 /// Why a worker is not running.
@@ -46,6 +51,16 @@ pub enum WorkerError {
     NoCommand {
         /// The plugin.
         plugin_id: String,
+    },
+    /// Its `log_file` cannot be opened for appending.
+    #[error("worker `{plugin_id}`: cannot open its log file {}: {source}", path.display())]
+    LogFile {
+        /// The plugin.
+        plugin_id: String,
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
     },
     /// The program did not start.
     #[error("worker `{plugin_id}`: cannot run {program:?}: {source}")]
@@ -81,6 +96,7 @@ pub struct RunningWorker {
     plugin_id: String,
     credentials: WorkerCredentials,
     child: tokio::process::Child,
+    output: WorkerOutput,
     client: PluginWorkerClient<Channel>,
 }
 
@@ -126,6 +142,13 @@ impl RunningWorker {
                 .ok_or_else(|| WorkerError::NoCommand {
                     plugin_id: plugin_id.clone(),
                 })?;
+        let sink = WorkerOutputSink::open(spec.log_file.as_deref()).map_err(|source| {
+            WorkerError::LogFile {
+                plugin_id: plugin_id.clone(),
+                path: spec.log_file.clone().unwrap_or_default(),
+                source,
+            }
+        })?;
         let socket = directory.join(format!("worker-{}.sock", credentials.namespace));
         let mut child = tokio::process::Command::new(program)
             .args(arguments)
@@ -134,6 +157,10 @@ impl RunningWorker {
             .env("NEMO_RELAY_HOST_SOCKET", unix_endpoint(host_socket))
             .env("NEMO_RELAY_WORKER_ID", &credentials.activation_id)
             .env("NEMO_RELAY_WORKER_TOKEN", &credentials.token)
+            // wattline's stdout may carry the report: the worker's lines never go there.
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| WorkerError::Spawn {
@@ -141,10 +168,13 @@ impl RunningWorker {
                 program: program.clone(),
                 source,
             })?;
+        let output =
+            WorkerOutput::forward(&plugin_id, child.stdout.take(), child.stderr.take(), sink);
         let channel = match wait_for_socket(&mut child, &socket).await {
             Ok(channel) => channel,
             Err(reason) => {
                 let _ = child.kill().await;
+                output.drain().await;
                 return Err(WorkerError::NotListening { plugin_id, reason });
             }
         };
@@ -173,12 +203,14 @@ impl RunningWorker {
         };
         if let Some(reason) = error {
             let _ = child.kill().await;
+            output.drain().await;
             return Err(refused(reason));
         }
         Ok(RunningWorker {
             plugin_id,
             credentials,
             child,
+            output,
             client,
         })
     }
@@ -188,10 +220,12 @@ impl RunningWorker {
         &self.plugin_id
     }
 
-    /// Calls `Shutdown`, waits [`SHUTDOWN_GRACE`] for the worker to exit, then kills it.
-    /// Says so when the worker had already died during the run.
+    /// Calls `Shutdown`, waits [`SHUTDOWN_GRACE`] for the worker to exit, then kills it,
+    /// and writes its last lines. Says so when the worker had already died during the
+    /// run.
     pub async fn stop(mut self) -> Option<String> {
         if let Ok(Some(status)) = self.child.try_wait() {
+            self.output.drain().await;
             return Some(format!(
                 "worker `{}` exited ({status}) during the run",
                 self.plugin_id
@@ -210,6 +244,7 @@ impl RunningWorker {
             // The Rust SDK 0.11 answers `accepted: false` and keeps serving.
             let _ = self.child.kill().await;
         }
+        self.output.drain().await;
         None
     }
 }
