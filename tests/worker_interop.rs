@@ -38,7 +38,7 @@ async fn the_reference_python_worker_sdk_reports_into_wattline_unmodified() {
     let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
     let spec = spec(&python);
     let credentials = new_credentials(&spec.plugin_id);
-    let endpoint = HostEndpoint::start(context.clone(), vec![credentials.clone()], false, None)
+    let endpoint = HostEndpoint::start(context.clone(), vec![credentials.clone()], None)
         .expect("the endpoint starts");
     // Register returns once the plugin's register (which flushes) has finished.
     let worker = RunningWorker::start(

@@ -50,7 +50,6 @@ fn host() -> Host {
             token: TOKEN.into(),
             namespace: "lookup".into(),
         }],
-        false,
         None,
     )
     .expect("the endpoint starts");
@@ -582,7 +581,6 @@ async fn a_plugin_on_loopback_tcp_announces_its_port_registers_and_records_over_
             token: TOKEN.into(),
             namespace: "lookup".into(),
         }],
-        false,
     );
     let host_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let host_port = host_listener.local_addr().unwrap().port();

@@ -347,8 +347,8 @@ async fn prepare_run(
 fn start_host(
     prepared: &wattline::PreparedPipeline,
 ) -> Result<Option<wattline::host::program::ProgramEndpoint>, String> {
-    let (context, can_read_context) = prepared.diagnostics_context();
-    match wattline::host::program::ProgramEndpoint::start(context, can_read_context, None) {
+    let context = prepared.diagnostics_context();
+    match wattline::host::program::ProgramEndpoint::start(context, None) {
         Ok(host) => Ok(Some(host)),
         Err(error) => {
             super::output::print_stderr(&format!(

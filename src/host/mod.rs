@@ -65,27 +65,19 @@ impl HostEndpoint {
     pub fn start(
         context: Diagnostics,
         workers: Vec<WorkerCredentials>,
-        can_read_context: bool,
         parent: Option<&Path>,
     ) -> Result<HostEndpoint, HostEndpointError> {
-        Self::start_with_admission(
-            context,
-            workers,
-            can_read_context,
-            parent,
-            Admission::default(),
-        )
+        Self::start_with_admission(context, workers, parent, Admission::default())
     }
 
     /// [`Self::start`] with other admission limits than the reference host's.
     pub fn start_with_admission(
         context: Diagnostics,
         workers: Vec<WorkerCredentials>,
-        can_read_context: bool,
         parent: Option<&Path>,
         admission: Admission,
     ) -> Result<HostEndpoint, HostEndpointError> {
-        Self::serve(context, workers, can_read_context, None, parent, admission)
+        Self::serve(context, workers, None, parent, admission)
     }
 
     /// Serves `RelayDiagnostics` and, with `agent_scopes`, wattline's `AgentScopes`
@@ -93,7 +85,6 @@ impl HostEndpoint {
     pub fn serve(
         context: Diagnostics,
         workers: Vec<WorkerCredentials>,
-        can_read_context: bool,
         agent_scopes: Option<AgentScopesService>,
         parent: Option<&Path>,
         admission: Admission,
@@ -116,7 +107,7 @@ impl HostEndpoint {
                 });
             }
         };
-        let service = DiagnosticsService::new(context, workers, can_read_context);
+        let service = DiagnosticsService::new(context, workers);
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
         let server = tokio::spawn(async move {

@@ -40,7 +40,6 @@ impl WorkerPlugins {
         workers: &[WorkerConfig],
         context: Option<&Diagnostics>,
         diagnostics: Option<&PipelineDiagnostics>,
-        can_read_context: bool,
     ) -> Option<WorkerPlugins> {
         if workers.is_empty() {
             return None;
@@ -60,7 +59,6 @@ impl WorkerPlugins {
                 .iter()
                 .map(|(_, credentials)| credentials.clone())
                 .collect(),
-            can_read_context,
             None,
         ) {
             Ok(endpoint) => endpoint,
