@@ -27,6 +27,23 @@ pub struct WorkerConfig {
     /// the plugin id); unset: wattline's stderr.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<PathBuf>,
+    /// How the worker and the host reach each other: Unix sockets in a private
+    /// directory (the default), or loopback TCP (`tcp://127.0.0.1:0` for the worker,
+    /// which announces its port in `NEMO_RELAY_WORKER_ENDPOINT_FILE`), as the worker
+    /// protocol allows where Unix sockets are not used.
+    #[serde(default)]
+    pub transport: WorkerTransport,
+}
+
+/// The transport between a worker plugin and the host endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerTransport {
+    /// Unix sockets in the host's private directory.
+    #[default]
+    Unix,
+    /// Loopback TCP, ports chosen by the OS.
+    Tcp,
 }
 
 impl WorkerConfig {
@@ -76,6 +93,8 @@ pub struct WorkerLayer {
     pub config: Option<toml::Table>,
     /// Where the program's output lines go.
     pub log_file: Option<PathBuf>,
+    /// The transport.
+    pub transport: Option<WorkerTransport>,
 }
 
 impl WorkerLayer {
@@ -90,6 +109,7 @@ impl WorkerLayer {
             env: self.env.clone().unwrap_or_default(),
             config: toml::Table::new(),
             log_file: self.log_file.clone(),
+            transport: self.transport.unwrap_or_default(),
         }
         .validate()
     }

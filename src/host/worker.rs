@@ -12,6 +12,9 @@ use nemo_relay_worker_proto::v1::plugin_worker_client::PluginWorkerClient;
 use nemo_relay_worker_proto::v1::{JsonEnvelope, RegisterRequest, ShutdownRequest};
 use tonic::transport::Channel;
 
+use wattline_config::WorkerTransport;
+use wattline_worker::Endpoint;
+
 use super::WorkerCredentials;
 use super::worker_output::{WorkerOutput, WorkerOutputSink};
 
@@ -41,6 +44,17 @@ pub struct WorkerSpec {
     /// Where its stdout and stderr lines go (appended, each prefixed with the plugin
     /// id); `None`: wattline's stderr.
     pub log_file: Option<PathBuf>,
+    /// Unix sockets, or loopback TCP.
+    pub transport: WorkerTransport,
+}
+
+/// Where a started worker finds the host endpoint.
+#[derive(Debug, Clone, Copy)]
+pub enum HostAddress<'a> {
+    /// Its Unix socket.
+    Unix(&'a Path),
+    /// Its loopback TCP address.
+    Tcp(std::net::SocketAddr),
 }
 
 /// Why a worker is not running.
@@ -127,13 +141,14 @@ pub fn new_credentials(plugin_id: &str) -> WorkerCredentials {
 }
 
 impl RunningWorker {
-    /// Starts `spec` with `credentials`, its socket in `directory` beside the host's
-    /// (`host_socket`), waits for it to listen, and calls `Register`.
+    /// Starts `spec` with `credentials`, its socket (or, over TCP, its endpoint file)
+    /// in `directory`, the host at `host`, waits for it to listen, and calls
+    /// `Register`.
     pub async fn start(
         spec: &WorkerSpec,
         credentials: WorkerCredentials,
         directory: &Path,
-        host_socket: &Path,
+        host: HostAddress<'_>,
     ) -> Result<RunningWorker, WorkerError> {
         let plugin_id = spec.plugin_id.clone();
         let (program, arguments) =
@@ -149,12 +164,34 @@ impl RunningWorker {
                 source,
             }
         })?;
-        let socket = directory.join(format!("worker-{}.sock", credentials.namespace));
-        let mut child = tokio::process::Command::new(program)
+        let listens = match spec.transport {
+            WorkerTransport::Unix => WorkerListens::Socket(
+                directory.join(format!("worker-{}.sock", credentials.namespace)),
+            ),
+            WorkerTransport::Tcp => WorkerListens::EndpointFile(
+                directory.join(format!("worker-{}.endpoint", credentials.namespace)),
+            ),
+        };
+        let host_endpoint = match host {
+            HostAddress::Unix(path) => Endpoint::Unix(path.to_path_buf()),
+            HostAddress::Tcp(address) => Endpoint::Tcp(address),
+        };
+        let mut command = tokio::process::Command::new(program);
+        command
             .args(arguments)
             .envs(&spec.env)
-            .env("NEMO_RELAY_WORKER_SOCKET", unix_endpoint(&socket))
-            .env("NEMO_RELAY_HOST_SOCKET", unix_endpoint(host_socket))
+            .env("NEMO_RELAY_HOST_SOCKET", host_endpoint.to_string());
+        match &listens {
+            WorkerListens::Socket(socket) => {
+                command.env("NEMO_RELAY_WORKER_SOCKET", unix_endpoint(socket));
+            }
+            WorkerListens::EndpointFile(file) => {
+                command
+                    .env("NEMO_RELAY_WORKER_SOCKET", "tcp://127.0.0.1:0")
+                    .env("NEMO_RELAY_WORKER_ENDPOINT_FILE", file);
+            }
+        }
+        let mut child = command
             .env("NEMO_RELAY_WORKER_ID", &credentials.activation_id)
             .env("NEMO_RELAY_WORKER_TOKEN", &credentials.token)
             // wattline's stdout may carry the report: the worker's lines never go there.
@@ -170,7 +207,7 @@ impl RunningWorker {
             })?;
         let output =
             WorkerOutput::forward(&plugin_id, child.stdout.take(), child.stderr.take(), sink);
-        let channel = match wait_for_socket(&mut child, &socket).await {
+        let channel = match wait_for_worker(&mut child, &listens).await {
             Ok(channel) => channel,
             Err(reason) => {
                 let _ = child.kill().await;
@@ -253,28 +290,79 @@ fn unix_endpoint(path: &Path) -> String {
     format!("unix://{}", path.display())
 }
 
-/// Waits for the worker to listen on `socket`, [`BIND_LIMIT`] at most, and connects.
-async fn wait_for_socket(
+/// How the host finds a worker it started.
+enum WorkerListens {
+    /// On this Unix socket.
+    Socket(PathBuf),
+    /// On the loopback TCP endpoint it writes to this file.
+    EndpointFile(PathBuf),
+}
+
+/// Waits for the worker to listen, [`BIND_LIMIT`] at most, and connects. A TCP worker
+/// must announce a loopback endpoint: any other is refused, named.
+async fn wait_for_worker(
     child: &mut tokio::process::Child,
-    socket: &Path,
+    listens: &WorkerListens,
 ) -> Result<Channel, String> {
     let deadline = Instant::now() + BIND_LIMIT;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("exited ({status}) before listening"));
         }
-        if socket.exists()
-            && let Ok(channel) = super::connect_unix(socket.to_path_buf()).await
-        {
-            return Ok(channel);
+        match listens {
+            WorkerListens::Socket(socket) => {
+                if socket.exists()
+                    && let Ok(channel) = super::connect_unix(socket.to_path_buf()).await
+                {
+                    return Ok(channel);
+                }
+            }
+            WorkerListens::EndpointFile(file) => {
+                if let Ok(text) = std::fs::read_to_string(file)
+                    && !text.trim().is_empty()
+                {
+                    let announced = text.trim();
+                    let address = match Endpoint::parse(announced) {
+                        Ok(Endpoint::Tcp(address)) => address,
+                        Ok(Endpoint::Unix(_)) => {
+                            return Err(format!(
+                                "announced {announced:?} in {}: a TCP worker must announce a TCP endpoint",
+                                file.display()
+                            ));
+                        }
+                        Err(reason) => {
+                            return Err(format!(
+                                "announced {announced:?} in {}: {reason}",
+                                file.display()
+                            ));
+                        }
+                    };
+                    if let Ok(channel) = connect_tcp(address).await {
+                        return Ok(channel);
+                    }
+                }
+            }
         }
         if Instant::now() >= deadline {
+            let place = match listens {
+                WorkerListens::Socket(socket) => socket.display().to_string(),
+                WorkerListens::EndpointFile(file) => {
+                    format!("loopback TCP (no endpoint in {})", file.display())
+                }
+            };
             return Err(format!(
-                "did not listen on {} within {} s",
-                socket.display(),
+                "did not listen on {place} within {} s",
                 BIND_LIMIT.as_secs()
             ));
         }
         tokio::time::sleep(BIND_POLL).await;
     }
+}
+
+/// A gRPC channel to a loopback worker.
+async fn connect_tcp(address: std::net::SocketAddr) -> Result<Channel, tonic::transport::Error> {
+    // A `SocketAddr` always makes a valid `http://` URI.
+    tonic::transport::Endpoint::from_shared(format!("http://{address}"))?
+        .connect()
+        .await
 }

@@ -326,6 +326,19 @@ pub fn component<'a>(diagnostics: &'a serde_json::Value, name: &str) -> &'a serd
         .unwrap_or_else(|| panic!("no {name} in {components:#?}"))
 }
 
+/// How many times `pipeline.worker_failed` was recorded in `diagnostics`.
+pub fn workers_failed(diagnostics: &serde_json::Value) -> u64 {
+    component(diagnostics, "pipeline")["codes"]
+        .as_array()
+        .and_then(|codes| {
+            codes
+                .iter()
+                .find(|code| code["code"] == "pipeline.worker_failed")
+        })
+        .and_then(|code| code["occurrences"].as_u64())
+        .expect("the pipeline component has pipeline.worker_failed")
+}
+
 /// The details of a diagnostics JSON snapshot's recent events.
 pub fn details(diagnostics: &serde_json::Value) -> Vec<&str> {
     diagnostics["recent_events"]
