@@ -1,7 +1,8 @@
 """The Python worker SDK as the reference's users write for it: the spec's own
 example (spec/plugin-diagnostics.md, "Python worker lookup diagnostics") run unchanged
-as a worker plugin under `wattline run`, the protobuf enum names, the error's base
-class, the 2.0 s lifecycle defaults, and `PluginRuntime.agent_scope`."""
+as a worker plugin under `wattline run`, over a Unix socket and over loopback TCP; the
+protobuf enum names, the error's base class, the 2.0 s lifecycle defaults, and
+`PluginRuntime.agent_scope`."""
 
 from __future__ import annotations
 
@@ -42,7 +43,10 @@ def component(diagnostics, name):
     return next(c for c in diagnostics["components"] if c["name"] == name)
 
 
-def test_the_specs_python_example_runs_unchanged_as_a_worker_under_run(wattline_binary, quiet_home, tmp_path):
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_the_specs_python_example_runs_unchanged_as_a_worker_under_run(wattline_binary, quiet_home, tmp_path, transport):
+    # Over the host's Unix socket, and over loopback TCP (tcp://127.0.0.1:0, the port
+    # announced in NEMO_RELAY_WORKER_ENDPOINT_FILE) as worker-protocol.md allows.
     # The spec imports the reference's package; here that name is wattline's SDK.
     package = tmp_path / "modules" / "nemo_relay_plugin"
     package.mkdir(parents=True)
@@ -58,6 +62,7 @@ def test_the_specs_python_example_runs_unchanged_as_a_worker_under_run(wattline_
         plugin_id = "acme.lookup"
         command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
         env = {{ PYTHONPATH = {json.dumps(str(package.parent) + ":" + ":".join(sys.path))} }}
+        transport = "{transport}"
     """))
     finished = subprocess.run(
         [str(wattline_binary), "run", "--quiet", "--report", "json", "--config", str(config), "--", "true"],
