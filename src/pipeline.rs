@@ -397,18 +397,13 @@ impl PreparedPipeline {
     }
 
     /// The diagnostics context the pipeline will record into (a disabled one when
-    /// the configuration turns diagnostics off), and whether plugins may read it: what
-    /// a host endpoint started before the pipeline serves.
-    pub fn diagnostics_context(&self) -> (wattline_actors::diagnostics::Diagnostics, bool) {
-        let context = self.diagnostics.as_ref().map_or_else(
+    /// the configuration turns diagnostics off): what a host endpoint started before
+    /// the pipeline serves.
+    pub fn diagnostics_context(&self) -> wattline_actors::diagnostics::Diagnostics {
+        self.diagnostics.as_ref().map_or_else(
             wattline_actors::diagnostics::Diagnostics::disabled,
             |(context, _)| context.clone(),
-        );
-        let grant = self
-            .config
-            .diagnostics
-            .is_some_and(|limits| limits.grant_plugin_reads);
-        (context, grant)
+        )
     }
 
     /// Measures this target instead of the builder's or the configuration's.
@@ -493,14 +488,10 @@ async fn start_workers(
     config: &EffectiveConfig,
     running: &RunningPipeline,
 ) -> Option<WorkerPlugins> {
-    let grant = config
-        .diagnostics
-        .is_some_and(|limits| limits.grant_plugin_reads);
     WorkerPlugins::start(
         &config.workers,
         running.diagnostics(),
         running.pipeline_diagnostics(),
-        grant,
     )
     .await
 }
@@ -731,18 +722,20 @@ impl Pipeline {
         self.inner.diagnostics()?.snapshot().ok()
     }
 
-    /// The diagnostics context as a plugin inside this host gets it: it registers
+    /// The diagnostics context as a plugin inside this host gets it: one native
+    /// session (each call opens another, with budgets of its own), which registers
     /// components and records; it reads the whole context only when the configuration
-    /// grants it (`grant_plugin_reads`). Its handles are revoked at shutdown.
-    pub fn diagnostics(&self) -> Option<wattline_actors::diagnostics::PluginDiagnostics> {
-        let context = self.inner.diagnostics()?;
+    /// grants it (`grant_plugin_reads`). With diagnostics off, a disabled facade
+    /// (`availability()` says so; factories are never called). Its handles are revoked
+    /// at shutdown.
+    pub fn diagnostics(&self) -> wattline_actors::diagnostics::PluginDiagnostics {
+        let Some(context) = self.inner.diagnostics() else {
+            return wattline_actors::diagnostics::PluginDiagnostics::disabled();
+        };
         let granted = context
             .capabilities()
             .is_some_and(|limits| limits.grant_plugin_reads);
-        Some(wattline_actors::diagnostics::PluginDiagnostics::new(
-            context.clone(),
-            granted,
-        ))
+        wattline_actors::diagnostics::PluginDiagnostics::new(context.clone(), granted)
     }
 
     /// How many times a category's sampler was restarted after failing.

@@ -70,8 +70,7 @@ async fn end(
 async fn scope_calls_follow_the_rules() {
     let pipeline = wattline::Pipeline::builder().spawn().await.unwrap();
     let endpoint =
-        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), false, None)
-            .unwrap();
+        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), None).unwrap();
     endpoint.attach(pipeline.scope_control());
     let mut client = client(&endpoint).await;
     let good = credentials(&endpoint);
@@ -147,8 +146,7 @@ async fn scope_calls_follow_the_rules() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_before_the_pipeline_is_attached_waits_then_is_unavailable() {
     let endpoint =
-        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), false, None)
-            .unwrap();
+        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), None).unwrap();
     let mut client = client(&endpoint).await;
     let good = credentials(&endpoint);
     assert_eq!(
@@ -162,8 +160,7 @@ async fn a_call_before_the_pipeline_is_attached_waits_then_is_unavailable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_for_the_pipeline_goes_through_once_it_is_attached() {
     let endpoint =
-        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), false, None)
-            .unwrap();
+        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), None).unwrap();
     let mut client = client(&endpoint).await;
     let good = credentials(&endpoint);
     let early = tokio::spawn(async move { start(&mut client, &good, "early").await });

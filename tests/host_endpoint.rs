@@ -34,11 +34,11 @@ struct Host {
     client: RelayDiagnosticsClient<Channel>,
 }
 
-async fn host(can_read_context: bool) -> Host {
-    host_with(can_read_context, Admission::default()).await
+async fn host() -> Host {
+    host_with(Admission::default()).await
 }
 
-async fn host_with(can_read_context: bool, admission: Admission) -> Host {
+async fn host_with(admission: Admission) -> Host {
     let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
     let endpoint = HostEndpoint::start_with_admission(
         context.clone(),
@@ -47,7 +47,6 @@ async fn host_with(can_read_context: bool, admission: Admission) -> Host {
             token: TOKEN.into(),
             namespace: "lookup".into(),
         }],
-        can_read_context,
         None,
         admission,
     )
@@ -155,7 +154,7 @@ fn occurrences(host: &Host) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capabilities_are_what_the_sdks_accept_and_credentials_are_checked() {
-    let mut host = host(false).await;
+    let mut host = host().await;
     let capabilities = host
         .client
         .get_diagnostic_capabilities(credentials().unwrap())
@@ -224,7 +223,7 @@ async fn capabilities_are_what_the_sdks_accept_and_credentials_are_checked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submissions_follow_the_sequence_rules() {
-    let mut host = host(false).await;
+    let mut host = host().await;
     let session = open(&mut host).await;
     let registered = submit(&mut host, submission(&session, 1, registration("backend")))
         .await
@@ -371,7 +370,7 @@ async fn submissions_follow_the_sequence_rules() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_registrations_per_session_count_closed_ones_and_plugin_codes_only() {
-    let mut host = host(false).await;
+    let mut host = host().await;
     let session = open(&mut host).await;
     let host_code =
         diagnostic_submission::Operation::RegisterComponent(DiagnosticComponentRegistration {
@@ -427,40 +426,35 @@ async fn eight_registrations_per_session_count_closed_ones_and_plugin_codes_only
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reading_needs_the_grant_and_the_directory_is_private_and_removed() {
-    let mut host_without = host(false).await;
-    let session = open(&mut host_without).await;
-    let read = DiagnosticReadRequest {
-        credentials: credentials(),
-        session_id: session,
-        ..DiagnosticReadRequest::default()
-    };
-    let refused = host_without
+async fn a_worker_cannot_read_the_context_and_the_directory_is_private_and_removed() {
+    // The spec: workers' recording credentials grant no read; the reference host
+    // offers `can_read_context = false`.
+    let mut host = host().await;
+    let capabilities = host
         .client
-        .read_diagnostic_page(read.clone())
+        .get_diagnostic_capabilities(credentials().unwrap())
         .await
-        .expect_err("no grant");
-    assert_eq!(refused.code(), Code::PermissionDenied);
-    assert!(refused.metadata().get(NOT_CONSUMED_METADATA).is_none());
-
-    let mut granted = host(true).await;
-    let session = open(&mut granted).await;
-    let page = granted
+        .unwrap()
+        .into_inner();
+    assert!(!capabilities.can_read_context);
+    let session = open(&mut host).await;
+    let refused = host
         .client
         .read_diagnostic_page(DiagnosticReadRequest {
+            credentials: credentials(),
             session_id: session,
-            ..read
+            ..DiagnosticReadRequest::default()
         })
         .await
-        .expect("granted")
-        .into_inner();
-    let snapshot: serde_json::Value = serde_json::from_slice(&page.snapshot_json).unwrap();
-    assert!(snapshot["components"].is_array());
+        .expect_err("workers cannot read");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    assert!(refused.message().contains("cannot read"), "{refused:?}");
+    assert!(refused.metadata().get(NOT_CONSUMED_METADATA).is_none());
 
-    let directory = granted.endpoint.directory().to_path_buf();
+    let directory = host.endpoint.directory().to_path_buf();
     let mode = std::fs::metadata(&directory).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o700);
-    granted.endpoint.shutdown().await;
+    host.endpoint.shutdown().await;
     assert!(!directory.exists(), "the directory is removed");
 }
 
@@ -469,13 +463,10 @@ async fn a_call_over_the_admission_limit_is_refused_not_consumed_before_decoding
     // No submission slot left: every diagnostic call is refused before its body is
     // read, with the metadata that lets the client send it again; reads have their
     // own limit.
-    let mut host = host_with(
-        true,
-        Admission {
-            calls: 0,
-            ..Admission::default()
-        },
-    )
+    let mut host = host_with(Admission {
+        calls: 0,
+        ..Admission::default()
+    })
     .await;
     let refused = host
         .client
@@ -497,6 +488,8 @@ async fn a_call_over_the_admission_limit_is_refused_not_consumed_before_decoding
         .await
         .expect_err("over the limit");
     assert_eq!(refused.code(), Code::ResourceExhausted);
+    // Reads have their own limit: this one is decoded and answered (a worker may not
+    // read), not refused before decoding.
     let read = host
         .client
         .read_diagnostic_page(DiagnosticReadRequest {
@@ -504,13 +497,14 @@ async fn a_call_over_the_admission_limit_is_refused_not_consumed_before_decoding
             ..DiagnosticReadRequest::default()
         })
         .await
-        .expect("reads are admitted on their own limit");
-    assert!(!read.into_inner().snapshot_json.is_empty());
+        .expect_err("workers cannot read");
+    assert_eq!(read.code(), Code::PermissionDenied);
+    assert!(read.metadata().get(NOT_CONSUMED_METADATA).is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_observation_keeps_its_provenance_and_summaries_use_receipt_time() {
-    let mut host = host(false).await;
+    let mut host = host().await;
     let session = open(&mut host).await;
     submit(&mut host, submission(&session, 1, registration("backend")))
         .await
@@ -573,7 +567,7 @@ async fn thirty_two_sessions_per_process_and_a_re_open_is_not_a_new_one() {
         })
         .collect();
     let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
-    let endpoint = HostEndpoint::start(context, workers.clone(), false, None).unwrap();
+    let endpoint = HostEndpoint::start(context, workers.clone(), None).unwrap();
     let channel = wattline::host::connect_unix(endpoint.socket_path().to_path_buf())
         .await
         .unwrap();

@@ -553,7 +553,11 @@ async fn a_plugin_records_reads_only_with_the_grant_and_is_revoked_at_shutdown()
             .spawn()
             .await
             .expect("starts with one plugin slot");
-        let diagnostics = pipeline.diagnostics().expect("diagnostics on");
+        let diagnostics = pipeline.diagnostics();
+        assert_eq!(
+            diagnostics.availability(),
+            wattline::diagnostics::Availability::Enabled
+        );
         let component = plugin_component(&diagnostics).expect("the one plugin slot");
         let read = diagnostics.snapshot();
         if granted {
@@ -580,6 +584,28 @@ async fn a_plugin_records_reads_only_with_the_grant_and_is_revoked_at_shutdown()
             "closed"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_diagnostics_off_a_plugin_gets_a_disabled_facade() {
+    let mut config = polling_config(1000, false);
+    config.resource_metrics = None;
+    config.diagnostics = None;
+    let pipeline = Pipeline::builder()
+        .config(config)
+        .gpu_source(|| None)
+        .spawn()
+        .await
+        .expect("starts without diagnostics");
+    let diagnostics = pipeline.diagnostics();
+    assert_eq!(
+        diagnostics.availability(),
+        wattline::diagnostics::Availability::Disabled
+    );
+    let component = plugin_component(&diagnostics).expect("a disabled component, no error");
+    assert!(!component.is_enabled());
+    assert!(pipeline.diagnostics_snapshot().is_none());
+    pipeline.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

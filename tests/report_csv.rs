@@ -125,24 +125,7 @@ fn rows_append_under_one_header_and_a_foreign_file_is_left_alone() {
 #[test]
 fn report_from_an_atof_file_gives_the_same_columns() {
     let home = tempfile::tempdir().unwrap();
-    let atof = home.path().join("runs");
-    let run = wattline(home.path())
-        .args(["run", "--quiet", "--atof"])
-        .arg(&atof)
-        .args(["--", "sleep", "0.2"])
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let file = std::fs::read_dir(&atof)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let file = support::atof_file_of_a_short_run(home.path());
     let output = wattline(home.path())
         .args(["report", "--report", "csv"])
         .arg(&file)

@@ -45,14 +45,7 @@ command = ["sleep", "60"]
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let diagnostics = &report["diagnostics"];
-    let pipeline = support::component(diagnostics, "pipeline");
-    let failed = pipeline["codes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|code| code["code"] == "pipeline.worker_failed")
-        .unwrap();
-    assert_eq!(failed["occurrences"], 1);
+    assert_eq!(support::workers_failed(diagnostics), 1);
     let detail = support::details(diagnostics)
         .into_iter()
         .find(|detail| detail.contains("never.binds"))
@@ -71,4 +64,34 @@ command = ["sleep", "60"]
         .filter(|line| line.contains("\"name\":\"nemo.relay.resource_metrics\""))
         .count();
     assert!(marks >= 10, "{marks} resource marks");
+}
+
+#[test]
+fn a_tcp_worker_announcing_another_machine_is_refused_by_name() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        r#"version = 1
+[[components]]
+kind = "worker"
+[components.config]
+plugin_id = "far.away"
+command = ["sh", "-c", "printf http://192.0.2.7:4000 > \"$NEMO_RELAY_WORKER_ENDPOINT_FILE\"; sleep 30"]
+transport = "tcp"
+"#,
+    )
+    .unwrap();
+    let diagnostics = support::json_stdout(
+        wattline(home.path())
+            .args(["diagnostics", "--compact", "--config"])
+            .arg(&config),
+    );
+    let detail = support::details(&diagnostics)
+        .into_iter()
+        .find(|detail| detail.contains("far.away"))
+        .expect("the failure names the worker");
+    assert_eq!(support::workers_failed(&diagnostics), 1);
+    assert!(detail.contains("http://192.0.2.7:4000"), "{detail}");
+    assert!(detail.contains("not a loopback address"), "{detail}");
 }

@@ -12,7 +12,7 @@ use support::{component, details};
 
 use wattline::diagnostics::{Diagnostics, DiagnosticsLimits};
 use wattline::host::HostEndpoint;
-use wattline::host::worker::{RunningWorker, WorkerSpec, new_credentials};
+use wattline::host::worker::{HostAddress, RunningWorker, WorkerSpec, new_credentials};
 
 /// The worker written against the reference SDK.
 fn script() -> std::path::PathBuf {
@@ -26,6 +26,8 @@ fn spec(python: &str) -> WorkerSpec {
         command: vec![python.into(), script.display().to_string()],
         env: Default::default(),
         config: serde_json::json!({"backend": "primary"}),
+        log_file: None,
+        transport: Default::default(),
     }
 }
 
@@ -37,14 +39,14 @@ async fn the_reference_python_worker_sdk_reports_into_wattline_unmodified() {
     let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
     let spec = spec(&python);
     let credentials = new_credentials(&spec.plugin_id);
-    let endpoint = HostEndpoint::start(context.clone(), vec![credentials.clone()], false, None)
+    let endpoint = HostEndpoint::start(context.clone(), vec![credentials.clone()], None)
         .expect("the endpoint starts");
     // Register returns once the plugin's register (which flushes) has finished.
     let worker = RunningWorker::start(
         &spec,
         credentials,
         endpoint.directory(),
-        endpoint.socket_path(),
+        HostAddress::Unix(endpoint.socket_path()),
     )
     .await
     .expect("the worker starts and registers");
@@ -151,14 +153,48 @@ command = ["sh", "-c", "exit 3"]
         .filter(|detail| detail.contains("never.starts") || detail.contains("exits.at.once"))
         .collect();
     assert_eq!(failures.len(), 2, "{details:?}");
-    let pipeline = component(&diagnostics, "pipeline");
-    let worker_failed = pipeline["codes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|code| code["code"] == "pipeline.worker_failed")
-        .unwrap();
-    assert_eq!(worker_failed["occurrences"], 2);
+    assert_eq!(support::workers_failed(&diagnostics), 2);
+}
+
+#[test]
+fn the_reference_python_worker_reports_over_loopback_tcp() {
+    let Some(python) = support::worker_sdk_python() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("plugins.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"version = 1
+[[components]]
+kind = "worker"
+[components.config]
+plugin_id = "acme.diag"
+command = ["{python}", "{script}"]
+transport = "tcp"
+[components.config.config]
+backend = "over-tcp"
+"#,
+            script = script().display()
+        ),
+    )
+    .unwrap();
+    let diagnostics = support::json_stdout(
+        support::wattline(home.path())
+            .args(["diagnostics", "--compact", "--config"])
+            .arg(&config),
+    );
+    // Registered over TCP (its announced port), recorded over the host's TCP port.
+    let worker = component(&diagnostics, "worker.acme_diag.probe");
+    assert_eq!(worker["codes"][0]["occurrences"], 1);
+    assert!(
+        details(&diagnostics)
+            .iter()
+            .any(|detail| detail.contains("over-tcp")),
+        "{diagnostics}"
+    );
+    assert_eq!(support::workers_failed(&diagnostics), 0);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! context; wrong credentials give an inert facade; a flooded queue refuses with
 //! `Full` and loses nothing it admitted; a host that goes away mid-session makes
 //! delivery uncertain, never a panic; a plugin served by `serve_plugin_with` answers
-//! the host's lifecycle and reports from its `register`.
+//! the host's lifecycle and reports from its `register`, over the Unix socket and
+//! over loopback TCP.
 
 #![cfg(unix)]
 
@@ -12,13 +13,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use nemo_relay_worker_proto::v1::plugin_worker_client::PluginWorkerClient;
+use nemo_relay_worker_proto::v1::relay_diagnostics_server::RelayDiagnosticsServer;
 use nemo_relay_worker_proto::v1::{
     HandshakeRequest, JsonEnvelope, RegisterRequest, ShutdownRequest, ValidateRequest,
 };
 use wattline::diagnostics::{
     CodeOrigin, ComponentSnapshot, ComponentState, Diagnostics, DiagnosticsLimits, FailureClass,
 };
-use wattline::host::{HostEndpoint, WorkerCredentials};
+use wattline::host::{DiagnosticsService, HostEndpoint, WorkerCredentials};
 use wattline_worker::diagnostics::{
     BuiltinDiagnosticCode, DiagnosticAvailability, DiagnosticCodeDefinition,
     DiagnosticDeliveryError, DiagnosticExtensionDefinition, DiagnosticObservation,
@@ -26,7 +28,8 @@ use wattline_worker::diagnostics::{
     builtin_code, extension_code,
 };
 use wattline_worker::{
-    HostConnection, PluginContext, PluginError, WorkerEnvironment, WorkerPlugin, serve_plugin_with,
+    Endpoint, HostConnection, PluginContext, PluginError, WorkerEnvironment, WorkerPlugin,
+    serve_plugin_with,
 };
 
 const ACTIVATION: &str = "0190f4a2-7c1e-7d3a-9b2f-3c4d5e6f7a8b";
@@ -47,7 +50,6 @@ fn host() -> Host {
             token: TOKEN.into(),
             namespace: "lookup".into(),
         }],
-        false,
         None,
     )
     .expect("the endpoint starts");
@@ -448,8 +450,9 @@ async fn a_served_plugin_answers_the_lifecycle_and_reports_from_register() {
     let serving = tokio::spawn(serve_plugin_with(
         ProbePlugin { reported },
         WorkerEnvironment {
-            worker_socket: worker_socket.clone(),
-            host_socket: Some(host.endpoint.socket_path().to_path_buf()),
+            worker_endpoint: worker_socket.clone().into(),
+            host_endpoint: Some(host.endpoint.socket_path().into()),
+            endpoint_file: None,
             activation_id: ACTIVATION.into(),
             token: TOKEN.into(),
             max_message_bytes: 4 * 1024 * 1024,
@@ -561,4 +564,96 @@ async fn a_served_plugin_answers_the_lifecycle_and_reports_from_register() {
         component(&host.context, name).unwrap().state,
         ComponentState::Closed
     );
+}
+
+/// The other transport `worker-protocol.md` allows: a plugin told to listen on
+/// `tcp://127.0.0.1:0` binds a free port and writes it to its endpoint file as the
+/// reference announces it, answers `Register` over TCP, and records into wattline's
+/// `RelayDiagnostics` reached at `http://localhost:PORT`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_on_loopback_tcp_announces_its_port_registers_and_records_over_tcp() {
+    // wattline's RelayDiagnostics, served on a loopback port.
+    let context = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
+    let service = DiagnosticsService::new(
+        context.clone(),
+        vec![WorkerCredentials {
+            activation_id: ACTIVATION.into(),
+            token: TOKEN.into(),
+            namespace: "lookup".into(),
+        }],
+    );
+    let host_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host_port = host_listener.local_addr().unwrap().port();
+    let host = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(RelayDiagnosticsServer::new(service))
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(
+                host_listener,
+            )),
+    );
+
+    let directory = tempfile::tempdir().unwrap();
+    let endpoint_file = directory.path().join("worker.endpoint");
+    let (reported, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let serving = tokio::spawn(serve_plugin_with(
+        ProbePlugin { reported },
+        WorkerEnvironment {
+            worker_endpoint: Endpoint::parse("tcp://127.0.0.1:0").unwrap(),
+            host_endpoint: Some(Endpoint::parse(&format!("http://localhost:{host_port}")).unwrap()),
+            endpoint_file: Some(endpoint_file.clone()),
+            activation_id: ACTIVATION.into(),
+            token: TOKEN.into(),
+            max_message_bytes: 4 * 1024 * 1024,
+        },
+    ));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let announced = loop {
+        if let Ok(text) = std::fs::read_to_string(&endpoint_file) {
+            break text;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no endpoint file");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    // The port the OS gave, announced as the reference does.
+    let port: u16 = announced
+        .strip_prefix("http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("announced {announced:?}"))
+        .parse()
+        .unwrap();
+    assert_ne!(port, 0);
+
+    let mut worker = PluginWorkerClient::connect(announced.clone())
+        .await
+        .unwrap();
+    let registered = worker
+        .register(RegisterRequest {
+            activation_id: ACTIVATION.into(),
+            plugin_id: "acme.probe".into(),
+            auth_token: TOKEN.into(),
+            config: config(r#"{"backend": "over-tcp"}"#),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(registered.error, None);
+    let outcome = tokio::time::timeout(WAIT, reports.recv()).await.unwrap();
+    assert_eq!(outcome, Some(Ok(())));
+    assert_eq!(
+        occurrences(&context, "worker.lookup.probe"),
+        vec![("plugin.unavailable".into(), CodeOrigin::Builtin, 1)]
+    );
+
+    let ack = worker
+        .shutdown(ShutdownRequest {
+            activation_id: ACTIVATION.into(),
+            auth_token: TOKEN.into(),
+            reason: "done".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(ack.accepted, "{ack:?}");
+    let served = tokio::time::timeout(WAIT, serving).await.unwrap().unwrap();
+    assert!(served.is_ok(), "{served:?}");
+    host.abort();
 }

@@ -3,13 +3,13 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Fixed maximum of live (open) components per context; closing one frees a slot.
+/// Fixed maximum of live (open) components per native plugin session; closing one frees a slot.
 pub const MAX_LIVE_COMPONENTS: usize = 8;
 /// Fixed maximum of codes one component may declare.
 pub const MAX_CODES_PER_COMPONENT: usize = 32;
-/// Fixed maximum of cumulative extension code declarations per context; closing does not restore.
+/// Fixed maximum of cumulative extension code declarations per native plugin session; closing does not restore.
 pub const MAX_EXTENSION_DECLARATIONS: usize = 16;
-/// Fixed maximum of cumulative registration text per context, in bytes; closing does not restore.
+/// Fixed maximum of cumulative registration text per native plugin session, in bytes; closing does not restore.
 pub const MAX_REGISTRATION_TEXT_BYTES: usize = 16 * 1024;
 /// Fixed maximum of aggregate input text (detail + request id + session id) per recording call.
 pub const MAX_INPUT_TEXT_BYTES: usize = 16 * 1024;
@@ -31,18 +31,19 @@ pub struct DiagnosticsLimits {
     pub history_capacity: usize,
     /// Detail bytes kept per event, cut on a UTF-8 boundary. Range 1..=16384, default 1024.
     pub max_detail_bytes: usize,
-    /// Live components per context. Range 1..=8, default 8.
+    /// Live components per native plugin session. Range 1..=8, default 8.
     pub max_live_components: usize,
     /// Codes per component. Range 1..=32, default 32.
     pub max_codes_per_component: usize,
-    /// Cumulative extension declarations per context. Range 0..=16, default 16.
+    /// Cumulative extension declarations per native plugin session. Range 0..=16, default 16.
     pub max_extension_declarations: usize,
-    /// Cumulative registration text bytes per context. Range 1..=16384, default 16384.
+    /// Cumulative registration text bytes per native plugin session. Range 1..=16384, default 16384.
     pub max_registration_text_bytes: usize,
     /// Aggregate input text bytes per recording call. Range 1..=16384, default 16384.
     pub max_input_text_bytes: usize,
-    /// The host-policy grant that lets plugins read the whole context (every
+    /// The host-policy grant that lets native plugins read the whole context (every
     /// component's counters and evidence). Default `false`: plugins record only.
+    /// Worker plugins never read, whatever it says (their credentials only record).
     pub grant_plugin_reads: bool,
 }
 

@@ -28,4 +28,4 @@ pub use opentelemetry::{
     MetricTemporality, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport,
 };
 pub use resource_metrics::{MeasurementScopeSetting, ResourceMetricsConfig};
-pub use worker::WorkerConfig;
+pub use worker::{WorkerConfig, WorkerTransport};

@@ -3,6 +3,7 @@
 //! hold several, one per `plugin_id`; layers merge them by `plugin_id`.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,27 @@ pub struct WorkerConfig {
     /// The plugin's own configuration, passed to `Register` as JSON.
     #[serde(default)]
     pub config: toml::Table,
+    /// Where the program's stdout and stderr lines go (appended, each prefixed with
+    /// the plugin id); unset: wattline's stderr.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+    /// How the worker and the host reach each other: Unix sockets in a private
+    /// directory (the default), or loopback TCP (`tcp://127.0.0.1:0` for the worker,
+    /// which announces its port in `NEMO_RELAY_WORKER_ENDPOINT_FILE`), as the worker
+    /// protocol allows where Unix sockets are not used.
+    #[serde(default)]
+    pub transport: WorkerTransport,
+}
+
+/// The transport between a worker plugin and the host endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerTransport {
+    /// Unix sockets in the host's private directory.
+    #[default]
+    Unix,
+    /// Loopback TCP, ports chosen by the OS.
+    Tcp,
 }
 
 impl WorkerConfig {
@@ -45,6 +67,13 @@ impl WorkerConfig {
                 ));
             }
         }
+        if self
+            .log_file
+            .as_ref()
+            .is_some_and(|path| path.as_os_str().is_empty())
+        {
+            return Err(FieldError::new("log_file", "must not be empty"));
+        }
         Ok(())
     }
 }
@@ -62,6 +91,10 @@ pub struct WorkerLayer {
     pub env: Option<BTreeMap<String, String>>,
     /// The plugin's own configuration.
     pub config: Option<toml::Table>,
+    /// Where the program's output lines go.
+    pub log_file: Option<PathBuf>,
+    /// The transport.
+    pub transport: Option<WorkerTransport>,
 }
 
 impl WorkerLayer {
@@ -75,6 +108,8 @@ impl WorkerLayer {
                 .unwrap_or_else(|| vec!["(set by another layer)".to_owned()]),
             env: self.env.clone().unwrap_or_default(),
             config: toml::Table::new(),
+            log_file: self.log_file.clone(),
+            transport: self.transport.unwrap_or_default(),
         }
         .validate()
     }

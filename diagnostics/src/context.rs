@@ -11,7 +11,7 @@ use super::error::DiagnosticError;
 use super::limits::{DiagnosticsLimits, DiagnosticsLimitsError};
 use super::observation::{Observation, RecordOutcome, validate_observation};
 use super::snapshot::{AdmissionUsage, DeliveryStats, DiagnosticsSnapshot, HistoryStats};
-use super::store::{ComponentShared, ContextState};
+use super::store::{ComponentShared, ContextState, SessionId};
 use super::vocabulary::Availability;
 
 /// A diagnostics context: counters, recent evidence and admission budgets.
@@ -37,6 +37,9 @@ struct ContextInner {
     accepted: AtomicU64,
     rejected: AtomicU64,
     busy: AtomicU64,
+    /// The next native session's id; 0 is the session of calls made on the context
+    /// itself ([`Diagnostics::component_lazy`]).
+    next_session: AtomicU64,
 }
 
 impl ContextInner {
@@ -82,6 +85,7 @@ impl Diagnostics {
                 accepted: AtomicU64::new(0),
                 rejected: AtomicU64::new(0),
                 busy: AtomicU64::new(0),
+                next_session: AtomicU64::new(1),
             })),
         })
     }
@@ -105,7 +109,9 @@ impl Diagnostics {
         self.inner.as_ref().map(|inner| inner.limits)
     }
 
-    /// Registers one component from a lazily built declaration.
+    /// Registers one component from a lazily built declaration, on the budget of the
+    /// context's own native session (a plugin's facade, [`PluginDiagnostics`], has a
+    /// session of its own).
     ///
     /// When the context is disabled the factory is not called and a disabled
     /// component is returned. Otherwise the lock is taken first (`busy` if another
@@ -117,7 +123,14 @@ impl Diagnostics {
     where
         F: FnOnce() -> ComponentDeclaration<'a>,
     {
-        self.register(factory, Registrant::Plugin)
+        self.register(factory, Registrant::Plugin(0))
+    }
+
+    /// A fresh native session id: its admission budgets start empty.
+    fn new_session(&self) -> SessionId {
+        self.inner.as_ref().map_or(0, |context| {
+            context.next_session.fetch_add(1, Ordering::Relaxed)
+        })
     }
 
     /// Registration path of a worker's component, arriving over the host endpoint: the
@@ -163,18 +176,18 @@ impl Diagnostics {
         // The pipeline's own declarations and a worker's (held to its session's limits
         // by the endpoint) are checked against the spec's maxima, whatever the
         // configuration lowered for native plugins, and charge their budget nothing.
-        let (host_codes, own_budget) = match registrant {
-            Registrant::Plugin => (HostCodes::Rejected, false),
-            Registrant::Worker => (HostCodes::Rejected, true),
-            Registrant::Pipeline => (HostCodes::Allowed, true),
+        let (host_codes, session) = match registrant {
+            Registrant::Plugin(session) => (HostCodes::Rejected, Some(session)),
+            Registrant::Worker => (HostCodes::Rejected, None),
+            Registrant::Pipeline => (HostCodes::Allowed, None),
         };
-        let declaration_limits = if own_budget {
+        let declaration_limits = if session.is_none() {
             DiagnosticsLimits::default()
         } else {
             context.limits
         };
         let validated = validate_declaration(&declaration, &declaration_limits, host_codes)?;
-        let shared = state.admit(validated, &context.limits, own_budget)?;
+        let shared = state.admit(validated, &context.limits, session)?;
         drop(state);
         Ok(DiagnosticComponent {
             handle: Some(Arc::new(ComponentHandle {
@@ -199,8 +212,9 @@ impl Diagnostics {
         state.close_all();
     }
 
-    /// Use of the plugins' budget so far (the pipeline's own components have their
-    /// own); `busy` if another call is in progress.
+    /// Use of the native plugins' budgets so far, every session together (the
+    /// pipeline's own components have their own); `busy` if another call is in
+    /// progress.
     pub fn usage(&self) -> Result<AdmissionUsage, DiagnosticError> {
         match &self.inner {
             Some(context) => Ok(context.try_enter()?.usage()),
@@ -256,8 +270,8 @@ impl Diagnostics {
 /// Who registers a component, which fixes its codes and its budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Registrant {
-    /// A native plugin: plugin codes, the configured budget.
-    Plugin,
+    /// A native plugin: plugin codes, its session's share of the configured budget.
+    Plugin(SessionId),
     /// A worker over the host endpoint: plugin codes, its session's budget.
     Worker,
     /// The pipeline itself: host codes allowed, its own budget.
@@ -303,7 +317,7 @@ impl ComponentHandle {
         // Input on its own budget (the pipeline's; a worker's, bounded by the endpoint's
         // request size) is held to the spec's maximum; storage limits (history, detail)
         // are the context's for everyone.
-        let input_limits = if self.shared.own_budget {
+        let input_limits = if self.shared.own_budget() {
             &DiagnosticsLimits::default()
         } else {
             limits
@@ -368,30 +382,62 @@ impl DiagnosticComponent {
     }
 }
 
-/// What a plugin inside the host gets of the context: it registers components and
-/// records through them; it reads the whole context only with the host's grant
-/// (`grant_plugin_reads`), which a query filter would not narrow.
+/// What a plugin inside the host gets of the context: one native session, which
+/// registers components and records through them on admission budgets of its own
+/// (live components, extensions, registration text: per session, as the spec says);
+/// it reads the whole context only with the host's grant (`grant_plugin_reads`),
+/// which a query filter would not narrow. Clones share the session.
 #[derive(Debug, Clone)]
 pub struct PluginDiagnostics {
     context: Diagnostics,
     read_granted: bool,
+    session: SessionId,
 }
 
 impl PluginDiagnostics {
-    /// `context` as a plugin sees it, reading only when `read_granted`.
+    /// A new session on `context` as a plugin sees it, reading only when
+    /// `read_granted`.
     pub fn new(context: Diagnostics, read_granted: bool) -> Self {
+        let session = context.new_session();
         PluginDiagnostics {
             context,
             read_granted,
+            session,
         }
     }
 
-    /// Registers one component (see [`Diagnostics::component_lazy`]).
+    /// A facade that records nothing and never calls factories (diagnostics off).
+    pub fn disabled() -> Self {
+        PluginDiagnostics::new(Diagnostics::disabled(), false)
+    }
+
+    /// Whether the context collects anything (`enabled` or `disabled`).
+    pub fn availability(&self) -> Availability {
+        self.context.availability()
+    }
+
+    /// Totals of the context's recording calls (accepted, rejected, busy); reads
+    /// atomics, never busy.
+    pub fn delivery_stats(&self) -> DeliveryStats {
+        self.context.delivery_stats()
+    }
+
+    /// Use of this session's budgets; `busy` if another call is in progress.
+    pub fn usage(&self) -> Result<AdmissionUsage, DiagnosticError> {
+        match &self.context.inner {
+            Some(context) => Ok(context.try_enter()?.session_usage(self.session)),
+            None => Ok(AdmissionUsage::default()),
+        }
+    }
+
+    /// Registers one component on this session's budgets (otherwise as
+    /// [`Diagnostics::component_lazy`]).
     pub fn component_lazy<'a, F>(&self, factory: F) -> Result<DiagnosticComponent, DiagnosticError>
     where
         F: FnOnce() -> ComponentDeclaration<'a>,
     {
-        self.context.component_lazy(factory)
+        self.context
+            .register(factory, Registrant::Plugin(self.session))
     }
 
     /// The limits in force; `None` when disabled.

@@ -1,6 +1,6 @@
 //! Locked context state: registrations, lifetime counters and the bounded evidence ring.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -26,12 +26,29 @@ pub(super) struct ComponentShared {
     row: usize,
     /// Set once by `close()` or the last handle's drop; never cleared.
     closed: AtomicBool,
-    /// Admitted on a budget of its own (the pipeline's components; a worker's, whose
-    /// session limits the host endpoint enforces), not the native plugins'.
-    pub(super) own_budget: bool,
+    /// The native session whose budget it was admitted on; `None`: a budget of its
+    /// own (the pipeline's components; a worker's, whose session limits the host
+    /// endpoint enforces).
+    pub(super) session: Option<SessionId>,
+}
+
+/// A native plugin session (one activation's facade): admission budgets are per
+/// session, as the spec says.
+pub(super) type SessionId = u64;
+
+/// What one native session has charged so far; never decreases.
+#[derive(Debug, Clone, Copy, Default)]
+struct SessionBudget {
+    extension_declarations: usize,
+    registration_text_bytes: usize,
 }
 
 impl ComponentShared {
+    /// True when admitted on a budget of its own, not a native session's.
+    pub(super) fn own_budget(&self) -> bool {
+        self.session.is_none()
+    }
+
     /// Marks the registration closed; true when this call closed it.
     pub(super) fn close(&self) -> bool {
         !self.closed.swap(true, Ordering::AcqRel)
@@ -72,8 +89,7 @@ struct History {
 #[derive(Debug)]
 pub(super) struct ContextState {
     rows: Vec<ComponentRow>,
-    extension_declarations: usize,
-    registration_text_bytes: usize,
+    sessions: HashMap<SessionId, SessionBudget>,
     next_sequence: u64,
     history: History,
 }
@@ -83,8 +99,7 @@ impl ContextState {
     pub(super) fn new(limits: &DiagnosticsLimits) -> Self {
         Self {
             rows: Vec::new(),
-            extension_declarations: 0,
-            registration_text_bytes: 0,
+            sessions: HashMap::new(),
             next_sequence: 1,
             history: History {
                 capacity: limits.history_capacity,
@@ -100,9 +115,10 @@ impl ContextState {
         self.rows.iter().filter(|row| !row.shared.is_closed())
     }
 
-    /// Live components on the plugins' budget (the pipeline's own have their own).
+    /// Live components on the native plugins' budgets (the pipeline's own have their
+    /// own).
     fn live_plugin_rows(&self) -> impl Iterator<Item = &ComponentRow> {
-        self.live_rows().filter(|row| !row.shared.own_budget)
+        self.live_rows().filter(|row| !row.shared.own_budget())
     }
 
     /// Closes every registration (activation teardown): no handle records after it.
@@ -112,26 +128,47 @@ impl ContextState {
         }
     }
 
-    /// Current use of the plugins' budget.
+    /// Current use of the native plugins' budgets, every session together.
     pub(super) fn usage(&self) -> AdmissionUsage {
         AdmissionUsage {
             live_components: self.live_plugin_rows().count(),
-            extension_declarations: self.extension_declarations,
-            registration_text_bytes: self.registration_text_bytes,
+            extension_declarations: self
+                .sessions
+                .values()
+                .map(|budget| budget.extension_declarations)
+                .sum(),
+            registration_text_bytes: self
+                .sessions
+                .values()
+                .map(|budget| budget.registration_text_bytes)
+                .sum(),
         }
     }
 
-    /// Admits a validated declaration against the context budgets and stores it.
+    /// Current use of one native session's budget.
+    pub(super) fn session_usage(&self, session: SessionId) -> AdmissionUsage {
+        let budget = self.sessions.get(&session).copied().unwrap_or_default();
+        AdmissionUsage {
+            live_components: self
+                .live_rows()
+                .filter(|row| row.shared.session == Some(session))
+                .count(),
+            extension_declarations: budget.extension_declarations,
+            registration_text_bytes: budget.registration_text_bytes,
+        }
+    }
+
+    /// Admits a validated declaration against `session`'s budgets and stores it.
     ///
     /// Order: duplicate live name, live components, extensions, registration text.
-    /// Nothing is charged when an error is returned. An `own_budget` declaration (the
-    /// pipeline's or a worker's, validated against the spec's maxima) charges no budget here:
-    /// the plugins keep every slot the configuration gives them.
+    /// Nothing is charged when an error is returned. A declaration with no session (the
+    /// pipeline's or a worker's, validated against the spec's maxima) charges no budget
+    /// here: the plugins keep every slot the configuration gives them.
     pub(super) fn admit(
         &mut self,
         declaration: ValidatedDeclaration,
         limits: &DiagnosticsLimits,
-        own_budget: bool,
+        session: Option<SessionId>,
     ) -> Result<Arc<ComponentShared>, DiagnosticError> {
         if self
             .live_rows()
@@ -141,43 +178,49 @@ impl ContextState {
                 name: declaration.name,
             });
         }
-        if own_budget {
-            return Ok(self.store_row(declaration, true));
-        }
-        if self.live_plugin_rows().count() >= limits.max_live_components {
+        let Some(session) = session else {
+            return Ok(self.store_row(declaration, None));
+        };
+        let used = self.session_usage(session);
+        if used.live_components >= limits.max_live_components {
             return Err(DiagnosticError::ComponentLimit {
                 limit: limits.max_live_components,
             });
         }
-        let extensions = self
+        let extensions = used
             .extension_declarations
             .saturating_add(declaration.extension_count);
         if extensions > limits.max_extension_declarations {
             return Err(DiagnosticError::ExtensionLimit {
-                used: self.extension_declarations,
+                used: used.extension_declarations,
                 requested: declaration.extension_count,
                 limit: limits.max_extension_declarations,
             });
         }
-        let text = self
+        let text = used
             .registration_text_bytes
             .saturating_add(declaration.text_bytes);
         if text > limits.max_registration_text_bytes {
             return Err(DiagnosticError::RegistrationTextLimit {
-                used: self.registration_text_bytes,
+                used: used.registration_text_bytes,
                 requested: declaration.text_bytes,
                 limit: limits.max_registration_text_bytes,
             });
         }
-        self.extension_declarations = extensions;
-        self.registration_text_bytes = text;
-        Ok(self.store_row(declaration, false))
+        self.sessions.insert(
+            session,
+            SessionBudget {
+                extension_declarations: extensions,
+                registration_text_bytes: text,
+            },
+        );
+        Ok(self.store_row(declaration, Some(session)))
     }
 
     fn store_row(
         &mut self,
         declaration: ValidatedDeclaration,
-        own_budget: bool,
+        session: Option<SessionId>,
     ) -> Arc<ComponentShared> {
         let counters = vec![CodeCounter::default(); declaration.codes.len()];
         let shared = Arc::new(ComponentShared {
@@ -185,7 +228,7 @@ impl ContextState {
             codes: declaration.codes,
             row: self.rows.len(),
             closed: AtomicBool::new(false),
-            own_budget,
+            session,
         });
         self.rows.push(ComponentRow {
             shared: Arc::clone(&shared),

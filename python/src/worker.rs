@@ -15,8 +15,8 @@ use wattline_worker::diagnostics::{
 };
 use wattline_worker::wire::relay::diagnostic_code_definition::Definition;
 use wattline_worker::{
-    DiagnosticDeliveryError as DeliveryError, HostConnection, PluginContext, PluginError,
-    PluginRuntime, WorkerPlugin,
+    AgentScope, DiagnosticDeliveryError as DeliveryError, HostConnection, PluginContext,
+    PluginError, PluginRuntime, WorkerPlugin,
 };
 
 use super::{WattlineError, block_on, runtime, wattline_error};
@@ -41,10 +41,13 @@ fn delivery_error(error: DeliveryError) -> PyErr {
     NativeDeliveryError::new_err(kind)
 }
 
+/// The reference Python SDK's limit for `flush` and `close` when none is given.
+const LOCAL_LIFECYCLE_TIMEOUT: Duration = Duration::from_secs(2);
+
 fn seconds(timeout: Option<f64>) -> Duration {
     timeout
         .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
-        .map_or(Duration::from_secs(30), Duration::from_secs_f64)
+        .map_or(LOCAL_LIFECYCLE_TIMEOUT, Duration::from_secs_f64)
 }
 
 /// One code definition as the Python layer passes it: `(builtin_name, None)` or
@@ -211,6 +214,54 @@ impl NativePluginRuntime {
         let inner = block_on(py, async move { runtime.diagnostics().await.clone() })?;
         Ok(NativeWorkerDiagnostics { inner })
     }
+
+    /// Starts the Agent scope `name` on the host; it lasts until `end()`.
+    fn agent_scope(&self, py: Python<'_>, name: String) -> PyResult<NativeAgentScope> {
+        let runtime = self.inner.clone();
+        let scope = block_on(py, async move { runtime.agent_scope(&name).await })?
+            .map_err(wattline_error)?;
+        Ok(NativeAgentScope {
+            name: scope.name().to_owned(),
+            scope_id: scope.scope_id().to_owned(),
+            inner: std::sync::Mutex::new(Some(scope)),
+        })
+    }
+}
+
+/// An Agent scope a worker started on the host.
+#[pyclass(module = "wattline._native")]
+pub struct NativeAgentScope {
+    name: String,
+    scope_id: String,
+    /// `None` once ended.
+    inner: std::sync::Mutex<Option<AgentScope>>,
+}
+
+#[pymethods]
+impl NativeAgentScope {
+    /// The scope's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The host's id for the scope.
+    #[getter]
+    fn scope_id(&self) -> &str {
+        &self.scope_id
+    }
+
+    /// Ends the scope on the host; a second call does nothing.
+    fn end(&self, py: Python<'_>) -> PyResult<()> {
+        let scope = match self.inner.lock() {
+            Ok(mut guard) => guard.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        let Some(scope) = scope else {
+            return Ok(());
+        };
+        block_on(py, async move { scope.end().await })?.map_err(wattline_error)
+    }
 }
 
 /// The diagnostics facade of a program under `wattline run` (`WATTLINE_HOST_*`).
@@ -219,6 +270,16 @@ pub fn host_diagnostics(py: Python<'_>) -> PyResult<NativeWorkerDiagnostics> {
     let connection = HostConnection::from_env().map_err(wattline_error)?;
     let inner = block_on(py, async move { connection.diagnostics().await.clone() })?;
     Ok(NativeWorkerDiagnostics { inner })
+}
+
+/// The runtime of a program under `wattline run` (`WATTLINE_HOST_*`): its diagnostics
+/// and Agent scopes, as a worker plugin's `PluginContext.runtime`.
+#[pyfunction]
+pub fn host_runtime() -> PyResult<NativePluginRuntime> {
+    let connection = HostConnection::from_env().map_err(wattline_error)?;
+    Ok(NativePluginRuntime {
+        inner: PluginRuntime::from_connection(connection),
+    })
 }
 
 /// A Python plugin seen by the Rust SDK: calls go to the Python adapter
@@ -313,7 +374,9 @@ pub fn add_to(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeWorkerDiagnostics>()?;
     module.add_class::<NativeDiagnosticComponent>()?;
     module.add_class::<NativePluginRuntime>()?;
+    module.add_class::<NativeAgentScope>()?;
     module.add_function(wrap_pyfunction!(host_diagnostics, module)?)?;
+    module.add_function(wrap_pyfunction!(host_runtime, module)?)?;
     module.add_function(wrap_pyfunction!(serve_plugin, module)?)?;
     Ok(())
 }

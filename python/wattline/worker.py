@@ -20,13 +20,15 @@ A worker plugin::
                 "backend", [DiagnosticCodeDefinition(builtin_name="plugin.timeout")])
             component.try_record_lazy(lambda: DiagnosticObservation(
                 code=1, count=1, failure_class="timeout",
-                outcome=DiagnosticObservationOutcome.FAILURE,
-                severity=DiagnosticObservationSeverity.WARNING, detail="backend slow"))
-            await diagnostics.flush(timeout=2.0)
+                outcome=DiagnosticObservationOutcome.DIAGNOSTIC_OBSERVATION_OUTCOME_FAILURE,
+                severity=DiagnosticObservationSeverity.DIAGNOSTIC_OBSERVATION_SEVERITY_WARNING,
+                detail="backend slow"))
+            await diagnostics.flush()
 
     serve_plugin(Lookup())
 
-A program under ``wattline run``: ``diagnostics = await host_diagnostics()``.
+A program under ``wattline run``: ``diagnostics = await host_diagnostics()``, or
+``runtime = host_runtime()`` for its diagnostics and ``await runtime.agent_scope(name)``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,11 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 
 from . import _native
 
+# The reference SDK's limit for flush() and close() when none is given, seconds.
+_LOCAL_LIFECYCLE_TIMEOUT = 2.0
+
 __all__ = [
+    "AgentScope",
     "DiagnosticCodeDefinition",
     "DiagnosticComponent",
     "DiagnosticDeliveryError",
@@ -56,26 +62,41 @@ __all__ = [
     "WorkerDiagnostics",
     "WorkerPlugin",
     "host_diagnostics",
+    "host_runtime",
     "serve_plugin",
 ]
 
 
 class _ProtoEnum(enum.IntEnum):
-    """An enum with the wire's numbers; ``Value("DIAGNOSTIC_..._FAILURE")`` accepts the
-    generated protobuf names too, as code written for the reference SDK uses them."""
+    """An enum with the wire's numbers and the generated protobuf names the reference
+    SDK exposes (``Outcome.DIAGNOSTIC_OBSERVATION_OUTCOME_FAILURE``, ``Value(name)``,
+    ``Name(number)``); the short names (``FAILURE``) are aliases of the same members."""
 
     @classmethod
     def Value(cls, name: str) -> "_ProtoEnum":  # noqa: N802 (the protobuf name)
-        return cls[name.rsplit("_", 1)[-1] if name.startswith("DIAGNOSTIC_") else name]
+        return cls[name]
+
+    @classmethod
+    def Name(cls, number: int) -> str:  # noqa: N802 (the protobuf name)
+        return cls(number).name
 
 
 class DiagnosticObservationOutcome(_ProtoEnum):
+    DIAGNOSTIC_OBSERVATION_OUTCOME_UNKNOWN = 0
+    DIAGNOSTIC_OBSERVATION_OUTCOME_SUCCESS = 1
+    DIAGNOSTIC_OBSERVATION_OUTCOME_FAILURE = 2
     UNKNOWN = 0
     SUCCESS = 1
     FAILURE = 2
 
 
 class DiagnosticObservationSeverity(_ProtoEnum):
+    DIAGNOSTIC_OBSERVATION_SEVERITY_UNSPECIFIED = 0
+    DIAGNOSTIC_OBSERVATION_SEVERITY_TRACE = 1
+    DIAGNOSTIC_OBSERVATION_SEVERITY_DEBUG = 2
+    DIAGNOSTIC_OBSERVATION_SEVERITY_INFO = 3
+    DIAGNOSTIC_OBSERVATION_SEVERITY_WARNING = 4
+    DIAGNOSTIC_OBSERVATION_SEVERITY_ERROR = 5
     UNSPECIFIED = 0
     TRACE = 1
     DEBUG = 2
@@ -129,9 +150,10 @@ class DiagnosticDeliveryStats:
     delivered: int = 0
 
 
-class DiagnosticDeliveryError(_native.WattlineError):
+class DiagnosticDeliveryError(_native.WattlineError, RuntimeError):
     """A delivery outcome with a stable ``kind``: ``full``, ``invalid``,
-    ``not_consumed``, ``rejected``, ``uncertain`` or ``closed``."""
+    ``not_consumed``, ``rejected``, ``uncertain`` or ``closed``. A ``RuntimeError``,
+    as the reference's, and a ``WattlineError``."""
 
     def __init__(self, kind: str) -> None:
         super().__init__(f"diagnostic delivery: {kind}")
@@ -217,12 +239,40 @@ class WorkerDiagnostics:
         return DiagnosticComponent(await _in_thread(self._native.component, name, encoded))
 
     async def flush(self, timeout: Optional[float] = None) -> None:
-        """Waits, at most ``timeout`` seconds, until everything accepted is settled."""
-        await _in_thread(self._native.flush, timeout)
+        """Waits, at most ``timeout`` seconds (2.0 when ``None``, as the reference),
+        until everything accepted is settled."""
+        await _in_thread(self._native.flush, _LOCAL_LIFECYCLE_TIMEOUT if timeout is None else timeout)
 
     async def close(self, timeout: Optional[float] = None) -> None:
-        """Flushes, then closes the session."""
-        await _in_thread(self._native.close, timeout)
+        """Flushes, then closes the session, within ``timeout`` seconds (2.0 when
+        ``None``)."""
+        await _in_thread(self._native.close, _LOCAL_LIFECYCLE_TIMEOUT if timeout is None else timeout)
+
+
+class AgentScope:
+    """An Agent scope started on the host; end it with ``await scope.end()``, or use
+    it as ``async with await runtime.agent_scope("name"):``."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def scope_id(self) -> str:
+        return self._native.scope_id
+
+    async def end(self) -> None:
+        """Ends the scope on the host; a second call does nothing."""
+        await _in_thread(self._native.end)
+
+    async def __aenter__(self) -> "AgentScope":
+        return self
+
+    async def __aexit__(self, *_: Any) -> None:
+        await self.end()
 
 
 class PluginRuntime:
@@ -237,6 +287,12 @@ class PluginRuntime:
         if self._diagnostics is None:
             self._diagnostics = WorkerDiagnostics(await _in_thread(self._native.diagnostics))
         return self._diagnostics
+
+    async def agent_scope(self, name: str) -> AgentScope:
+        """Starts the Agent scope ``name`` on the host (wattline's ``AgentScopes``;
+        the Rust worker SDK's ``PluginRuntime::agent_scope``); raises
+        ``WattlineError`` when the name is refused or the host does not serve scopes."""
+        return AgentScope(await _in_thread(self._native.agent_scope, name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,6 +366,13 @@ def serve_plugin(plugin: WorkerPlugin) -> None:
         _native.serve_plugin(adapter)
     finally:
         adapter.stop()
+
+
+def host_runtime() -> PluginRuntime:
+    """The runtime of a program under ``wattline run``: ``await
+    runtime.diagnostics()`` (components under ``worker.command.<name>``) and ``await
+    runtime.agent_scope(name)`` (its steps, in the run's report)."""
+    return PluginRuntime(_native.host_runtime())
 
 
 async def host_diagnostics() -> WorkerDiagnostics:

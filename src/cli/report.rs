@@ -24,15 +24,24 @@ pub struct ReportArgs {
     /// Also write the report as one self-contained HTML page with charts to this file.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// Write the report (in `--report`'s format) to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 /// Runs `report`.
 pub fn run(args: ReportArgs) -> Result<ExitCode, String> {
     let (report, series) =
         wattline::report_and_series_from_atof(&args.file).map_err(|error| error.to_string())?;
+    let output = args
+        .output
+        .as_deref()
+        .map(super::report_output::ReportFile::create)
+        .transpose()?;
     let outputs = super::report_output::ReportOutputs {
         format: args.report,
         table_on_stderr: false,
+        output: output.as_ref(),
         csv_file: args.csv_file.as_deref(),
         html: args.html.as_deref(),
     };

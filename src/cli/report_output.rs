@@ -1,7 +1,9 @@
 //! Where a report goes, for `run` and `report` alike: the chosen format printed, then
 //! the CSV row appended and the HTML page written when asked.
 
-use std::path::Path;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use wattline::EnergyReport;
 use wattline::report::csv::{RunDescription, csv_header, csv_row};
@@ -21,6 +23,39 @@ pub enum ReportFormat {
     Csv,
 }
 
+/// The file `--output` names: the report in the chosen format goes there instead of
+/// stdout or stderr. Created (or emptied) when the command starts, so a path that
+/// cannot be written fails before any work is done.
+#[derive(Debug)]
+pub struct ReportFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl ReportFile {
+    /// Creates `path`, replacing what was there.
+    pub fn create(path: &Path) -> Result<ReportFile, String> {
+        let file = File::create(path)
+            .map_err(|error| format!("--output {}: cannot create it: {error}", path.display()))?;
+        Ok(ReportFile {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    fn write(&self, text: &str) -> Result<(), String> {
+        (&self.file)
+            .write_all(text.as_bytes())
+            .and_then(|()| (&self.file).flush())
+            .map_err(|error| {
+                format!(
+                    "{}: the report could not be written: {error}",
+                    self.path.display()
+                )
+            })
+    }
+}
+
 /// What a report is printed and written as.
 pub struct ReportOutputs<'a> {
     /// The format printed.
@@ -28,6 +63,8 @@ pub struct ReportOutputs<'a> {
     /// Prints the table on stderr (`run`, whose stdout may be the command's) rather
     /// than stdout. JSON and CSV always go to stdout.
     pub table_on_stderr: bool,
+    /// Writes the report in `format` to this file instead of printing it.
+    pub output: Option<&'a ReportFile>,
     /// Append the report as a CSV row to this file.
     pub csv_file: Option<&'a Path>,
     /// Write the HTML page to this file.
@@ -45,12 +82,16 @@ pub fn write_report(
 ) -> Result<Vec<String>, String> {
     let printed = render_report(report, series, run, outputs.format.into())
         .map_err(|error| error.to_string())?;
-    if outputs.format == ReportFormat::Table && outputs.table_on_stderr {
+    let mut file_problems = Vec::new();
+    if let Some(file) = outputs.output {
+        if let Err(problem) = file.write(&printed) {
+            file_problems.push(problem);
+        }
+    } else if outputs.format == ReportFormat::Table && outputs.table_on_stderr {
         super::output::print_stderr(&printed)?;
     } else {
         super::output::print_stdout(&printed)?;
     }
-    let mut file_problems = Vec::new();
     if let Some(path) = outputs.csv_file
         && let Err(problem) =
             super::csv_file::append_row(path, &csv_header(), &csv_row(report, run))

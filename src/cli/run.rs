@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// Also write the report as one self-contained HTML page with charts to this file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Write the report (in `--report`'s format) to this file instead of stdout or
+    /// stderr, apart from the command's own output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Exit 3 instead of the command's code when an exporter lost data.
     #[arg(long)]
     pub strict: bool,
@@ -184,6 +188,11 @@ async fn run_async(
     setting: MeasurementScopeSetting,
 ) -> Result<ExitCode, String> {
     let (program, arguments) = args.command.split_first().ok_or("no command to run")?;
+    let report_file = args
+        .output
+        .as_deref()
+        .map(super::report_output::ReportFile::create)
+        .transpose()?;
     // Everything that can fail on configuration or I/O (exporters: the ATOF file, the
     // OTLP endpoints) before the command starts, so a bad flag never starts it.
     let RunSetup {
@@ -243,6 +252,7 @@ async fn run_async(
     let lost_data = match report {
         Some(report) => print_report(
             &args,
+            report_file.as_ref(),
             &report,
             started,
             &status_for_summary,
@@ -337,8 +347,8 @@ async fn prepare_run(
 fn start_host(
     prepared: &wattline::PreparedPipeline,
 ) -> Result<Option<wattline::host::program::ProgramEndpoint>, String> {
-    let (context, can_read_context) = prepared.diagnostics_context();
-    match wattline::host::program::ProgramEndpoint::start(context, can_read_context, None) {
+    let context = prepared.diagnostics_context();
+    match wattline::host::program::ProgramEndpoint::start(context, None) {
         Ok(host) => Ok(Some(host)),
         Err(error) => {
             super::output::print_stderr(&format!(
@@ -443,6 +453,7 @@ async fn stop_measuring(
 /// report's files; `true` when data was lost (an exporter's, or a stopped part).
 fn print_report(
     args: &RunArgs,
+    report_file: Option<&super::report_output::ReportFile>,
     report: &wattline::EnergyReport,
     started: Instant,
     status: &StatusSink,
@@ -475,6 +486,7 @@ fn print_report(
     let outputs = super::report_output::ReportOutputs {
         format: args.report,
         table_on_stderr: true,
+        output: report_file,
         csv_file: args.csv_file.as_deref(),
         html: args.html.as_deref(),
     };

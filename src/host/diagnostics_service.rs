@@ -110,18 +110,14 @@ struct State {
 #[derive(Debug, Clone)]
 pub struct DiagnosticsService {
     context: Diagnostics,
-    can_read_context: bool,
     state: Arc<Mutex<State>>,
 }
 
 impl DiagnosticsService {
-    /// A service recording into `context` for `workers`; reads are allowed only with
-    /// `can_read_context` (the configuration's grant).
-    pub fn new(
-        context: Diagnostics,
-        workers: Vec<WorkerCredentials>,
-        can_read_context: bool,
-    ) -> Self {
+    /// A service recording into `context` for `workers`. Workers record only: as the
+    /// spec and the reference host say (`can_read_context = false`), their recording
+    /// credentials grant no read of the context; the host reads it itself.
+    pub fn new(context: Diagnostics, workers: Vec<WorkerCredentials>) -> Self {
         let activations = workers
             .into_iter()
             .map(|credentials| {
@@ -136,7 +132,6 @@ impl DiagnosticsService {
             .collect();
         DiagnosticsService {
             context,
-            can_read_context,
             state: Arc::new(Mutex::new(State {
                 activations,
                 sessions: 0,
@@ -158,7 +153,7 @@ impl DiagnosticsService {
             snapshot_version: 1,
             catalogue_version: 1,
             enabled: limits.is_some(),
-            can_read_context: self.can_read_context,
+            can_read_context: false,
             max_components: limits::MAX_COMPONENTS as u32,
             max_extensions: limits::MAX_EXTENSIONS as u32,
             max_metadata_bytes: limits::MAX_METADATA_BYTES as u32,
@@ -624,24 +619,8 @@ impl RelayDiagnostics for DiagnosticsService {
             let mut state = self.state();
             authorize(&mut state, request.credentials.as_ref())?;
         }
-        if !self.can_read_context {
-            return Err(Status::permission_denied(
-                "reading the context needs grant_plugin_reads = true",
-            ));
-        }
-        let snapshot = self
-            .context
-            .snapshot()
-            .map_err(|error| Status::unavailable(error.reason()))?;
-        let json = snapshot
-            .to_json()
-            .map_err(|_| Status::internal("snapshot not serialisable"))?;
-        if json.len() > limits::MAX_RESPONSE_BYTES {
-            return Err(Status::resource_exhausted("snapshot larger than one page"));
-        }
-        Ok(Response::new(DiagnosticReadResponse {
-            snapshot_json: json.into_bytes(),
-            continuation: Vec::new(),
-        }))
+        Err(Status::permission_denied(
+            "workers cannot read the diagnostics context: recording credentials grant no read",
+        ))
     }
 }

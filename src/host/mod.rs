@@ -9,7 +9,9 @@ mod diagnostics_service;
 pub mod plugins;
 pub mod program;
 pub mod worker;
+pub mod worker_output;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use nemo_relay_worker_proto::v1::relay_diagnostics_server::RelayDiagnosticsServer;
@@ -46,6 +48,9 @@ pub enum HostEndpointError {
         /// What the OS said.
         source: std::io::Error,
     },
+    /// No loopback TCP port could be bound.
+    #[error("cannot listen on loopback TCP for the host endpoint: {0}")]
+    BindTcp(std::io::Error),
 }
 
 /// A running endpoint; stops serving and removes its directory when shut down or
@@ -54,8 +59,10 @@ pub enum HostEndpointError {
 pub struct HostEndpoint {
     directory: PathBuf,
     socket: PathBuf,
+    /// Where it also listens on loopback TCP, when asked.
+    tcp: Option<SocketAddr>,
     cancel: CancellationToken,
-    server: Option<JoinHandle<()>>,
+    servers: Vec<JoinHandle<()>>,
 }
 
 impl HostEndpoint {
@@ -64,27 +71,19 @@ impl HostEndpoint {
     pub fn start(
         context: Diagnostics,
         workers: Vec<WorkerCredentials>,
-        can_read_context: bool,
         parent: Option<&Path>,
     ) -> Result<HostEndpoint, HostEndpointError> {
-        Self::start_with_admission(
-            context,
-            workers,
-            can_read_context,
-            parent,
-            Admission::default(),
-        )
+        Self::start_with_admission(context, workers, parent, Admission::default())
     }
 
     /// [`Self::start`] with other admission limits than the reference host's.
     pub fn start_with_admission(
         context: Diagnostics,
         workers: Vec<WorkerCredentials>,
-        can_read_context: bool,
         parent: Option<&Path>,
         admission: Admission,
     ) -> Result<HostEndpoint, HostEndpointError> {
-        Self::serve(context, workers, can_read_context, None, parent, admission)
+        Self::serve(context, workers, None, parent, admission)
     }
 
     /// Serves `RelayDiagnostics` and, with `agent_scopes`, wattline's `AgentScopes`
@@ -92,10 +91,31 @@ impl HostEndpoint {
     pub fn serve(
         context: Diagnostics,
         workers: Vec<WorkerCredentials>,
-        can_read_context: bool,
         agent_scopes: Option<AgentScopesService>,
         parent: Option<&Path>,
         admission: Admission,
+    ) -> Result<HostEndpoint, HostEndpointError> {
+        Self::serve_on(context, workers, agent_scopes, parent, admission, false)
+    }
+
+    /// [`Self::start`], also listening on a free loopback TCP port (the worker
+    /// protocol's `http://127.0.0.1:PORT` endpoint, for workers told to use TCP);
+    /// both listeners share one service and one admission.
+    pub fn start_with_loopback_tcp(
+        context: Diagnostics,
+        workers: Vec<WorkerCredentials>,
+        parent: Option<&Path>,
+    ) -> Result<HostEndpoint, HostEndpointError> {
+        Self::serve_on(context, workers, None, parent, Admission::default(), true)
+    }
+
+    fn serve_on(
+        context: Diagnostics,
+        workers: Vec<WorkerCredentials>,
+        agent_scopes: Option<AgentScopesService>,
+        parent: Option<&Path>,
+        admission: Admission,
+        loopback_tcp: bool,
     ) -> Result<HostEndpoint, HostEndpointError> {
         let directory = parent
             .map_or_else(std::env::temp_dir, Path::to_path_buf)
@@ -115,31 +135,66 @@ impl HostEndpoint {
                 });
             }
         };
-        let service = DiagnosticsService::new(context, workers, can_read_context);
+        let tcp_listener = if loopback_tcp {
+            match bind_loopback_tcp() {
+                Ok(listener) => Some(listener),
+                Err(source) => {
+                    let _ = std::fs::remove_dir_all(&directory);
+                    return Err(HostEndpointError::BindTcp(source));
+                }
+            }
+        } else {
+            None
+        };
+        let tcp = tcp_listener
+            .as_ref()
+            .and_then(|listener| listener.local_addr().ok());
+        let diagnostics = admission::Admitted::new(
+            RelayDiagnosticsServer::new(DiagnosticsService::new(context, workers)),
+            admission,
+        );
+        let scopes = agent_scopes
+            .map(|scopes| admission::Admitted::new(AgentScopesServer::new(scopes), admission));
+        let router = tonic::transport::Server::builder()
+            .add_service(diagnostics)
+            .add_optional_service(scopes);
         let cancel = CancellationToken::new();
+        let mut servers = Vec::new();
+        if let Some(listener) = tcp_listener {
+            let router = router.clone();
+            let stop = cancel.clone();
+            servers.push(tokio::spawn(async move {
+                let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+                if let Err(error) = router
+                    .serve_with_incoming_shutdown(incoming, stop.cancelled())
+                    .await
+                {
+                    tracing::warn!(%error, "host endpoint (loopback TCP) stopped");
+                }
+            }));
+        }
         let stop = cancel.clone();
-        let server = tokio::spawn(async move {
+        servers.push(tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-            let scopes = agent_scopes
-                .map(|scopes| admission::Admitted::new(AgentScopesServer::new(scopes), admission));
-            let served = tonic::transport::Server::builder()
-                .add_service(admission::Admitted::new(
-                    RelayDiagnosticsServer::new(service),
-                    admission,
-                ))
-                .add_optional_service(scopes)
+            if let Err(error) = router
                 .serve_with_incoming_shutdown(incoming, stop.cancelled())
-                .await;
-            if let Err(error) = served {
+                .await
+            {
                 tracing::warn!(%error, "host endpoint stopped");
             }
-        });
+        }));
         Ok(HostEndpoint {
             directory,
             socket,
+            tcp,
             cancel,
-            server: Some(server),
+            servers,
         })
+    }
+
+    /// The loopback TCP address it also listens on, when started so.
+    pub fn tcp_address(&self) -> Option<SocketAddr> {
+        self.tcp
     }
 
     /// The socket, for `NEMO_RELAY_HOST_SOCKET` (as `unix://` + this path).
@@ -155,7 +210,7 @@ impl HostEndpoint {
     /// Stops serving, waits for the server to finish, removes the directory.
     pub async fn shutdown(mut self) {
         self.cancel.cancel();
-        if let Some(server) = self.server.take() {
+        for server in std::mem::take(&mut self.servers) {
             let _ = server.await;
         }
         let _ = std::fs::remove_dir_all(&self.directory);
@@ -183,6 +238,13 @@ pub async fn connect_unix(
             }
         }))
         .await
+}
+
+/// A listener on a free loopback port (127.0.0.1:0).
+fn bind_loopback_tcp() -> std::io::Result<tokio::net::TcpListener> {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+    listener.set_nonblocking(true)?;
+    tokio::net::TcpListener::from_std(listener)
 }
 
 /// A directory only its owner can enter (0700), made with that mode from the start.

@@ -3,9 +3,9 @@
 //! fails is recorded as `pipeline.worker_failed` and logged; the pipeline goes on.
 
 use wattline_actors::diagnostics::{Diagnostics, PipelineDiagnostics};
-use wattline_config::WorkerConfig;
+use wattline_config::{WorkerConfig, WorkerTransport};
 
-use super::worker::{RunningWorker, WorkerSpec, new_credentials};
+use super::worker::{HostAddress, RunningWorker, WorkerSpec, new_credentials};
 use super::{HostEndpoint, WorkerCredentials};
 
 /// The endpoint and the workers that started.
@@ -22,6 +22,8 @@ fn spec_of(config: &WorkerConfig) -> WorkerSpec {
         command: config.command.clone(),
         env: config.env.clone(),
         config: serde_json::to_value(&config.config).unwrap_or(serde_json::Value::Null),
+        log_file: config.log_file.clone(),
+        transport: config.transport,
     }
 }
 
@@ -39,7 +41,6 @@ impl WorkerPlugins {
         workers: &[WorkerConfig],
         context: Option<&Diagnostics>,
         diagnostics: Option<&PipelineDiagnostics>,
-        can_read_context: bool,
     ) -> Option<WorkerPlugins> {
         if workers.is_empty() {
             return None;
@@ -53,15 +54,20 @@ impl WorkerPlugins {
             })
             .collect();
         let context = context.cloned().unwrap_or_else(Diagnostics::disabled);
-        let endpoint = match HostEndpoint::start(
-            context,
-            specs
-                .iter()
-                .map(|(_, credentials)| credentials.clone())
-                .collect(),
-            can_read_context,
-            None,
-        ) {
+        let credentials: Vec<WorkerCredentials> = specs
+            .iter()
+            .map(|(_, credentials)| credentials.clone())
+            .collect();
+        // Loopback TCP as well only when some worker is told to use it.
+        let started = if specs
+            .iter()
+            .any(|(spec, _)| spec.transport == WorkerTransport::Tcp)
+        {
+            HostEndpoint::start_with_loopback_tcp(context, credentials, None)
+        } else {
+            HostEndpoint::start(context, credentials, None)
+        };
+        let endpoint = match started {
             Ok(endpoint) => endpoint,
             Err(error) => {
                 report(diagnostics, &format!("no worker started: {error}"));
@@ -70,14 +76,11 @@ impl WorkerPlugins {
         };
         let mut running = Vec::new();
         for (spec, credentials) in specs {
-            match RunningWorker::start(
-                &spec,
-                credentials,
-                endpoint.directory(),
-                endpoint.socket_path(),
-            )
-            .await
-            {
+            let host = match (spec.transport, endpoint.tcp_address()) {
+                (WorkerTransport::Tcp, Some(address)) => HostAddress::Tcp(address),
+                _ => HostAddress::Unix(endpoint.socket_path()),
+            };
+            match RunningWorker::start(&spec, credentials, endpoint.directory(), host).await {
                 Ok(worker) => running.push(worker),
                 Err(error) => report(diagnostics, &error.to_string()),
             }

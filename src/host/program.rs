@@ -40,7 +40,6 @@ impl ProgramEndpoint {
     /// Scope calls wait until [`Self::attach`]. Call inside a Tokio runtime.
     pub fn start(
         context: Diagnostics,
-        can_read_context: bool,
         parent: Option<&Path>,
     ) -> Result<ProgramEndpoint, HostEndpointError> {
         let credentials = new_credentials(PROGRAM_NAMESPACE);
@@ -48,7 +47,6 @@ impl ProgramEndpoint {
         let endpoint = HostEndpoint::serve(
             context,
             vec![credentials.clone()],
-            can_read_context,
             Some(scopes.clone()),
             parent,
             Admission::default(),

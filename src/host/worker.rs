@@ -4,14 +4,19 @@
 //! stops the pipeline.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nemo_relay_worker_proto::v1::plugin_worker_client::PluginWorkerClient;
 use nemo_relay_worker_proto::v1::{JsonEnvelope, RegisterRequest, ShutdownRequest};
 use tonic::transport::Channel;
 
+use wattline_config::WorkerTransport;
+use wattline_worker::Endpoint;
+
 use super::WorkerCredentials;
+use super::worker_output::{WorkerOutput, WorkerOutputSink};
 
 /// How long a worker may take to bind its socket.
 pub const BIND_LIMIT: Duration = Duration::from_secs(10);
@@ -36,6 +41,20 @@ pub struct WorkerSpec {
     pub env: BTreeMap<String, String>,
     /// The plugin's own configuration, passed to `Register` as JSON.
     pub config: serde_json::Value,
+    /// Where its stdout and stderr lines go (appended, each prefixed with the plugin
+    /// id); `None`: wattline's stderr.
+    pub log_file: Option<PathBuf>,
+    /// Unix sockets, or loopback TCP.
+    pub transport: WorkerTransport,
+}
+
+/// Where a started worker finds the host endpoint.
+#[derive(Debug, Clone, Copy)]
+pub enum HostAddress<'a> {
+    /// Its Unix socket.
+    Unix(&'a Path),
+    /// Its loopback TCP address.
+    Tcp(std::net::SocketAddr),
 }
 
 /// Why a worker is not running.
@@ -46,6 +65,16 @@ pub enum WorkerError {
     NoCommand {
         /// The plugin.
         plugin_id: String,
+    },
+    /// Its `log_file` cannot be opened for appending.
+    #[error("worker `{plugin_id}`: cannot open its log file {}: {source}", path.display())]
+    LogFile {
+        /// The plugin.
+        plugin_id: String,
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
     },
     /// The program did not start.
     #[error("worker `{plugin_id}`: cannot run {program:?}: {source}")]
@@ -81,6 +110,7 @@ pub struct RunningWorker {
     plugin_id: String,
     credentials: WorkerCredentials,
     child: tokio::process::Child,
+    output: WorkerOutput,
     client: PluginWorkerClient<Channel>,
 }
 
@@ -111,13 +141,14 @@ pub fn new_credentials(plugin_id: &str) -> WorkerCredentials {
 }
 
 impl RunningWorker {
-    /// Starts `spec` with `credentials`, its socket in `directory` beside the host's
-    /// (`host_socket`), waits for it to listen, and calls `Register`.
+    /// Starts `spec` with `credentials`, its socket (or, over TCP, its endpoint file)
+    /// in `directory`, the host at `host`, waits for it to listen, and calls
+    /// `Register`.
     pub async fn start(
         spec: &WorkerSpec,
         credentials: WorkerCredentials,
         directory: &Path,
-        host_socket: &Path,
+        host: HostAddress<'_>,
     ) -> Result<RunningWorker, WorkerError> {
         let plugin_id = spec.plugin_id.clone();
         let (program, arguments) =
@@ -126,14 +157,47 @@ impl RunningWorker {
                 .ok_or_else(|| WorkerError::NoCommand {
                     plugin_id: plugin_id.clone(),
                 })?;
-        let socket = directory.join(format!("worker-{}.sock", credentials.namespace));
-        let mut child = tokio::process::Command::new(program)
+        let sink = WorkerOutputSink::open(spec.log_file.as_deref()).map_err(|source| {
+            WorkerError::LogFile {
+                plugin_id: plugin_id.clone(),
+                path: spec.log_file.clone().unwrap_or_default(),
+                source,
+            }
+        })?;
+        let listens = match spec.transport {
+            WorkerTransport::Unix => WorkerListens::Socket(
+                directory.join(format!("worker-{}.sock", credentials.namespace)),
+            ),
+            WorkerTransport::Tcp => WorkerListens::EndpointFile(
+                directory.join(format!("worker-{}.endpoint", credentials.namespace)),
+            ),
+        };
+        let host_endpoint = match host {
+            HostAddress::Unix(path) => Endpoint::Unix(path.to_path_buf()),
+            HostAddress::Tcp(address) => Endpoint::Tcp(address),
+        };
+        let mut command = tokio::process::Command::new(program);
+        command
             .args(arguments)
             .envs(&spec.env)
-            .env("NEMO_RELAY_WORKER_SOCKET", unix_endpoint(&socket))
-            .env("NEMO_RELAY_HOST_SOCKET", unix_endpoint(host_socket))
+            .env("NEMO_RELAY_HOST_SOCKET", host_endpoint.to_string());
+        match &listens {
+            WorkerListens::Socket(socket) => {
+                command.env("NEMO_RELAY_WORKER_SOCKET", unix_endpoint(socket));
+            }
+            WorkerListens::EndpointFile(file) => {
+                command
+                    .env("NEMO_RELAY_WORKER_SOCKET", "tcp://127.0.0.1:0")
+                    .env("NEMO_RELAY_WORKER_ENDPOINT_FILE", file);
+            }
+        }
+        let mut child = command
             .env("NEMO_RELAY_WORKER_ID", &credentials.activation_id)
             .env("NEMO_RELAY_WORKER_TOKEN", &credentials.token)
+            // wattline's stdout may carry the report: the worker's lines never go there.
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| WorkerError::Spawn {
@@ -141,10 +205,13 @@ impl RunningWorker {
                 program: program.clone(),
                 source,
             })?;
-        let channel = match wait_for_socket(&mut child, &socket).await {
+        let output =
+            WorkerOutput::forward(&plugin_id, child.stdout.take(), child.stderr.take(), sink);
+        let channel = match wait_for_worker(&mut child, &listens).await {
             Ok(channel) => channel,
             Err(reason) => {
                 let _ = child.kill().await;
+                output.drain().await;
                 return Err(WorkerError::NotListening { plugin_id, reason });
             }
         };
@@ -173,12 +240,14 @@ impl RunningWorker {
         };
         if let Some(reason) = error {
             let _ = child.kill().await;
+            output.drain().await;
             return Err(refused(reason));
         }
         Ok(RunningWorker {
             plugin_id,
             credentials,
             child,
+            output,
             client,
         })
     }
@@ -188,10 +257,12 @@ impl RunningWorker {
         &self.plugin_id
     }
 
-    /// Calls `Shutdown`, waits [`SHUTDOWN_GRACE`] for the worker to exit, then kills it.
-    /// Says so when the worker had already died during the run.
+    /// Calls `Shutdown`, waits [`SHUTDOWN_GRACE`] for the worker to exit, then kills it,
+    /// and writes its last lines. Says so when the worker had already died during the
+    /// run.
     pub async fn stop(mut self) -> Option<String> {
         if let Ok(Some(status)) = self.child.try_wait() {
+            self.output.drain().await;
             return Some(format!(
                 "worker `{}` exited ({status}) during the run",
                 self.plugin_id
@@ -210,6 +281,7 @@ impl RunningWorker {
             // The Rust SDK 0.11 answers `accepted: false` and keeps serving.
             let _ = self.child.kill().await;
         }
+        self.output.drain().await;
         None
     }
 }
@@ -218,28 +290,79 @@ fn unix_endpoint(path: &Path) -> String {
     format!("unix://{}", path.display())
 }
 
-/// Waits for the worker to listen on `socket`, [`BIND_LIMIT`] at most, and connects.
-async fn wait_for_socket(
+/// How the host finds a worker it started.
+enum WorkerListens {
+    /// On this Unix socket.
+    Socket(PathBuf),
+    /// On the loopback TCP endpoint it writes to this file.
+    EndpointFile(PathBuf),
+}
+
+/// Waits for the worker to listen, [`BIND_LIMIT`] at most, and connects. A TCP worker
+/// must announce a loopback endpoint: any other is refused, named.
+async fn wait_for_worker(
     child: &mut tokio::process::Child,
-    socket: &Path,
+    listens: &WorkerListens,
 ) -> Result<Channel, String> {
     let deadline = Instant::now() + BIND_LIMIT;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("exited ({status}) before listening"));
         }
-        if socket.exists()
-            && let Ok(channel) = super::connect_unix(socket.to_path_buf()).await
-        {
-            return Ok(channel);
+        match listens {
+            WorkerListens::Socket(socket) => {
+                if socket.exists()
+                    && let Ok(channel) = super::connect_unix(socket.to_path_buf()).await
+                {
+                    return Ok(channel);
+                }
+            }
+            WorkerListens::EndpointFile(file) => {
+                if let Ok(text) = std::fs::read_to_string(file)
+                    && !text.trim().is_empty()
+                {
+                    let announced = text.trim();
+                    let address = match Endpoint::parse(announced) {
+                        Ok(Endpoint::Tcp(address)) => address,
+                        Ok(Endpoint::Unix(_)) => {
+                            return Err(format!(
+                                "announced {announced:?} in {}: a TCP worker must announce a TCP endpoint",
+                                file.display()
+                            ));
+                        }
+                        Err(reason) => {
+                            return Err(format!(
+                                "announced {announced:?} in {}: {reason}",
+                                file.display()
+                            ));
+                        }
+                    };
+                    if let Ok(channel) = connect_tcp(address).await {
+                        return Ok(channel);
+                    }
+                }
+            }
         }
         if Instant::now() >= deadline {
+            let place = match listens {
+                WorkerListens::Socket(socket) => socket.display().to_string(),
+                WorkerListens::EndpointFile(file) => {
+                    format!("loopback TCP (no endpoint in {})", file.display())
+                }
+            };
             return Err(format!(
-                "did not listen on {} within {} s",
-                socket.display(),
+                "did not listen on {place} within {} s",
                 BIND_LIMIT.as_secs()
             ));
         }
         tokio::time::sleep(BIND_POLL).await;
     }
+}
+
+/// A gRPC channel to a loopback worker.
+async fn connect_tcp(address: std::net::SocketAddr) -> Result<Channel, tonic::transport::Error> {
+    // A `SocketAddr` always makes a valid `http://` URI.
+    tonic::transport::Endpoint::from_shared(format!("http://{address}"))?
+        .connect()
+        .await
 }

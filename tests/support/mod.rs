@@ -129,6 +129,23 @@ pub fn succeeded(command: &mut std::process::Command) -> std::process::Output {
     output
 }
 
+/// The ATOF file a short `wattline run --atof` (of `sleep 0.2`) writes under `home`.
+pub fn atof_file_of_a_short_run(home: &std::path::Path) -> std::path::PathBuf {
+    let atof = home.join("runs");
+    succeeded(
+        wattline(home)
+            .args(["run", "--quiet", "--atof"])
+            .arg(&atof)
+            .args(["--", "sleep", "0.2"]),
+    );
+    std::fs::read_dir(&atof)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 /// The Python with the reference system (`nemo-relay`), from
 /// `WATTLINE_REFERENCE_PYTHON` (`.ci/run` sets it after installing the package).
 /// Without it a test fails, unless `WATTLINE_SKIP_REFERENCE=1` says to skip it on
@@ -307,6 +324,19 @@ pub fn component<'a>(diagnostics: &'a serde_json::Value, name: &str) -> &'a serd
         .iter()
         .find(|component| component["name"] == name)
         .unwrap_or_else(|| panic!("no {name} in {components:#?}"))
+}
+
+/// How many times `pipeline.worker_failed` was recorded in `diagnostics`.
+pub fn workers_failed(diagnostics: &serde_json::Value) -> u64 {
+    component(diagnostics, "pipeline")["codes"]
+        .as_array()
+        .and_then(|codes| {
+            codes
+                .iter()
+                .find(|code| code["code"] == "pipeline.worker_failed")
+        })
+        .and_then(|code| code["occurrences"].as_u64())
+        .expect("the pipeline component has pipeline.worker_failed")
 }
 
 /// The details of a diagnostics JSON snapshot's recent events.

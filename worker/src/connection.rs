@@ -1,8 +1,7 @@
-//! [`HostConnection`]: one program's link to the host endpoint, by socket and
+//! [`HostConnection`]: one program's link to the host endpoint, by endpoint and
 //! credentials, from which it gets its diagnostics facade and its Agent scopes.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use nemo_relay_worker_proto::v1::DiagnosticCredentials;
@@ -11,10 +10,11 @@ use tonic::transport::Channel;
 
 use crate::agent_scope::AgentScope;
 use crate::diagnostics::WorkerDiagnostics;
+use crate::endpoint::Endpoint;
 use crate::env::HostEnvironment;
 use crate::error::{AgentScopeError, EnvironmentError};
 use crate::negotiate::negotiate;
-use crate::transport::{GrpcSubmitter, unix_channel};
+use crate::transport::{GrpcSubmitter, channel};
 
 /// A link to the host endpoint; clones share the channel and the diagnostics
 /// facade. Nothing is sent until [`diagnostics`](Self::diagnostics) or
@@ -25,18 +25,18 @@ pub struct HostConnection {
 }
 
 struct Inner {
-    socket: PathBuf,
+    endpoint: Endpoint,
     credentials: DiagnosticCredentials,
     channel: OnceLock<Channel>,
     diagnostics: OnceCell<WorkerDiagnostics>,
 }
 
 impl fmt::Debug for HostConnection {
-    /// The socket and activation; never the token.
+    /// The endpoint and activation; never the token.
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter
             .debug_struct("HostConnection")
-            .field("socket", &self.inner.socket)
+            .field("endpoint", &self.inner.endpoint)
             .field("activation_id", &self.inner.credentials.activation_id)
             .finish_non_exhaustive()
     }
@@ -44,26 +44,26 @@ impl fmt::Debug for HostConnection {
 
 impl HostConnection {
     /// The endpoint `wattline run` passes to the command it measures:
-    /// `WATTLINE_HOST_SOCKET` (a path, optionally `unix://`),
+    /// `WATTLINE_HOST_SOCKET` (a path, optionally `unix://`, or loopback TCP),
     /// `WATTLINE_HOST_ACTIVATION_ID` and `WATTLINE_HOST_TOKEN`.
     pub fn from_env() -> Result<HostConnection, EnvironmentError> {
         let environment = HostEnvironment::from_lookup(|name| std::env::var_os(name))?;
         Ok(HostConnection::new(
-            environment.socket,
+            environment.endpoint,
             environment.activation_id,
             environment.token,
         ))
     }
 
-    /// A link to the endpoint at `socket` with these credentials.
+    /// A link to `endpoint` (a socket path converts) with these credentials.
     pub fn new(
-        socket: impl Into<PathBuf>,
+        endpoint: impl Into<Endpoint>,
         activation_id: impl Into<String>,
         token: impl Into<String>,
     ) -> HostConnection {
         HostConnection {
             inner: Arc::new(Inner {
-                socket: socket.into(),
+                endpoint: endpoint.into(),
                 credentials: DiagnosticCredentials {
                     activation_id: activation_id.into(),
                     auth_token: token.into(),
@@ -74,9 +74,9 @@ impl HostConnection {
         }
     }
 
-    /// The endpoint's socket.
-    pub fn socket(&self) -> &Path {
-        &self.inner.socket
+    /// The host's endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.inner.endpoint
     }
 
     /// The activation id the requests carry.
@@ -101,7 +101,7 @@ impl HostConnection {
                     Err(availability) => {
                         tracing::debug!(
                             availability = availability.as_str(),
-                            socket = %self.inner.socket.display(),
+                            endpoint = %self.inner.endpoint,
                             "worker diagnostics are inert"
                         );
                         WorkerDiagnostics::inert(availability)
@@ -159,7 +159,7 @@ impl HostConnection {
     fn channel(&self) -> Channel {
         self.inner
             .channel
-            .get_or_init(|| unix_channel(self.inner.socket.clone()))
+            .get_or_init(|| channel(&self.inner.endpoint))
             .clone()
     }
 }

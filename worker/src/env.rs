@@ -6,14 +6,20 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::endpoint::Endpoint;
+
 use nemo_relay_worker_proto::{DEFAULT_WORKER_MAX_MESSAGE_BYTES, parse_worker_max_message_bytes};
 
 use crate::error::EnvironmentError;
 
-/// Where the worker binds its `PluginWorker` server (`unix:///abs/path`).
+/// Where the worker binds its `PluginWorker` server (`unix:///abs/path`, or loopback
+/// `tcp://host:port` / `http://host:port`, port 0 for any free one).
 pub const NEMO_RELAY_WORKER_SOCKET: &str = "NEMO_RELAY_WORKER_SOCKET";
-/// The host endpoint serving `RelayDiagnostics` (`unix:///abs/path`).
+/// The host endpoint serving `RelayDiagnostics`, in the same forms.
 pub const NEMO_RELAY_HOST_SOCKET: &str = "NEMO_RELAY_HOST_SOCKET";
+/// Optional: a file the worker writes its resolved endpoint to once it listens (the
+/// port it was given when it asked for port 0).
+pub const NEMO_RELAY_WORKER_ENDPOINT_FILE: &str = "NEMO_RELAY_WORKER_ENDPOINT_FILE";
 /// The activation id (a UUID).
 pub const NEMO_RELAY_WORKER_ID: &str = "NEMO_RELAY_WORKER_ID";
 /// The activation's token.
@@ -21,7 +27,7 @@ pub const NEMO_RELAY_WORKER_TOKEN: &str = "NEMO_RELAY_WORKER_TOKEN";
 /// Optional limit for one gRPC message of the worker server, bytes (default 4 MiB).
 pub const NEMO_RELAY_WORKER_MAX_MESSAGE_BYTES: &str = "NEMO_RELAY_WORKER_MAX_MESSAGE_BYTES";
 /// Set by `wattline run`: the host endpoint's socket, a path optionally prefixed
-/// `unix://`.
+/// `unix://` (or a loopback `tcp://`/`http://` endpoint).
 pub const WATTLINE_HOST_SOCKET: &str = "WATTLINE_HOST_SOCKET";
 /// Set by `wattline run`: the activation id of the measured command.
 pub const WATTLINE_HOST_ACTIVATION_ID: &str = "WATTLINE_HOST_ACTIVATION_ID";
@@ -32,10 +38,12 @@ pub const WATTLINE_HOST_TOKEN: &str = "WATTLINE_HOST_TOKEN";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerEnvironment {
     /// Where to bind the `PluginWorker` server.
-    pub worker_socket: PathBuf,
+    pub worker_endpoint: Endpoint,
     /// The host endpoint; `None` when the host gave none (diagnostics then have no
     /// runtime).
-    pub host_socket: Option<PathBuf>,
+    pub host_endpoint: Option<Endpoint>,
+    /// Where to write the resolved worker endpoint once listening, when asked.
+    pub endpoint_file: Option<PathBuf>,
     /// The activation id every request must carry.
     pub activation_id: String,
     /// The token every request must carry.
@@ -54,21 +62,23 @@ impl WorkerEnvironment {
     pub(crate) fn from_lookup(
         lookup: impl Fn(&str) -> Option<OsString>,
     ) -> Result<WorkerEnvironment, EnvironmentError> {
-        let worker_socket = unix_socket(
+        let worker_endpoint = endpoint(
             NEMO_RELAY_WORKER_SOCKET,
             &required(&lookup, NEMO_RELAY_WORKER_SOCKET)?,
         )?;
-        let host_socket = optional(&lookup, NEMO_RELAY_HOST_SOCKET)?
-            .map(|value| unix_socket(NEMO_RELAY_HOST_SOCKET, &value))
+        let host_endpoint = optional(&lookup, NEMO_RELAY_HOST_SOCKET)?
+            .map(|value| endpoint(NEMO_RELAY_HOST_SOCKET, &value))
             .transpose()?;
+        let endpoint_file = optional(&lookup, NEMO_RELAY_WORKER_ENDPOINT_FILE)?.map(PathBuf::from);
         let max_message_bytes = match optional(&lookup, NEMO_RELAY_WORKER_MAX_MESSAGE_BYTES)? {
             None => DEFAULT_WORKER_MAX_MESSAGE_BYTES,
             Some(value) => parse_worker_max_message_bytes(&value)
                 .map_err(|reason| EnvironmentError::MessageLimit { reason })?,
         };
         Ok(WorkerEnvironment {
-            worker_socket,
-            host_socket,
+            worker_endpoint,
+            host_endpoint,
+            endpoint_file,
             activation_id: required(&lookup, NEMO_RELAY_WORKER_ID)?,
             token: required(&lookup, NEMO_RELAY_WORKER_TOKEN)?,
             max_message_bytes,
@@ -79,7 +89,7 @@ impl WorkerEnvironment {
 /// What `wattline run` tells the command it measures.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct HostEnvironment {
-    pub(crate) socket: PathBuf,
+    pub(crate) endpoint: Endpoint,
     pub(crate) activation_id: String,
     pub(crate) token: String,
 }
@@ -90,7 +100,7 @@ impl HostEnvironment {
         lookup: impl Fn(&str) -> Option<OsString>,
     ) -> Result<HostEnvironment, EnvironmentError> {
         Ok(HostEnvironment {
-            socket: unix_socket(
+            endpoint: endpoint(
                 WATTLINE_HOST_SOCKET,
                 &required(&lookup, WATTLINE_HOST_SOCKET)?,
             )?,
@@ -124,24 +134,14 @@ fn required(
     optional(lookup, name)?.ok_or(EnvironmentError::Missing { name })
 }
 
-/// `unix:///abs/path` or `/abs/path` as a socket path. TCP endpoints are the
-/// reference's fallback where Unix sockets do not exist; wattline serves Unix
-/// sockets only.
-fn unix_socket(name: &'static str, value: &str) -> Result<PathBuf, EnvironmentError> {
-    let bad = |reason| EnvironmentError::Endpoint {
+/// `unix:///abs/path`, `/abs/path`, or a loopback `tcp://host:port` /
+/// `http://host:port` (see [`Endpoint::parse`]); the error names the variable.
+fn endpoint(name: &'static str, value: &str) -> Result<Endpoint, EnvironmentError> {
+    Endpoint::parse(value).map_err(|reason| EnvironmentError::Endpoint {
         name,
         value: value.to_owned(),
         reason,
-    };
-    let path = match value.split_once("://") {
-        Some(("unix", path)) => path,
-        Some(_) => return Err(bad("only unix:// endpoints are supported")),
-        None => value,
-    };
-    if !path.starts_with('/') {
-        return Err(bad("the socket path must be absolute"));
-    }
-    Ok(PathBuf::from(path))
+    })
 }
 
 #[cfg(test)]
@@ -170,8 +170,9 @@ mod tests {
         assert_eq!(
             environment,
             WorkerEnvironment {
-                worker_socket: "/run/w/worker.sock".into(),
-                host_socket: Some("/run/w/host.sock".into()),
+                worker_endpoint: Endpoint::Unix("/run/w/worker.sock".into()),
+                host_endpoint: Some(Endpoint::Unix("/run/w/host.sock".into())),
+                endpoint_file: None,
                 activation_id: "act".into(),
                 token: "tok".into(),
                 max_message_bytes: 4 * 1024 * 1024,
@@ -191,13 +192,30 @@ mod tests {
                 name: NEMO_RELAY_WORKER_TOKEN
             })
         );
-        let tcp = WorkerEnvironment::from_lookup(lookup(&[(
+        let remote = WorkerEnvironment::from_lookup(lookup(&[(
             NEMO_RELAY_WORKER_SOCKET,
-            "tcp://127.0.0.1:9",
+            "tcp://192.0.2.1:9",
         )]));
         assert!(
-            matches!(tcp, Err(EnvironmentError::Endpoint { name, .. }) if name == NEMO_RELAY_WORKER_SOCKET),
-            "{tcp:?}"
+            matches!(remote, Err(EnvironmentError::Endpoint { name, reason, .. })
+                if name == NEMO_RELAY_WORKER_SOCKET && reason.contains("not a loopback")),
+            "{remote:?}"
+        );
+        let tcp = WorkerEnvironment::from_lookup(lookup(&[
+            (NEMO_RELAY_WORKER_SOCKET, "tcp://127.0.0.1:0"),
+            (NEMO_RELAY_HOST_SOCKET, "http://localhost:7001"),
+            (NEMO_RELAY_WORKER_ID, "act"),
+            (NEMO_RELAY_WORKER_TOKEN, "tok"),
+            (NEMO_RELAY_WORKER_ENDPOINT_FILE, "/run/w/endpoint"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (tcp.worker_endpoint, tcp.host_endpoint, tcp.endpoint_file),
+            (
+                Endpoint::Tcp(([127, 0, 0, 1], 0).into()),
+                Some(Endpoint::Tcp(([127, 0, 0, 1], 7001).into())),
+                Some(PathBuf::from("/run/w/endpoint"))
+            )
         );
         let limit = WorkerEnvironment::from_lookup(lookup(&[
             (NEMO_RELAY_WORKER_SOCKET, "/w.sock"),
@@ -222,7 +240,10 @@ mod tests {
                 (WATTLINE_HOST_TOKEN, "tok"),
             ]))
             .unwrap();
-            assert_eq!(environment.socket, PathBuf::from("/tmp/h/host.sock"));
+            assert_eq!(
+                environment.endpoint,
+                Endpoint::Unix(PathBuf::from("/tmp/h/host.sock"))
+            );
             assert_eq!(
                 (
                     environment.activation_id.as_str(),
@@ -231,10 +252,20 @@ mod tests {
                 ("act", "tok")
             );
         }
+        let tcp = HostEnvironment::from_lookup(lookup(&[
+            (WATTLINE_HOST_SOCKET, "tcp://127.0.0.1:7001"),
+            (WATTLINE_HOST_ACTIVATION_ID, "act"),
+            (WATTLINE_HOST_TOKEN, "tok"),
+        ]))
+        .unwrap();
+        assert_eq!(tcp.endpoint, Endpoint::Tcp(([127, 0, 0, 1], 7001).into()));
         for (socket, expected) in [
             ("host.sock", "the socket path must be absolute"),
             ("unix://host.sock", "the socket path must be absolute"),
-            ("http://localhost:1", "only unix:// endpoints are supported"),
+            (
+                "http://10.1.2.3:1",
+                "the host is not a loopback address: workers speak to this machine only",
+            ),
         ] {
             let error = HostEnvironment::from_lookup(lookup(&[
                 (WATTLINE_HOST_SOCKET, socket),

@@ -52,7 +52,8 @@ pub enum EnvironmentError {
         /// The variable.
         name: &'static str,
     },
-    /// The variable does not name a Unix socket this SDK can use.
+    /// The variable does not name an endpoint this SDK can use (a Unix socket or
+    /// loopback TCP).
     #[error("{name} = {value:?}: {reason}")]
     Endpoint {
         /// The variable.
@@ -76,10 +77,18 @@ pub enum ServeError {
     /// The environment contract is incomplete.
     #[error("worker environment: {0}")]
     Environment(#[from] EnvironmentError),
-    /// The worker socket could not be bound.
-    #[error("cannot bind the worker socket {}: {source}", path.display())]
+    /// The worker endpoint could not be bound.
+    #[error("cannot bind the worker endpoint {endpoint}: {source}")]
     Bind {
-        /// The socket path.
+        /// The endpoint.
+        endpoint: crate::endpoint::Endpoint,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// `NEMO_RELAY_WORKER_ENDPOINT_FILE` could not be written.
+    #[error("cannot write the worker endpoint file {}: {source}", path.display())]
+    EndpointFile {
+        /// The file.
         path: PathBuf,
         /// What the OS said.
         source: std::io::Error,

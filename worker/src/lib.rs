@@ -66,6 +66,7 @@ mod component;
 mod connection;
 mod delivery;
 pub mod diagnostics;
+mod endpoint;
 mod env;
 mod error;
 mod negotiate;
@@ -77,10 +78,11 @@ pub mod wire;
 
 pub use agent_scope::{AgentScope, MAX_SCOPE_NAME_BYTES};
 pub use connection::HostConnection;
+pub use endpoint::Endpoint;
 pub use env::{
-    NEMO_RELAY_HOST_SOCKET, NEMO_RELAY_WORKER_ID, NEMO_RELAY_WORKER_MAX_MESSAGE_BYTES,
-    NEMO_RELAY_WORKER_SOCKET, NEMO_RELAY_WORKER_TOKEN, WATTLINE_HOST_ACTIVATION_ID,
-    WATTLINE_HOST_SOCKET, WATTLINE_HOST_TOKEN, WorkerEnvironment,
+    NEMO_RELAY_HOST_SOCKET, NEMO_RELAY_WORKER_ENDPOINT_FILE, NEMO_RELAY_WORKER_ID,
+    NEMO_RELAY_WORKER_MAX_MESSAGE_BYTES, NEMO_RELAY_WORKER_SOCKET, NEMO_RELAY_WORKER_TOKEN,
+    WATTLINE_HOST_ACTIVATION_ID, WATTLINE_HOST_SOCKET, WATTLINE_HOST_TOKEN, WorkerEnvironment,
 };
 pub use error::{
     AgentScopeError, DiagnosticDeliveryError, EnvironmentError, PluginError, ServeError,

@@ -90,6 +90,12 @@ impl PluginRuntime {
         PluginRuntime { connection }
     }
 
+    /// The runtime of a program under `wattline run` ([`HostConnection::from_env`]):
+    /// its diagnostics and Agent scopes, as a worker plugin's.
+    pub fn from_connection(connection: HostConnection) -> PluginRuntime {
+        PluginRuntime::new(connection)
+    }
+
     /// The activation's diagnostics facade, negotiated on the first call (see
     /// [`HostConnection::diagnostics`]).
     pub async fn diagnostics(&self) -> &WorkerDiagnostics {

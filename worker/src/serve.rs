@@ -5,7 +5,10 @@
 //! server, so the program can exit). Every request must carry the activation's id
 //! and token.
 
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -21,6 +24,7 @@ use tonic::{Request, Response, Status};
 
 use crate::connection::HostConnection;
 use crate::diagnostics::SHUTDOWN_DRAIN;
+use crate::endpoint::Endpoint;
 use crate::env::WorkerEnvironment;
 use crate::error::{PluginError, ServeError};
 use crate::plugin::{PluginContext, PluginRuntime, WorkerPlugin};
@@ -39,22 +43,71 @@ pub async fn serve_plugin(plugin: impl WorkerPlugin) -> Result<(), ServeError> {
     serve_plugin_with(plugin, WorkerEnvironment::from_env()?).await
 }
 
+/// A bound worker endpoint.
+enum Listener {
+    Unix(tokio::net::UnixListener),
+    Tcp(tokio::net::TcpListener),
+}
+
+/// Binds `endpoint`; with it the endpoint as resolved (the port given for port 0).
+fn bind(endpoint: &Endpoint) -> Result<(Listener, Endpoint), ServeError> {
+    let failed = |source| ServeError::Bind {
+        endpoint: endpoint.clone(),
+        source,
+    };
+    match endpoint {
+        Endpoint::Unix(path) => tokio::net::UnixListener::bind(path)
+            .map(|listener| (Listener::Unix(listener), endpoint.clone()))
+            .map_err(failed),
+        Endpoint::Tcp(address) => {
+            let listener = std::net::TcpListener::bind(address)
+                .and_then(|listener| {
+                    listener.set_nonblocking(true)?;
+                    tokio::net::TcpListener::from_std(listener)
+                })
+                .map_err(failed)?;
+            let resolved = listener.local_addr().map_err(failed)?;
+            Ok((Listener::Tcp(listener), Endpoint::Tcp(resolved)))
+        }
+    }
+}
+
+/// Writes `endpoint` to `path` whole: a reader sees the old file or the new one.
+fn write_endpoint_file(path: &Path, endpoint: &Endpoint) -> Result<(), ServeError> {
+    let failed = |source| ServeError::EndpointFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.tmp", std::process::id()));
+    let temporary = std::path::PathBuf::from(temporary);
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent).map_err(failed)?;
+    }
+    std::fs::write(&temporary, endpoint.to_string())
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|source| {
+            let _ = std::fs::remove_file(&temporary);
+            failed(source)
+        })
+}
+
 /// [`serve_plugin`] with an explicit environment (tests, custom launchers). Removes
 /// the worker socket when it returns.
 pub async fn serve_plugin_with(
     plugin: impl WorkerPlugin,
     environment: WorkerEnvironment,
 ) -> Result<(), ServeError> {
-    let listener =
-        tokio::net::UnixListener::bind(&environment.worker_socket).map_err(|source| {
-            ServeError::Bind {
-                path: environment.worker_socket.clone(),
-                source,
-            }
-        })?;
-    let runtime = environment.host_socket.clone().map(|socket| {
+    let (listener, resolved) = bind(&environment.worker_endpoint)?;
+    if let Some(file) = &environment.endpoint_file {
+        write_endpoint_file(file, &resolved)?;
+    }
+    let runtime = environment.host_endpoint.clone().map(|endpoint| {
         PluginRuntime::new(HostConnection::new(
-            socket,
+            endpoint,
             environment.activation_id.clone(),
             environment.token.clone(),
         ))
@@ -71,13 +124,19 @@ pub async fn serve_plugin_with(
     let server = PluginWorkerServer::new(service)
         .max_decoding_message_size(environment.max_message_bytes)
         .max_encoding_message_size(environment.max_message_bytes);
-    let serving = tonic::transport::Server::builder()
-        .add_service(server)
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::UnixListenerStream::new(listener),
-            stop.clone().cancelled_owned(),
-        );
-    tokio::pin!(serving);
+    let router = tonic::transport::Server::builder().add_service(server);
+    let stopped = stop.clone().cancelled_owned();
+    let mut serving: Pin<Box<dyn Future<Output = Result<(), tonic::transport::Error>> + Send>> =
+        match listener {
+            Listener::Unix(listener) => Box::pin(router.serve_with_incoming_shutdown(
+                tokio_stream::wrappers::UnixListenerStream::new(listener),
+                stopped,
+            )),
+            Listener::Tcp(listener) => Box::pin(router.serve_with_incoming_shutdown(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                stopped,
+            )),
+        };
     let served = tokio::select! {
         served = &mut serving => served,
         () = stop.cancelled() => {
@@ -90,7 +149,9 @@ pub async fn serve_plugin_with(
     {
         tracing::warn!(%error, "closing worker diagnostics");
     }
-    let _ = std::fs::remove_file(&environment.worker_socket);
+    if let Some(path) = environment.worker_endpoint.unix_path() {
+        let _ = std::fs::remove_file(path);
+    }
     served.map_err(ServeError::from)
 }
 

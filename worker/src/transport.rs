@@ -1,9 +1,9 @@
-//! How bytes reach the host: a gRPC channel over the endpoint's Unix socket, and
+//! How bytes reach the host: a gRPC channel to the endpoint (a Unix socket or
+//! loopback TCP), and
 //! `SubmitDiagnostic` sent as already-encoded bytes, so that a retry is the same
 //! request byte for byte (tonic's generated client would re-encode the message).
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -18,18 +18,30 @@ use crate::delivery::Submitter;
 
 const SUBMIT_DIAGNOSTIC: &str = "/nemo.relay.worker.v1.RelayDiagnostics/SubmitDiagnostic";
 
-/// A channel to the Unix socket at `path`, connected on first use and reconnected
-/// after a failure (the authority is a placeholder). Call inside a Tokio runtime.
-pub(crate) fn unix_channel(path: PathBuf) -> Channel {
-    Endpoint::from_static("http://localhost")
-        .connect_timeout(Duration::from_secs(2))
-        .connect_with_connector_lazy(tower::service_fn(move |_| {
+/// A channel to `endpoint`, connected on first use and reconnected after a failure
+/// (over a Unix socket the authority is a placeholder). Call inside a Tokio runtime.
+pub(crate) fn channel(endpoint: &crate::endpoint::Endpoint) -> Channel {
+    match endpoint {
+        crate::endpoint::Endpoint::Unix(path) => {
             let path = path.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(path).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-            }
-        }))
+            Endpoint::from_static("http://localhost")
+                .connect_timeout(Duration::from_secs(2))
+                .connect_with_connector_lazy(tower::service_fn(move |_| {
+                    let path = path.clone();
+                    async move {
+                        let stream = tokio::net::UnixStream::connect(path).await?;
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                    }
+                }))
+        }
+        crate::endpoint::Endpoint::Tcp(address) => {
+            // A `SocketAddr` always makes a valid `http://` URI.
+            Endpoint::from_shared(format!("http://{address}"))
+                .unwrap_or_else(|_| Endpoint::from_static("http://127.0.0.1:0"))
+                .connect_timeout(Duration::from_secs(2))
+                .connect_lazy()
+        }
+    }
 }
 
 /// `SubmitDiagnostic` over a channel, request bytes as given.

@@ -12,6 +12,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use uuid::Uuid;
 use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
+use super::rapl_intervals::RaplIntervals;
 use super::semconv::SemconvMetrics;
 use super::settled::{MetricScopeNames, settled_scope_events};
 use crate::energy::account::{ClosedInterval, EnergyAccount};
@@ -52,6 +53,8 @@ pub struct EnergyState {
     newest_gauges: std::collections::BTreeMap<String, Option<Nanos>>,
     /// The `hw.*` series' last values, when those names are wanted.
     semconv: Option<SemconvMetrics>,
+    /// The last RAPL reading per zone, for the CPU and RAM metrics.
+    rapl_intervals: RaplIntervals,
     /// The scope names the per-step metrics carry.
     metric_scope_names: MetricScopeNames,
     /// Scopes their program left open, ended at its exit, not yet settled.
@@ -149,17 +152,19 @@ impl EnergyState {
         }
     }
 
-    /// RAPL counters read at `at`: `hw.*` values when those names are wanted, and
-    /// the record.
+    /// RAPL counters read at `at`: the `gen_ai.*` CPU and RAM values, `hw.*` ones
+    /// when those names are wanted, and the record.
     fn rapl(&mut self, at: Nanos, zones: Vec<RaplZoneReading>) {
-        if let Some(semconv) = &mut self.semconv {
-            let measurements = semconv.rapl_measurements(at, &zones);
-            if !measurements.is_empty() {
-                self.sink.send(PipelineEvent::Metrics {
-                    timestamp: Utc::now(),
-                    measurements,
-                });
-            }
+        let intervals = self.rapl_intervals.advance(at, &zones);
+        let mut measurements = genai::rapl_measurements(&intervals);
+        if let Some(semconv) = &self.semconv {
+            measurements.extend(semconv.rapl_measurements(&intervals));
+        }
+        if !measurements.is_empty() {
+            self.sink.send(PipelineEvent::Metrics {
+                timestamp: Utc::now(),
+                measurements,
+            });
         }
         self.record(EnergyRecord::Rapl { at, zones });
     }
@@ -251,6 +256,7 @@ impl Actor for EnergyActor {
             pending: Vec::new(),
             newest_gauges: Default::default(),
             semconv: arguments.semconv_metrics.then(SemconvMetrics::default),
+            rapl_intervals: RaplIntervals::default(),
             metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
             ended_at_program_exit: HashSet::new(),
         })
@@ -369,8 +375,11 @@ mod tests {
         (EnergyInbox::new(actor), sink, epoch)
     }
 
-    /// Every metric batch's values of `name`.
-    fn values(events: &[PipelineEvent], name: &str) -> Vec<f64> {
+    /// Every metric batch's measurements of `name`.
+    fn named<'a>(
+        events: &'a [PipelineEvent],
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a wattline_model::events::MetricMeasurement> {
         events
             .iter()
             .filter_map(|event| match event {
@@ -378,9 +387,12 @@ mod tests {
                 _ => None,
             })
             .flatten()
-            .filter(|m| m.name == name)
-            .map(|m| m.value.as_f64())
-            .collect()
+            .filter(move |m| m.name == name)
+    }
+
+    /// Every metric batch's values of `name`.
+    fn values(events: &[PipelineEvent], name: &str) -> Vec<f64> {
+        named(events, name).map(|m| m.value.as_f64()).collect()
     }
 
     async fn report(inbox: &EnergyInbox, epoch: Epoch, seconds: f64) -> EnergyReport {
@@ -535,6 +547,74 @@ mod tests {
             (report.total.cpu_energy_kwh.unwrap() - 30.0 / JOULES_PER_KILOWATT_HOUR).abs() < 1e-15
         );
         assert!(!values(&sink.events(), "hw.energy").is_empty());
+        inbox.actor().stop(None);
+    }
+
+    /// Writes one powercap zone under `root`, as the kernel lays it out.
+    fn powercap_zone(root: &std::path::Path, directory: &str, name: &str, microjoules: u64) {
+        let zone = root.join("sys/class/powercap").join(directory);
+        std::fs::create_dir_all(&zone).unwrap();
+        std::fs::write(zone.join("name"), format!("{name}\n")).unwrap();
+        std::fs::write(zone.join("energy_uj"), format!("{microjoules}\n")).unwrap();
+        std::fs::write(zone.join("max_energy_range_uj"), "262143328850\n").unwrap();
+    }
+
+    /// Every metric batch's `(value, component)` of `name`.
+    fn by_component(events: &[PipelineEvent], name: &str) -> Vec<(f64, String)> {
+        named(events, name)
+            .map(|m| {
+                let attributes = m.attributes.clone().unwrap_or_default();
+                let keys: Vec<&String> = attributes.keys().collect();
+                assert_eq!(keys, ["component"], "{name}: the reference's key only");
+                let component = match &attributes["component"] {
+                    wattline_model::events::AttributeValue::String(value) => value.clone(),
+                    other => panic!("{other:?}"),
+                };
+                (m.value.as_f64(), component)
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn rapl_packages_and_dram_on_powercap_become_gen_ai_cpu_and_ram_points() {
+        let (inbox, sink, epoch) = spawn(false).await;
+        let root = tempfile::tempdir().unwrap();
+        let read = |package_0, package_1, dram, core| {
+            powercap_zone(root.path(), "intel-rapl:0", "package-0", package_0);
+            powercap_zone(root.path(), "intel-rapl:0:0", "core", core);
+            powercap_zone(root.path(), "intel-rapl:0:2", "dram", dram);
+            powercap_zone(root.path(), "intel-rapl:1", "package-1", package_1);
+            let (zones, errors) = crate::platform::os::rapl::read_rapl_zones(root.path());
+            assert!(errors.is_empty(), "{errors:?}");
+            zones
+        };
+        inbox.send(EnergyInput::Rapl {
+            at: epoch.0,
+            zones: read(1_000_000, 2_000_000, 500_000, 100),
+        });
+        // Two seconds on: the packages 40 J and 20 J, DRAM 6 J; `core` is part of
+        // package 0 and counts nowhere.
+        inbox.send(EnergyInput::Rapl {
+            at: epoch.0 + Duration::from_secs(2),
+            zones: read(41_000_000, 22_000_000, 6_500_000, 50_000_000),
+        });
+        let _ = report(&inbox, epoch, 2.0).await;
+        let events = sink.events();
+        let energy = by_component(&events, names::ENERGY_CONSUMED);
+        let power = by_component(&events, names::POWER_CONSUMPTION);
+        let kwh = |joules: f64| joules / JOULES_PER_KILOWATT_HOUR;
+        assert_eq!(energy.len(), 2, "{energy:?}");
+        assert_eq!(energy[0].1, "cpu");
+        assert!((energy[0].0 - kwh(60.0)).abs() < 1e-15, "{energy:?}");
+        assert_eq!(energy[1].1, "ram");
+        assert!((energy[1].0 - kwh(6.0)).abs() < 1e-15, "{energy:?}");
+        assert_eq!(power.len(), 2, "{power:?}");
+        assert_eq!(power[0].1, "cpu");
+        assert!((power[0].0 - 30.0).abs() < 1e-9, "{power:?}");
+        assert_eq!(power[1].1, "ram");
+        assert!((power[1].0 - 3.0).abs() < 1e-9, "{power:?}");
+        // Only the spec's names unless `hw.*` is asked for.
+        assert!(values(&events, "hw.energy").is_empty());
         inbox.actor().stop(None);
     }
 

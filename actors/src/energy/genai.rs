@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use wattline_config::energy::EnergySettings;
 
 use super::account::ClosedInterval;
+use super::integrator::JOULES_PER_KILOWATT_HOUR;
+use super::rapl_intervals::RaplInterval;
+use super::report::EnergyDomain;
 use crate::gpu::{GpuDeviceReading, GpuSample};
 use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
 use wattline_model::metric_names as names;
@@ -104,7 +107,51 @@ fn wattline_device_attributes(device: &GpuDeviceReading) -> BTreeMap<String, Att
 pub const GPU_UUID_ATTRIBUTE: &str = "gpu_uuid";
 
 fn component_gpu() -> BTreeMap<String, AttributeValue> {
-    BTreeMap::from([("component".into(), AttributeValue::String("gpu".into()))])
+    component("gpu")
+}
+
+/// The reference's `component` attribute: `cpu`, `gpu` or `ram`.
+fn component(name: &str) -> BTreeMap<String, AttributeValue> {
+    BTreeMap::from([("component".into(), AttributeValue::String(name.into()))])
+}
+
+/// `gen_ai.energy.consumed` (kWh) and `gen_ai.power.consumption` (W, mean over the
+/// interval) of RAPL `intervals`, as the reference's codecarbon mode sends its CPU and
+/// RAM figures: one point per component, `component = cpu` (the CPU packages summed)
+/// and `component = ram` (the DRAM zones summed); a component with no interval, or no
+/// energy, sends no point (the reference skips a zero too).
+pub fn rapl_measurements(intervals: &[RaplInterval]) -> Vec<MetricMeasurement> {
+    let mut out = Vec::new();
+    for (domain, name) in [
+        (EnergyDomain::CpuPackage, "cpu"),
+        (EnergyDomain::Dram, "ram"),
+    ] {
+        let of_domain = || intervals.iter().filter(|i| i.domain == domain);
+        let joules: f64 = of_domain().map(|i| i.joules).sum();
+        if of_domain().next().is_none() || joules <= 0.0 {
+            continue;
+        }
+        let watts: f64 = of_domain().map(RaplInterval::watts).sum();
+        let mut histogram = measurement(
+            names::POWER_CONSUMPTION,
+            MetricKind::Histogram,
+            watts,
+            "W",
+            "RAPL power, mean over the interval",
+            component(name),
+        );
+        histogram.boundaries = Some(POWER_HISTOGRAM_BOUNDARIES.to_vec());
+        out.push(histogram);
+        out.push(measurement(
+            names::ENERGY_CONSUMED,
+            MetricKind::Counter,
+            joules / JOULES_PER_KILOWATT_HOUR,
+            "kWh",
+            "Energy consumed: the RAPL counters' increase",
+            component(name),
+        ));
+    }
+    out
 }
 
 /// One per-device `gen_ai.gpu.*` gauge: how it is named and described, and how to read

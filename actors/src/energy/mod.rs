@@ -6,6 +6,7 @@
 pub mod actor;
 pub mod genai;
 pub mod input;
+pub mod rapl_intervals;
 pub mod record;
 pub mod report;
 pub mod semconv;

@@ -21,11 +21,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::account::ClosedInterval;
 use super::genai::measurement;
-use super::integrator::{JOULES_PER_KILOWATT_HOUR, counter_delta_joules};
-use super::record::Nanos;
+use super::integrator::JOULES_PER_KILOWATT_HOUR;
+use super::rapl_intervals::RaplInterval;
 use super::report::EnergyDomain;
 use crate::gpu::{GpuDeviceReading, GpuSample};
-use crate::platform::os::rapl::RaplZoneReading;
 use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement};
 
 /// `hw.gpu.utilization`.
@@ -48,49 +47,26 @@ pub const HW_ERRORS: &str = "hw.errors";
 pub struct SemconvMetrics {
     /// Last level or total per (metric, device, error type).
     last: HashMap<(&'static str, String, &'static str), f64>,
-    /// Last counter reading per RAPL zone: when (ns) and how much (µJ).
-    rapl: HashMap<String, (Nanos, u64)>,
 }
 
 impl SemconvMetrics {
     /// `hw.energy` (J, the counter's increment) and `hw.power` (W, over the interval)
-    /// of the RAPL zones read at `at`: CPU packages as `hw.type = cpu`, DRAM as
-    /// `memory`; the parts of a package (`core`, `uncore`, `psys`) overlap those and
-    /// are not sent. The first reading of a zone only sets its base.
-    pub fn rapl_measurements(
-        &mut self,
-        at: Nanos,
-        zones: &[RaplZoneReading],
-    ) -> Vec<MetricMeasurement> {
+    /// of RAPL `intervals`: CPU packages as `hw.type = cpu`, DRAM as `memory`.
+    pub fn rapl_measurements(&self, intervals: &[RaplInterval]) -> Vec<MetricMeasurement> {
         let mut out = Vec::new();
-        for zone in zones {
-            let hardware_type = match EnergyDomain::of_rapl_zone(&zone.name) {
-                EnergyDomain::CpuPackage => "cpu",
+        for interval in intervals {
+            let hardware_type = match interval.domain {
                 EnergyDomain::Dram => "memory",
-                EnergyDomain::Gpu | EnergyDomain::CpuPart => continue,
+                _ => "cpu",
             };
-            let previous = self
-                .rapl
-                .insert(zone.zone.clone(), (at, zone.energy_microjoules));
-            let Some((before_at, before)) = previous.filter(|(before_at, _)| *before_at < at)
-            else {
-                continue;
-            };
-            let joules = counter_delta_joules(
-                before,
-                zone.energy_microjoules,
-                1_000_000.0,
-                zone.max_energy_range_microjoules,
-            );
-            let seconds = (at - before_at) as f64 / 1e9;
             let attributes = BTreeMap::from([
                 (
                     "hw.id".to_string(),
-                    AttributeValue::String(zone.zone.clone()),
+                    AttributeValue::String(interval.zone.clone()),
                 ),
                 (
                     "hw.name".to_string(),
-                    AttributeValue::String(zone.name.clone()),
+                    AttributeValue::String(interval.name.clone()),
                 ),
                 (
                     "hw.type".to_string(),
@@ -100,7 +76,7 @@ impl SemconvMetrics {
             out.push(measurement(
                 HW_ENERGY,
                 MetricKind::Counter,
-                joules,
+                interval.joules,
                 "J",
                 "Energy of a RAPL zone: its counter's increase",
                 attributes.clone(),
@@ -108,7 +84,7 @@ impl SemconvMetrics {
             out.push(measurement(
                 HW_POWER,
                 MetricKind::Gauge,
-                joules / seconds,
+                interval.watts(),
                 "W",
                 "Mean power of a RAPL zone since its previous reading",
                 attributes,
@@ -396,27 +372,19 @@ mod tests {
     }
 
     #[test]
-    fn rapl_packages_and_dram_become_hw_energy_and_power_and_parts_are_left_out() {
-        let zone = |zone: &str, name: &str, microjoules: u64| RaplZoneReading {
+    fn rapl_packages_and_dram_become_hw_energy_and_power() {
+        let interval = |zone: &str, name: &str, domain, joules| RaplInterval {
             zone: zone.into(),
             name: name.into(),
-            energy_microjoules: microjoules,
-            max_energy_range_microjoules: Some(262_143_328_850),
+            domain,
+            joules,
+            seconds: 2.0,
         };
-        let mut metrics = SemconvMetrics::default();
-        let first = [
-            zone("intel-rapl:0", "package-0", 262_143_000_000),
-            zone("intel-rapl:0:0", "core", 5_000_000),
-            zone("intel-rapl:0:2", "dram", 1_000_000),
-        ];
-        assert!(metrics.rapl_measurements(1_000_000_000, &first).is_empty());
-        // Two seconds later: the package counter wrapped, 30 J in all; DRAM 4 J.
-        let second = [
-            zone("intel-rapl:0", "package-0", 29_671_150),
-            zone("intel-rapl:0:0", "core", 9_000_000),
-            zone("intel-rapl:0:2", "dram", 5_000_000),
-        ];
-        let sent = metrics.rapl_measurements(3_000_000_000, &second);
+        let metrics = SemconvMetrics::default();
+        let sent = metrics.rapl_measurements(&[
+            interval("intel-rapl:0", "package-0", EnergyDomain::CpuPackage, 30.0),
+            interval("intel-rapl:0:2", "dram", EnergyDomain::Dram, 4.0),
+        ]);
         assert_eq!(
             sent.len(),
             4,
@@ -439,9 +407,6 @@ mod tests {
         assert!((find(HW_POWER, "cpu") - 15.0).abs() < 1e-6);
         assert!((find(HW_ENERGY, "memory") - 4.0).abs() < 1e-9);
         assert!((find(HW_POWER, "memory") - 2.0).abs() < 1e-9);
-        // The same instant again: no interval, never a power over no time.
-        let again = metrics.rapl_measurements(3_000_000_000, &second);
-        assert!(again.is_empty(), "{again:?}");
     }
 
     #[test]
