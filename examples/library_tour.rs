@@ -1,11 +1,13 @@
 //! The README's library example, as it stands there (the block between the markers is
-//! compared with the README by `tests/examples.rs`), then what it got.
+//! compared with the README by `tests/examples.rs`; the book includes it by its
+//! anchor), then what it got.
 //!
 //! Run: `cargo run --example library_tour`
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // README: begin
+    // ANCHOR: readme
     // Default components: resource_metrics on, polling off. With
     // `.config(wattline::load_config(None)?)` the plugins.toml layers decide instead:
     // collect() then needs a resource_metrics component in them.
@@ -15,6 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let report = pipeline.flush().await?; // energy/cost report so far
     agent.end().await?;
     pipeline.shutdown().await?; // final report
+    // ANCHOR_END: readme
     // README: end
     println!(
         "snapshot scope: {}",

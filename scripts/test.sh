@@ -4,11 +4,12 @@
 # collector (for the exporter tests), a second one (.ci/venv-genai) with the GPU spec's
 # reference (genai-otel-instrument 1.42.0), a third (.ci/venv-worker) with the
 # reference's Python worker SDK (nemo-relay-plugin 0.11.0rc3), headless Chromium (for
-# the HTML report test), then
-# `cargo test --workspace` (extra arguments go to it), then the Python package's pytest
-# suite against the package as `pip install ./python` builds it, in the reference's
-# venv so the snapshot is compared with the reference's own in one process, then the
-# Node.js package's node:test suite against the package as `npm install ./node` builds it.
+# the HTML report test); then the release artefacts (scripts/dist.sh) installed with
+# cargo off PATH (scripts/dist-check.sh); then `cargo test --workspace` (extra
+# arguments go to it), the Python package's pytest suite against the wheel, in the
+# reference's venv so the snapshot is compared with the reference's own in one
+# process, the Node.js package's node:test suite against the addon the dist build
+# placed, and the book (mdBook, warnings as errors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,20 +55,19 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 export WATTLINE_CHROMIUM=/usr/bin/chromium
 
-# The Python package, built from python/ as a user installs it (maturin, release), and
-# its test tools.
+# The release artefacts (scripts/dist.sh: the Python wheel, the npm package with its
+# prebuilt addon, the CLI tarball), then each installed as a user without Rust
+# installs it, with cargo off PATH, and the tours run (scripts/dist-check.sh). The
+# dist build also leaves node/wattline.node beside node/index.js for the Node suite.
+scripts/dist.sh
+scripts/dist-check.sh
+# The Python suite runs against the wheel, in the reference's venv so the snapshot is
+# compared with the reference's own in one process, with its test tools.
 # The OpenTelemetry SDK and proto types: tests/test_spans.py makes a parent span with
 # the official SDK and decodes the spans wattline sends with the official types.
 "$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0" \
   "opentelemetry-sdk==1.45.2" "opentelemetry-proto==1.45.2"
-"$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps ./python
-
-# The Node.js package, installed as a user installs it: npm runs its build (cargo,
-# release) from a scratch project, which leaves node/wattline.node beside index.js.
-repository="$PWD"
-node_consumer="$(mktemp -d)"
-(cd "$node_consumer" && npm install --no-audit --no-fund --loglevel=error "$repository/node")
-rm -rf "$node_consumer"
+"$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wattline-*.whl
 
 cargo test --workspace "$@"
 # The packages' tests use the CLI that cargo test has just built.
@@ -81,3 +81,17 @@ if [ ! -d "$node_otel/node_modules/@opentelemetry/context-async-hooks" ]; then
     "@opentelemetry/context-async-hooks@2.12.1")
 fi
 NODE_PATH="$PWD/$node_otel/node_modules" node --test node/test/*.test.js
+
+# The book (docs/, mdBook pinned; installed once per machine): built with every
+# warning an error. tests/docs_book.rs has checked its links and anchors.
+mdbook_version=0.5.4
+if [ "$(mdbook --version 2>/dev/null)" != "mdbook v$mdbook_version" ]; then
+  cargo install --locked --quiet mdbook --version "$mdbook_version" --no-default-features --features search
+fi
+book_log="$(mktemp)"
+mdbook build docs 2>&1 | tee "$book_log"
+if grep -E "WARN|ERROR" "$book_log" >/dev/null; then
+  echo "scripts/test.sh: the book built with warnings (above): fix them" >&2
+  exit 1
+fi
+rm -f "$book_log"

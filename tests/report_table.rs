@@ -188,8 +188,8 @@ fn the_table_gives_the_windows_length_the_silent_source_and_the_facility_line() 
         "{table}"
     );
     assert!(table.contains("Facility at PUE 1.5 "), "{table}");
-    // 1250 J is 0.000347 kWh, times 1.5.
-    assert!(table.contains(": 0.000521 kWh, "), "{table}");
+    // 1250 J times 1.5 is 1875 J, three significant figures.
+    assert!(table.contains(": 1880 J, "), "{table}");
     // A configured source that never answered, and one configured as none.
     let mut feed = Feed::new(settings(false));
     feed.apply(EnergyRecord::GpuStatus {
@@ -234,15 +234,19 @@ fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
         .find(|line| line.starts_with("H200 GPU-01234567 "))
         .unwrap_or_else(|| panic!("no device row: {table}"));
     let columns: Vec<&str> = row.split_whitespace().collect();
-    // name, short id, kWh, method (two words), mean W, max W, covered, rate, gaps, cost
+    // name, short id, energy (100 W to 300 W over 10 s: 2000 J), method (two words),
+    // mean power, max power, covered, rate, gaps, cost (2000 J at 0.30/kWh)
     assert_eq!(
         &columns[2..],
         &[
-            "0.000556",
+            "2000",
+            "J",
             "sparse",
             "trapezoid",
-            "200.0",
-            "300.0",
+            "200",
+            "W",
+            "300",
+            "W",
             "10.0s",
             "0.1",
             "0",
@@ -251,15 +255,15 @@ fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
         "{row}"
     );
     assert!(
-        table.contains("Total: 0.000556 kWh (GPU 0.000556 by sparse trapezoid)"),
+        table.contains("Total: 2000 J (GPU 2000 J by sparse trapezoid)"),
         "{table}"
     );
     assert!(
-        table.contains("process 4242     0.000139 kWh on GPU-01234567 (by memory share)"),
+        table.contains("process 4242     500 J on GPU-01234567 (by memory share)"),
         "{table}"
     );
     assert!(
-        table.contains("unattributed     0.000417 kWh on GPU-01234567"),
+        table.contains("unattributed     1500 J on GPU-01234567"),
         "{table}"
     );
     // At a PUE of 1 the facility figure is the total: no line of its own.

@@ -2,6 +2,7 @@
 
 mod collect;
 mod command_cgroup;
+mod compare;
 mod config_commands;
 mod csv_file;
 mod doctor;
@@ -9,6 +10,7 @@ mod output;
 mod report;
 mod report_output;
 mod run;
+mod shell;
 mod status;
 
 use std::path::PathBuf;
@@ -23,7 +25,7 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 /// Measure what a program costs the machine it runs on.
 #[derive(Debug, Parser)]
 #[command(name = "wattline", version, about)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -43,6 +45,13 @@ enum Command {
     Config(config_commands::ConfigCommand),
     /// Say what this machine lets wattline measure, and how to fix what it cannot.
     Doctor(doctor::DoctorArgs),
+    /// Compare two runs (ATOF files or saved JSON reports): energy, cost, CO2 and
+    /// duration per run, device, domain and step name, and the change.
+    Compare(compare::CompareArgs),
+    /// Print a shell completion script (bash, zsh, fish).
+    Completions(shell::CompletionsArgs),
+    /// Print the manual page (roff): `wattline man | man -l -`.
+    Man,
 }
 
 /// A scope chosen on the command line.
@@ -77,6 +86,9 @@ pub fn run() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man => shell::manual_page(),
     };
     match result {
         Ok(code) => code,

@@ -1,29 +1,39 @@
 //! The live one-line status `wattline run` shows on a terminal: elapsed time, CPU,
-//! memory, GPU power and energy so far, from the events the pipeline emits.
+//! memory, GPU power and energy so far, from the events the pipeline emits. Power and
+//! energy come from the energy account's own records as they are taken (the dense
+//! power stream included), so they show within a second of the first reading, and
+//! the energy is the account's, as the report at the end gives it.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use wattline::config::units::CapacityUnit;
 use wattline::events::{EventSink, MetricMeasurement, PipelineEvent};
 use wattline::metric_names as names;
+use wattline::report::human_units::{energy_text, power_text, three_significant_figures};
+use wattline_actors::energy::account::EnergyAccount;
+use wattline_actors::energy::record::EnergyRecord;
 
 /// The latest figures, updated from events.
 #[derive(Debug, Default, Clone)]
 pub struct StatusFigures {
     /// Logical processors in use.
     pub cpu: Option<f64>,
-    /// Memory, KiB (resident for process scopes, system used for global).
-    pub memory_kib: Option<f64>,
+    /// Memory, bytes (resident for process scopes, system used for global).
+    pub memory_bytes: Option<f64>,
+    /// The unit memory is configured in (the marks' unit), for showing it.
+    pub memory_unit: Option<CapacityUnit>,
     /// Total GPU power, W.
     pub gpu_watts: Option<f64>,
-    /// GPU energy so far, kWh.
-    pub energy_kwh: f64,
+    /// Energy so far over every measured domain, kWh; `None` before any was measured.
+    pub energy_kwh: Option<f64>,
     /// The first and latest CPU time of the scope seen in a poll, ms, with the poll's
     /// time.
     pub cpu_time_ms: Option<CpuTimeSpan>,
     /// Sum and count of the consumption rates seen, for the average.
     pub cpu_rates: (f64, u64),
-    /// The highest memory figure seen in a poll, KiB.
-    pub peak_memory_kib: Option<f64>,
+    /// The highest memory figure seen in a poll, bytes.
+    pub peak_memory_bytes: Option<f64>,
     /// The scope the polls measured.
     pub scope: Option<String>,
 }
@@ -38,14 +48,75 @@ pub type CpuTimeSpan = (
 #[derive(Debug, Default)]
 pub struct StatusSink {
     figures: Mutex<StatusFigures>,
+    energy: Mutex<EnergyFeed>,
+}
+
+/// The energy account rebuilt from the pipeline's energy records, as `wattline report`
+/// rebuilds it from a file, and each GPU source's latest total power.
+#[derive(Debug, Default)]
+struct EnergyFeed {
+    account: Option<EnergyAccount>,
+    watts_by_source: BTreeMap<String, f64>,
+}
+
+impl EnergyFeed {
+    fn apply(&mut self, record: &EnergyRecord) {
+        match (&mut self.account, record) {
+            (None, EnergyRecord::Started { at, wall, settings }) => {
+                self.account = Some(EnergyAccount::new((**settings).clone(), *at, *wall));
+            }
+            (Some(account), record) => {
+                account.apply(record);
+            }
+            (None, _) => {}
+        }
+        if let EnergyRecord::Power(power) = record {
+            let watts: Option<f64> = power.devices.as_ref().and_then(|devices| {
+                let read: Vec<f64> = devices.iter().filter_map(|device| device.watts).collect();
+                (!read.is_empty()).then(|| read.iter().sum())
+            });
+            match watts {
+                Some(watts) => self.watts_by_source.insert(power.source.clone(), watts),
+                None => self.watts_by_source.remove(&power.source),
+            };
+        }
+    }
+
+    /// Total GPU power over the sources that answered last time; `None` when none did.
+    fn gpu_watts(&self) -> Option<f64> {
+        (!self.watts_by_source.is_empty()).then(|| self.watts_by_source.values().sum())
+    }
+
+    /// Energy over every measured domain up to the newest record.
+    fn energy_kwh(&self) -> Option<f64> {
+        let account = self.account.as_ref()?;
+        let at = account.newest();
+        account.report(at, account.wall_time(at)).total.energy_kwh
+    }
 }
 
 impl StatusSink {
     /// A copy of the latest figures.
     pub fn figures(&self) -> StatusFigures {
-        match self.figures.lock() {
+        let mut figures = match self.figures.lock() {
             Ok(figures) => figures.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let energy = match self.energy.lock() {
+            Ok(energy) => energy,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(watts) = energy.gpu_watts() {
+            figures.gpu_watts = Some(watts);
+        }
+        figures.energy_kwh = energy.energy_kwh();
+        figures
+    }
+
+    fn apply_energy(&self, record: &EnergyRecord) {
+        match self.energy.lock() {
+            Ok(mut energy) => energy.apply(record),
+            Err(poisoned) => poisoned.into_inner().apply(record),
         }
     }
 
@@ -76,30 +147,17 @@ impl StatusSink {
                         figures.scope = Some(scope.clone());
                     }
                 }
-                "nemo.relay.resource.memory.resident" => {
-                    figures.memory_kib = Some(value);
-                    figures.peak_memory_kib = Some(
-                        figures
-                            .peak_memory_kib
-                            .map_or(value, |peak| peak.max(value)),
-                    );
-                }
+                "nemo.relay.resource.memory.resident" => figures.memory(measurement),
                 // Global scope has no resident figure: system memory in use instead.
                 "nemo.relay.resource.memory.system.used"
                     if !measurements
                         .iter()
                         .any(|m| m.name == "nemo.relay.resource.memory.resident") =>
                 {
-                    figures.memory_kib = Some(value);
-                    figures.peak_memory_kib = Some(
-                        figures
-                            .peak_memory_kib
-                            .map_or(value, |peak| peak.max(value)),
-                    );
+                    figures.memory(measurement)
                 }
+                // Without energy records (the energy component off), the polls' figure.
                 names::GPU_AGGREGATE_TOTAL_POWER => figures.gpu_watts = Some(value),
-                // The best figure, as the report at the end shows.
-                names::WATTLINE_ENERGY_TOTAL => figures.energy_kwh += value,
                 _ => {}
             }
         }
@@ -117,22 +175,65 @@ impl EventSink for StatusSink {
                 timestamp,
                 measurements,
             } => self.update(*timestamp, measurements),
-            PipelineEvent::Scope(_)
-            | PipelineEvent::Energy { .. }
-            | PipelineEvent::ScopeEnergy { .. } => {}
+            PipelineEvent::Energy { record, .. } => self.apply_energy(record),
+            PipelineEvent::Scope(_) | PipelineEvent::ScopeEnergy { .. } => {}
         }
     }
 }
 
-/// The status line for `elapsed` seconds.
+impl StatusFigures {
+    /// Takes a memory measurement, in whatever capacity unit its mark carries
+    /// (kibibytes when it names none, the spec's default).
+    fn memory(&mut self, measurement: &MetricMeasurement) {
+        let unit = measurement
+            .unit
+            .as_deref()
+            .and_then(CapacityUnit::from_name)
+            .unwrap_or(CapacityUnit::Kibibytes);
+        let bytes = measurement.value.as_f64() * unit.bytes_per_unit() as f64;
+        self.memory_unit = Some(unit);
+        self.memory_bytes = Some(bytes);
+        self.peak_memory_bytes = Some(self.peak_memory_bytes.map_or(bytes, |peak| peak.max(bytes)));
+    }
+
+    /// `bytes` in the configured memory unit, with its symbol.
+    fn memory_text(&self, bytes: f64) -> String {
+        let unit = self.memory_unit.unwrap_or(CapacityUnit::Kibibytes);
+        let value = bytes / unit.bytes_per_unit() as f64;
+        let number = if value.abs() >= 1000.0 {
+            format!("{value:.0}")
+        } else {
+            three_significant_figures(value)
+        };
+        format!("{number} {}", capacity_symbol(unit))
+    }
+}
+
+/// The symbol a person reads for a capacity unit.
+fn capacity_symbol(unit: CapacityUnit) -> &'static str {
+    match unit.name() {
+        "kilobytes" => "kB",
+        "megabytes" => "MB",
+        "gigabytes" => "GB",
+        "terabytes" => "TB",
+        "kibibytes" => "KiB",
+        "mebibytes" => "MiB",
+        "gibibytes" => "GiB",
+        "tebibytes" => "TiB",
+        _ => "B",
+    }
+}
+
+/// The status line for `elapsed` seconds: power and energy in units chosen by size,
+/// memory in the configured unit.
 pub fn status_line(elapsed: f64, figures: &StatusFigures) -> String {
     let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".into());
     format!(
-        "wattline {elapsed:>6.1}s  cpu {}  mem {}  gpu {}  energy {:.6} kWh",
+        "wattline {elapsed:>6.1}s  cpu {}  mem {}  gpu {}  energy {}",
         or_dash(figures.cpu.map(|c| format!("{c:.2}"))),
-        or_dash(figures.memory_kib.map(|k| format!("{:.0} MiB", k / 1024.0))),
-        or_dash(figures.gpu_watts.map(|w| format!("{w:.0} W"))),
-        figures.energy_kwh
+        or_dash(figures.memory_bytes.map(|bytes| figures.memory_text(bytes))),
+        or_dash(figures.gpu_watts.map(power_text)),
+        or_dash(figures.energy_kwh.map(energy_text)),
     )
 }
 
@@ -158,8 +259,115 @@ pub fn resource_summary(elapsed: f64, figures: &StatusFigures) -> Option<String>
     if let Some((_, (_, last))) = figures.cpu_time_ms.filter(|_| scope != "global") {
         parts.push(format!("CPU time {:.2} s at the last poll", last / 1000.0));
     }
-    if let Some(peak) = figures.peak_memory_kib {
-        parts.push(format!("{memory_label} {:.0} MiB", peak / 1024.0));
+    if let Some(peak) = figures.peak_memory_bytes {
+        parts.push(format!("{memory_label} {}", figures.memory_text(peak)));
     }
     Some(format!("{}\n", parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wattline::events::{MetricKind, MetricValue, MetricValueType};
+    use wattline_actors::energy::record::{DevicePower, PowerRecord};
+    use wattline_config::energy::EnergySettings;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    fn memory(name: &str, value: u64, unit: &str) -> PipelineEvent {
+        PipelineEvent::Metrics {
+            timestamp: chrono::Utc::now(),
+            measurements: vec![MetricMeasurement {
+                name: name.into(),
+                kind: MetricKind::Gauge,
+                value_type: MetricValueType::U64,
+                value: MetricValue::U64(value),
+                unit: Some(unit.into()),
+                description: None,
+                attributes: None,
+                boundaries: None,
+            }],
+        }
+    }
+
+    fn energy(record: EnergyRecord) -> PipelineEvent {
+        PipelineEvent::Energy {
+            timestamp: chrono::Utc::now(),
+            record,
+        }
+    }
+
+    fn power(at: u64, watts: &[f64]) -> EnergyRecord {
+        let devices = watts
+            .iter()
+            .enumerate()
+            .map(|(index, watts)| DevicePower {
+                id: format!("GPU-{index}"),
+                name: None,
+                watts: Some(*watts),
+                counter_millijoules: None,
+                shares: None,
+                mig_enabled: None,
+                at: None,
+            })
+            .collect();
+        EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at,
+            devices: Some(devices),
+            power_field: None,
+        })
+    }
+
+    #[test]
+    fn memory_shows_in_the_unit_its_marks_carry() {
+        let sink = StatusSink::default();
+        sink.send(memory(
+            "nemo.relay.resource.memory.resident",
+            512,
+            "mebibytes",
+        ));
+        assert!(status_line(1.0, &sink.figures()).contains("mem 512 MiB"));
+        // 2 GB in megabytes, the configured unit, not read as KiB.
+        sink.send(memory(
+            "nemo.relay.resource.memory.resident",
+            2_000,
+            "megabytes",
+        ));
+        let figures = sink.figures();
+        assert!(status_line(1.0, &figures).contains("mem 2000 MB"));
+        assert_eq!(figures.peak_memory_bytes, Some(2e9));
+        let summary = resource_summary(
+            1.0,
+            &StatusFigures {
+                scope: Some("process_tree".into()),
+                ..figures
+            },
+        )
+        .unwrap();
+        assert!(
+            summary.contains("peak resident memory 2000 MB"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn power_and_energy_come_from_the_energy_records_as_they_are_taken() {
+        let sink = StatusSink::default();
+        let line = status_line(0.2, &sink.figures());
+        assert!(line.ends_with("gpu -  energy -"), "{line}");
+        let account = EnergyAccount::new(EnergySettings::default(), 0, chrono::Utc::now());
+        sink.send(energy(account.started_record()));
+        sink.send(energy(EnergyRecord::MeasuringFrom {
+            at: 0,
+            wall: account.wall_time(0),
+        }));
+        // Two devices at 100 W and 150 W, read at 0 s and again at 0.5 s: 250 W, and
+        // 250 W × 0.5 s = 125 J.
+        sink.send(energy(power(0, &[100.0, 150.0])));
+        sink.send(energy(power(SECOND / 2, &[100.0, 150.0])));
+        let line = status_line(0.6, &sink.figures());
+        assert!(line.contains("gpu 250 W"), "{line}");
+        assert!(line.ends_with("energy 125 J"), "{line}");
+    }
 }

@@ -3,8 +3,10 @@
 //! the CSV row ([`csv`]) and the HTML page ([`html`]). [`render_report`] is the one
 //! entry point `wattline run` and `wattline report` print and write through.
 
+pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod human_units;
 pub mod series;
 mod table;
 

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use wattline_config::energy::FactorOrigin;
 
 use crate::EnergyReport;
+use crate::report::human_units::{energy_text, power_text, three_significant_figures};
 use wattline_model::report::{DeviceEnergy, Factor};
 
 /// The parts of the table, in the order they are printed.
@@ -59,10 +60,10 @@ const fn column(heading: &'static str, width: usize, align: Align) -> Column {
 /// The device table's columns; [`device_cells`] gives a row's cells in this order.
 const DEVICE_COLUMNS: [Column; 9] = [
     column("device", 40, Align::Left),
-    column("energy kWh", 12, Align::Right),
+    column("energy", 12, Align::Right),
     column("method", 16, Align::Right),
-    column("mean W", 9, Align::Right),
-    column("max W", 9, Align::Right),
+    column("mean", 9, Align::Right),
+    column("max", 9, Align::Right),
     column("covered", 8, Align::Right),
     column("rate Hz", 8, Align::Right),
     column("gaps", 5, Align::Right),
@@ -90,14 +91,14 @@ fn device_cells(device: &DeviceEnergy) -> [String; 9] {
     };
     [
         truncate(&label, DEVICE_COLUMNS[0].width),
-        format!("{:.6}", device.energy_kwh),
+        energy_text(device.energy_kwh),
         device.energy_source.as_str().to_owned(),
-        optional(device.mean_watts),
-        optional(device.max_watts),
+        device.mean_watts.map_or_else(|| "-".to_owned(), power_text),
+        device.max_watts.map_or_else(|| "-".to_owned(), power_text),
         format!("{:.1}s", device.covered_seconds),
         optional(device.sampling_rate_hz),
         device.gaps.to_string(),
-        format!("{:.6}", device.cost),
+        three_significant_figures(device.cost),
     ]
 }
 
@@ -173,10 +174,10 @@ fn cpu_zones(report: &EnergyReport, out: &mut String) {
     for zone in &report.cpu_zones {
         let _ = writeln!(
             out,
-            "CPU {} ({}): {:.6} kWh over {:.1} s (RAPL counter{})",
+            "CPU {} ({}): {} over {:.1} s (RAPL counter{})",
             zone.name,
             zone.zone,
-            zone.energy_kwh,
+            energy_text(zone.energy_kwh),
             zone.covered_seconds,
             if zone.domain.is_counted() {
                 ""
@@ -201,18 +202,19 @@ fn totals(report: &EnergyReport, out: &mut String) {
         .iter()
         .map(|d| {
             format!(
-                "{} {:.6} by {}",
+                "{} {} by {}",
                 d.domain.label(),
-                d.energy_kwh,
+                energy_text(d.energy_kwh),
                 d.method.as_str()
             )
         })
         .collect();
     let _ = writeln!(
         out,
-        "Total: {kwh:.6} kWh ({}), {:.6} {} at {} {}/kWh ({})",
+        "Total: {} ({}), {} {} at {} {}/kWh ({})",
+        energy_text(kwh),
         parts.join(", "),
-        report.total.cost.unwrap_or(0.0),
+        three_significant_figures(report.total.cost.unwrap_or(0.0)),
         report.currency,
         report.cost_per_kwh.value,
         report.currency,
@@ -221,11 +223,11 @@ fn totals(report: &EnergyReport, out: &mut String) {
     if (report.pue.value - 1.0).abs() > f64::EPSILON {
         let _ = writeln!(
             out,
-            "Facility at PUE {} ({}): {:.6} kWh, {:.6} {}",
+            "Facility at PUE {} ({}): {}, {} {}",
             report.pue.value,
             origin(&report.pue.origin),
-            report.total.facility_energy_kwh.unwrap_or(0.0),
-            report.total.facility_cost.unwrap_or(0.0),
+            energy_text(report.total.facility_energy_kwh.unwrap_or(0.0)),
+            three_significant_figures(report.total.facility_cost.unwrap_or(0.0)),
             report.currency
         );
     }
@@ -237,7 +239,8 @@ fn co2(report: &EnergyReport, out: &mut String) {
         (Some(grams), Some(factor)) => {
             let _ = writeln!(
                 out,
-                "CO2: {grams:.3} gCO2e at carbon intensity {}, a factor, not a reading of the grid",
+                "CO2: {} gCO2e at carbon intensity {}, a factor, not a reading of the grid",
+                three_significant_figures(*grams),
                 carbon_intensity(factor)
             );
         }
@@ -263,16 +266,16 @@ fn process_attribution(report: &EnergyReport, out: &mut String) {
         {
             let _ = writeln!(
                 out,
-                "process {:<8} {:.6} kWh on {} (by {basis} share)",
+                "process {:<8} {} on {} (by {basis} share)",
                 process.process_id,
-                process.gpu_energy_kwh,
+                energy_text(process.gpu_energy_kwh),
                 short(&device.device_identifier)
             );
         }
         let _ = writeln!(
             out,
-            "unattributed     {:.6} kWh on {}",
-            device.unattributed_kwh,
+            "unattributed     {} on {}",
+            energy_text(device.unattributed_kwh),
             short(&device.device_identifier)
         );
     }
@@ -282,8 +285,7 @@ fn process_attribution(report: &EnergyReport, out: &mut String) {
 /// held), then its window (the device's energy while it was live: not additive); then
 /// the folded scopes, one line per name.
 fn agent_scopes(report: &EnergyReport, out: &mut String) {
-    let kwh_text =
-        |kwh: Option<f64>| kwh.map_or_else(|| "not measured".into(), |kwh| format!("{kwh:.6} kWh"));
+    let kwh_text = |kwh: Option<f64>| kwh.map_or_else(|| "not measured".into(), energy_text);
     for scope in &report.agent_scopes {
         let _ = writeln!(
             out,
@@ -297,20 +299,21 @@ fn agent_scopes(report: &EnergyReport, out: &mut String) {
         let unattributed: f64 = report.domains.iter().map(|d| d.unattributed_kwh).sum();
         let _ = writeln!(
             out,
-            "agent {:<20} {unattributed:.6} kWh held by no scope",
-            "(none)"
+            "agent {:<20} {} held by no scope",
+            "(none)",
+            energy_text(unattributed)
         );
     }
     for folded in &report.folded_scopes {
         let energy = &folded.attributed_energy_kwh;
         let _ = writeln!(
             out,
-            "agent {:<20} {} older scopes folded: {:.6} kWh attributed in all, p50 {:.6} p99 {:.6} kWh, p50 {:.2} s",
+            "agent {:<20} {} older scopes folded: {} attributed in all, p50 {} p99 {}, p50 {:.2} s",
             folded.name,
             folded.count,
-            energy.sum,
-            energy.p50,
-            energy.p99,
+            energy_text(energy.sum),
+            energy_text(energy.p50),
+            energy_text(energy.p99),
             folded.duration_seconds.p50
         );
     }

@@ -16,6 +16,7 @@ mod tests;
 
 use crate::EnergyReport;
 use crate::report::csv::{RunDescription, factor_source};
+use crate::report::human_units::{energy_text, power_text, three_significant_figures};
 use crate::report::series::RunSeries;
 use chart::TimeAxis;
 use sections::{
@@ -59,7 +60,8 @@ pub fn render_html(report: &EnergyReport, series: &RunSeries, run: RunDescriptio
     page
 }
 
-const STYLE: &str = "<style>
+/// The page's style sheet (also the comparison page's).
+pub(crate) const STYLE: &str = "<style>
 :root { color-scheme: light; }
 body { margin: 0; background: #f6f7f9; color: #1d2330;
   font: 15px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif; }
@@ -152,20 +154,30 @@ fn header(
     )
 }
 
+/// An energy in the unit its size calls for (the page is for people; JSON and CSV
+/// keep kWh).
 fn kwh_text(kwh: Option<f64>) -> String {
-    kwh.map_or_else(|| "not measured".into(), |kwh| format!("{kwh:.6} kWh"))
+    kwh.map_or_else(|| "not measured".into(), energy_text)
 }
 
 /// A cost in the report's currency, escaped for the page.
 fn cost_text(cost: Option<f64>, currency: &str) -> String {
     cost.map_or_else(
         || "–".into(),
-        |cost| format!("{cost:.6} {}", escape(currency)),
+        |cost| format!("{} {}", three_significant_figures(cost), escape(currency)),
     )
 }
 
 fn grams_text(grams: Option<f64>) -> String {
-    grams.map_or_else(|| "–".into(), |grams| format!("{grams:.3} g"))
+    grams.map_or_else(
+        || "–".into(),
+        |grams| format!("{} g", three_significant_figures(grams)),
+    )
+}
+
+/// A power in the unit its size calls for; `–` when not read.
+fn watts_text(watts: Option<f64>) -> String {
+    watts.map_or_else(|| "–".into(), power_text)
 }
 
 fn optional_number(value: Option<f64>, decimals: usize) -> String {
@@ -274,17 +286,17 @@ fn devices_table(report: &EnergyReport) -> String {
     for device in &report.devices {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"number\">{:.6} kWh</td><td>{}</td>\
-             <td class=\"number\">{} W</td><td class=\"number\">{} W</td><td class=\"number\">{}</td>\
+            "<tr><td>{}</td><td class=\"number\">{}</td><td>{}</td>\
+             <td class=\"number\">{}</td><td class=\"number\">{}</td><td class=\"number\">{}</td>\
              <td class=\"number\">{} Hz</td><td class=\"number\">{}</td></tr>",
             escape(&device_label(
                 device.name.as_deref(),
                 &device.device_identifier
             )),
-            device.energy_kwh,
+            energy_text(device.energy_kwh),
             device.energy_source.as_str(),
-            optional_number(device.mean_watts, 1),
-            optional_number(device.max_watts, 1),
+            watts_text(device.mean_watts),
+            watts_text(device.max_watts),
             device.readings,
             optional_number(device.sampling_rate_hz, 1),
             device.gaps,

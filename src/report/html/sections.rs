@@ -11,10 +11,11 @@ use super::chart::{
     line_chart, svg_open,
 };
 use super::{
-    cost_text, device_label, escape, grams_text, kwh_text, missing, optional_number,
-    seconds_between, section,
+    cost_text, device_label, escape, grams_text, kwh_text, missing, seconds_between, section,
+    watts_text,
 };
 use crate::EnergyReport;
+use crate::report::human_units::energy_text;
 use crate::report::series::RunSeries;
 use crate::report::series::{MemoryFigure, PowerLine, SeriesPoint, has_readings};
 
@@ -29,10 +30,10 @@ pub(super) fn gpu_power_section(
             .iter()
             .find(|d| d.device_identifier == line.id)?;
         Some(format!(
-            "mean {} W, max {} W, {:.6} kWh",
-            optional_number(device.mean_watts, 1),
-            optional_number(device.max_watts, 1),
-            device.energy_kwh
+            "mean {}, max {}, {}",
+            watts_text(device.mean_watts),
+            watts_text(device.max_watts),
+            energy_text(device.energy_kwh)
         ))
     });
     let body = chart.unwrap_or_else(|| {
@@ -55,8 +56,8 @@ pub(super) fn cpu_power_section(
     let chart = power_chart("cpu-power", &series.cpu_power, axis, |line| {
         let zone = report.cpu_zones.iter().find(|zone| zone.zone == line.id)?;
         Some(format!(
-            "{:.6} kWh ({})",
-            zone.energy_kwh,
+            "{} ({})",
+            energy_text(zone.energy_kwh),
             zone.domain.label()
         ))
     });

@@ -164,7 +164,7 @@ fn a_run_with_gpu_power_draws_its_line_axes_and_a_band_per_agent_scope() {
     let bands: Vec<&str> = lanes.split("<g class=\"band\">").skip(1).collect();
     let report = report_from_records(gpu_run_records()).unwrap();
     for (band, scope) in bands.iter().zip(&report.agent_scopes) {
-        let kwh = format!("{:.6} kWh", scope.attributed_energy_kwh.unwrap());
+        let kwh = crate::report::human_units::energy_text(scope.attributed_energy_kwh.unwrap());
         assert!(band.contains(&kwh), "{band}");
     }
     // The bands sit on the charts' time axis: 0.2 s to 0.9 s of 2 s.
