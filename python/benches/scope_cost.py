@@ -1,7 +1,9 @@
 """Per-scope cost from Python: an Agent scope opened and ended (``with`` and ``async
-with``), beside an OpenTelemetry SDK span started and ended in the same process (the
-SDK's BatchSpanProcessor in front of an exporter that discards), one run, medians of
-wall and CPU time, and the ratio to the span. Not a test: figures to read.
+with``), without a GPU source and with one (a stand-in ``nvidia-smi`` first on PATH,
+answering in the real CSV format as a 250 W H200, its power stream included), beside
+an OpenTelemetry SDK span started and ended in the same process (the SDK's
+BatchSpanProcessor in front of an exporter that discards), one run, medians of wall
+and CPU time, and the ratio to the span. Not a test: figures to read.
 
     .ci/venv/bin/pip install opentelemetry-sdk   # the yardstick, once
     .ci/venv/bin/python python/benches/scope_cost.py [rounds]
@@ -10,9 +12,21 @@ wall and CPU time, and the ratio to the span. Not a test: figures to read.
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import sys
+import tempfile
 import time
+
+# A stand-in nvidia-smi in the real CSV format: one H200 at 250 W, and its loop mode
+# for the power stream.
+STAND_IN_NVIDIA_SMI = r"""#!/bin/sh
+case "$*" in
+  *-L*) echo "GPU 0: NVIDIA H200 (UUID: GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c)";;
+  *--loop-ms=*) while :; do echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, 250.00"; sleep 0.1; done;;
+  *) echo "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, NVIDIA H200, 7, 3, 1377, 143771, 46, 250.00, 700.00, 1980, 3201, [N/A], P0, Not Active, Not Active, Not Active, Not Active, 0, 0";;
+esac
+"""
 
 
 def per_round_sync(body, rounds: int) -> "tuple[float, float]":
@@ -75,8 +89,7 @@ async def main(rounds: int) -> None:
     span = span_row(rounds)
     if span:
         rows.append(span)
-    async with wattline.Pipeline(gpu=False) as pipeline:
-
+    async def scope_rows(pipeline, label: str) -> None:
         def sync_body() -> None:
             with pipeline.agent_scope("step"):
                 pass
@@ -85,15 +98,30 @@ async def main(rounds: int) -> None:
             async with pipeline.agent_scope("step"):
                 pass
 
-        rows.append(("wattline agent_scope (with)", *per_round_sync(sync_body, rounds)))
-        rows.append(("wattline agent_scope (async with)", *await per_round_async(async_body, rounds)))
+        rows.append((f"wattline agent_scope (with){label}", *per_round_sync(sync_body, rounds)))
+        rows.append(
+            (f"wattline agent_scope (async with){label}", *await per_round_async(async_body, rounds))
+        )
+
+    async with wattline.Pipeline(gpu=False) as pipeline:
+        await scope_rows(pipeline, ", no GPU")
+    with tempfile.TemporaryDirectory() as folder:
+        program = os.path.join(folder, "nvidia-smi")
+        with open(program, "w") as file:
+            file.write(STAND_IN_NVIDIA_SMI)
+        os.chmod(program, 0o755)
+        os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+        async with wattline.Pipeline() as pipeline:
+            await scope_rows(pipeline, ", GPU")
+        source = pipeline.report.gpu_source if pipeline.report else None
 
     reference = span[1] if span else None
     print(f"one scope opened and ended, median wall and mean CPU of {rounds} rounds")
-    print(f"{'':40} {'wall µs':>9} {'CPU µs':>9} {'× span':>7}")
+    print(f"{'':48} {'wall µs':>9} {'CPU µs':>9} {'× span':>7}")
     for name, wall, cpu in rows:
         ratio = f"{wall / reference:.1f}" if reference else "-"
-        print(f"{name:40} {wall:9.1f} {cpu:9.1f} {ratio:>7}")
+        print(f"{name:48} {wall:9.1f} {cpu:9.1f} {ratio:>7}")
+    print(f"GPU source of the GPU rows: {source}")
 
 
 if __name__ == "__main__":
