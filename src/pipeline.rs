@@ -454,9 +454,10 @@ impl PreparedPipeline {
             command_group_notes: self.command_group_notes,
         })
         .await?;
+        let running = Arc::new(running);
         let workers = start_workers(&config, &running).await;
         Ok(Pipeline {
-            inner: Arc::new(running),
+            inner: running,
             exporters: self.exporters,
             workers: Arc::new(tokio::sync::Mutex::new(workers)),
             owner: std::process::id(),
@@ -486,12 +487,13 @@ impl WorkerPlugins {
 #[cfg(unix)]
 async fn start_workers(
     config: &EffectiveConfig,
-    running: &RunningPipeline,
+    running: &Arc<RunningPipeline>,
 ) -> Option<WorkerPlugins> {
     WorkerPlugins::start(
         &config.workers,
         running.diagnostics(),
         running.pipeline_diagnostics(),
+        Arc::new(RemoteScopes(Arc::clone(running))),
     )
     .await
 }
@@ -500,7 +502,7 @@ async fn start_workers(
 #[cfg(not(unix))]
 async fn start_workers(
     config: &EffectiveConfig,
-    _running: &RunningPipeline,
+    _running: &Arc<RunningPipeline>,
 ) -> Option<WorkerPlugins> {
     if !config.workers.is_empty() {
         tracing::warn!("worker plugins need Unix sockets: none started on this OS");

@@ -170,3 +170,49 @@ def test_plugin_runtime_agent_scope_marks_a_step_in_the_run(wattline_binary, qui
     names = [scope["name"] for scope in report["agent_scopes"]]
     assert names == ["planner"], names
     assert "left" not in finished.stderr, "the scope was ended, not left open"
+
+
+STEP_PLUGIN = textwrap.dedent(
+    """
+    import asyncio
+    from wattline.worker import WorkerPlugin, serve_plugin
+
+    class Steps(WorkerPlugin):
+        plugin_id = "acme.steps"
+
+        async def register(self, ctx, config):
+            async with await ctx.runtime.agent_scope("indexing"):
+                await asyncio.sleep(0.3)
+            # Left open: it ends when the plugin stops, flagged as its exit.
+            self.open = await ctx.runtime.agent_scope("serving")
+
+    serve_plugin(Steps())
+    """
+)
+
+
+def test_a_worker_plugin_marks_its_steps_as_agent_scopes(wattline_binary, quiet_home, tmp_path):
+    # A plugin's runtime serves agent_scope as a program's under `wattline run` does:
+    # its steps land in the run's report, attributed to the plugin's process.
+    script = tmp_path / "steps_worker.py"
+    script.write_text(STEP_PLUGIN)
+    config = tmp_path / "plugins.toml"
+    config.write_text(textwrap.dedent(f"""
+        version = 1
+        [[components]]
+        kind = "worker"
+        [components.config]
+        plugin_id = "acme.steps"
+        command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
+        env = {{ PYTHONPATH = {json.dumps(":".join(sys.path))} }}
+    """))
+    finished = subprocess.run(
+        [str(wattline_binary), "run", "--quiet", "--report", "json", "--config", str(config), "--", "sleep", "1"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads(finished.stdout)
+    scopes = {scope["name"]: scope for scope in report["agent_scopes"]}
+    assert set(scopes) == {"indexing", "serving"}, report["agent_scopes"]
+    assert scopes["indexing"]["ended_at"] is not None
+    assert scopes["indexing"]["process_id"] is not None

@@ -109,6 +109,25 @@ impl HostEndpoint {
         Self::serve_on(context, workers, None, parent, Admission::default(), true)
     }
 
+    /// The endpoint worker plugins are given: `RelayDiagnostics` and `agent_scopes`
+    /// (so a plugin can mark steps), on a Unix socket and, with `loopback_tcp`, a
+    /// loopback TCP port as well.
+    pub fn start_for_plugins(
+        context: Diagnostics,
+        workers: Vec<WorkerCredentials>,
+        agent_scopes: AgentScopesService,
+        loopback_tcp: bool,
+    ) -> Result<HostEndpoint, HostEndpointError> {
+        Self::serve_on(
+            context,
+            workers,
+            Some(agent_scopes),
+            None,
+            Admission::default(),
+            loopback_tcp,
+        )
+    }
+
     fn serve_on(
         context: Diagnostics,
         workers: Vec<WorkerCredentials>,

@@ -5,8 +5,10 @@
 use wattline_actors::diagnostics::{Diagnostics, PipelineDiagnostics};
 use wattline_config::{WorkerConfig, WorkerTransport};
 
+use std::sync::Arc;
+
 use super::worker::{HostAddress, RunningWorker, WorkerSpec, new_credentials};
-use super::{HostEndpoint, WorkerCredentials};
+use super::{AgentScopesService, HostEndpoint, ScopeControl, ScopeControlSlot, WorkerCredentials};
 
 /// The endpoint and the workers that started.
 #[derive(Debug)]
@@ -14,6 +16,10 @@ pub struct WorkerPlugins {
     endpoint: HostEndpoint,
     running: Vec<RunningWorker>,
     diagnostics: Option<PipelineDiagnostics>,
+    /// The plugins' Agent scopes: those a plugin left open end when it stops.
+    agent_scopes: AgentScopesService,
+    /// Keeps the pipeline attached to `agent_scopes` while the plugins run.
+    _scopes_attached: ScopeControlSlot,
 }
 
 fn spec_of(config: &WorkerConfig) -> WorkerSpec {
@@ -35,12 +41,14 @@ fn report(diagnostics: Option<&PipelineDiagnostics>, message: &str) {
 }
 
 impl WorkerPlugins {
-    /// Starts the endpoint and every worker of `workers`; `None` when there are none
-    /// or the endpoint cannot start (reported). Call inside a Tokio runtime.
+    /// Starts the endpoint and every worker of `workers`, whose Agent scopes start and
+    /// end in `scopes`; `None` when there are none or the endpoint cannot start
+    /// (reported). Call inside a Tokio runtime.
     pub async fn start(
         workers: &[WorkerConfig],
         context: Option<&Diagnostics>,
         diagnostics: Option<&PipelineDiagnostics>,
+        scopes: Arc<dyn ScopeControl>,
     ) -> Option<WorkerPlugins> {
         if workers.is_empty() {
             return None;
@@ -58,16 +66,20 @@ impl WorkerPlugins {
             .iter()
             .map(|(_, credentials)| credentials.clone())
             .collect();
+        // A plugin marks its steps as Agent scopes in this pipeline, as a program
+        // under `wattline run` does.
+        let (agent_scopes, slot) = AgentScopesService::new(credentials.clone());
+        slot.attach(scopes);
         // Loopback TCP as well only when some worker is told to use it.
-        let started = if specs
+        let loopback_tcp = specs
             .iter()
-            .any(|(spec, _)| spec.transport == WorkerTransport::Tcp)
-        {
-            HostEndpoint::start_with_loopback_tcp(context, credentials, None)
-        } else {
-            HostEndpoint::start(context, credentials, None)
-        };
-        let endpoint = match started {
+            .any(|(spec, _)| spec.transport == WorkerTransport::Tcp);
+        let endpoint = match HostEndpoint::start_for_plugins(
+            context,
+            credentials,
+            agent_scopes.clone(),
+            loopback_tcp,
+        ) {
             Ok(endpoint) => endpoint,
             Err(error) => {
                 report(diagnostics, &format!("no worker started: {error}"));
@@ -89,6 +101,8 @@ impl WorkerPlugins {
             endpoint,
             running,
             diagnostics: diagnostics.cloned(),
+            agent_scopes,
+            _scopes_attached: slot,
         })
     }
 
@@ -101,9 +115,12 @@ impl WorkerPlugins {
     /// worker that died during the run is reported.
     pub async fn stop(self) {
         for worker in self.running {
+            let activation_id = worker.activation_id().to_owned();
             if let Some(died) = worker.stop().await {
                 report(self.diagnostics.as_ref(), &died);
             }
+            // What a plugin left open ends with it, flagged as its program's exit.
+            self.agent_scopes.end_open_scopes(&activation_id);
         }
         self.endpoint.shutdown().await;
     }

@@ -141,6 +141,11 @@ pub fn new_credentials(plugin_id: &str) -> WorkerCredentials {
 }
 
 impl RunningWorker {
+    /// The activation id the worker registered with.
+    pub fn activation_id(&self) -> &str {
+        &self.credentials.activation_id
+    }
+
     /// Starts `spec` with `credentials`, its socket (or, over TCP, its endpoint file)
     /// in `directory`, the host at `host`, waits for it to listen, and calls
     /// `Register`.
