@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+from worker_support import worker_config
+
 PLUGIN = textwrap.dedent(
     """
     from wattline.worker import (DiagnosticCodeDefinition, DiagnosticExtensionDefinition,
@@ -83,17 +85,10 @@ def component(diagnostics, name):
 def test_a_python_worker_plugin_from_plugins_toml_reports(wattline_binary, quiet_home, tmp_path):
     script = tmp_path / "lookup_worker.py"
     script.write_text(PLUGIN)
-    config = tmp_path / "plugins.toml"
-    config.write_text(textwrap.dedent(f"""
-        version = 1
-        [[components]]
-        kind = "worker"
-        [components.config]
-        plugin_id = "acme.pylookup"
-        command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
+    config = worker_config(tmp_path, "acme.pylookup", script, """
         [components.config.config]
         backend = "primary"
-    """))
+    """)
     printed = subprocess.run(
         [str(wattline_binary), "diagnostics", "--compact", "--config", str(config)],
         check=True, capture_output=True, text=True, timeout=60,
@@ -115,15 +110,7 @@ def test_a_python_worker_plugin_from_plugins_toml_reports(wattline_binary, quiet
 def test_a_plugin_whose_validate_refuses_is_recorded_as_failed(wattline_binary, quiet_home, tmp_path):
     script = tmp_path / "lookup_worker.py"
     script.write_text(PLUGIN)
-    config = tmp_path / "plugins.toml"
-    config.write_text(textwrap.dedent(f"""
-        version = 1
-        [[components]]
-        kind = "worker"
-        [components.config]
-        plugin_id = "acme.pylookup"
-        command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
-    """))
+    config = worker_config(tmp_path, "acme.pylookup", script)
     printed = subprocess.run(
         [str(wattline_binary), "diagnostics", "--compact", "--config", str(config)],
         check=True, capture_output=True, text=True, timeout=60,

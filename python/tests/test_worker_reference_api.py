@@ -14,6 +14,7 @@ import sys
 import textwrap
 
 import pytest
+from worker_support import worker_config
 
 SPEC_EXAMPLE = pathlib.Path(__file__).parent / "spec" / "lookup_diagnostics.py"
 
@@ -53,17 +54,10 @@ def test_the_specs_python_example_runs_unchanged_as_a_worker_under_run(wattline_
     (package / "__init__.py").write_text("from wattline.worker import *  # noqa: F401,F403\n")
     script = tmp_path / "lookup_worker.py"
     script.write_text(SPEC_EXAMPLE.read_text() + HARNESS)
-    config = tmp_path / "plugins.toml"
-    config.write_text(textwrap.dedent(f"""
-        version = 1
-        [[components]]
-        kind = "worker"
-        [components.config]
-        plugin_id = "acme.lookup"
-        command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
+    config = worker_config(tmp_path, "acme.lookup", script, f"""
         env = {{ PYTHONPATH = {json.dumps(str(package.parent) + ":" + ":".join(sys.path))} }}
         transport = "{transport}"
-    """))
+    """)
     finished = subprocess.run(
         [str(wattline_binary), "run", "--quiet", "--report", "json", "--config", str(config), "--", "true"],
         capture_output=True, text=True, timeout=120,
@@ -196,16 +190,9 @@ def test_a_worker_plugin_marks_its_steps_as_agent_scopes(wattline_binary, quiet_
     # its steps land in the run's report, attributed to the plugin's process.
     script = tmp_path / "steps_worker.py"
     script.write_text(STEP_PLUGIN)
-    config = tmp_path / "plugins.toml"
-    config.write_text(textwrap.dedent(f"""
-        version = 1
-        [[components]]
-        kind = "worker"
-        [components.config]
-        plugin_id = "acme.steps"
-        command = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
+    config = worker_config(tmp_path, "acme.steps", script, f"""
         env = {{ PYTHONPATH = {json.dumps(":".join(sys.path))} }}
-    """))
+    """)
     finished = subprocess.run(
         [str(wattline_binary), "run", "--quiet", "--report", "json", "--config", str(config), "--", "sleep", "1"],
         capture_output=True, text=True, timeout=120,
