@@ -7,43 +7,40 @@
 //! pushed before some message was sent (a poll, a reading, a report) is taken before
 //! that message is handled: the order a mailbox gave, at a fraction of the cost. No
 //! lock is shared between the API and the actor; state still moves only to the actor.
-//! The queue is an unbounded channel that is never awaited: its blocks are reused, so
-//! a steady stream of boundaries allocates nothing.
+//! The queue is a lock-free segmented queue: a push is one compare-and-swap and a
+//! store, with no waker or permit to update (a channel's cost), and no allocation but
+//! one block per 31 items.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::mpsc;
+use crossbeam_queue::SegQueue;
+
+/// What both halves share.
+struct Shared<T> {
+    items: SegQueue<T>,
+    /// Set by the first push after a drain; cleared by the drain.
+    wake_pending: AtomicBool,
+    /// The actor's half is gone: pushes are dropped.
+    closed: AtomicBool,
+}
 
 /// A new queue: the pushing half for the API, the draining half for the actor.
 pub fn wake_queue<T>() -> (WakeSender<T>, WakeReceiver<T>) {
-    let (items, receiver) = mpsc::unbounded_channel();
-    let wake_pending = Arc::new(AtomicBool::new(false));
-    (
-        WakeSender {
-            items,
-            wake_pending: Arc::clone(&wake_pending),
-        },
-        WakeReceiver {
-            items: receiver,
-            wake_pending,
-        },
-    )
+    let shared = Arc::new(Shared {
+        items: SegQueue::new(),
+        wake_pending: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+    });
+    (WakeSender(Arc::clone(&shared)), WakeReceiver(shared))
 }
 
 /// The API's half of a [`wake_queue`].
-pub struct WakeSender<T> {
-    items: mpsc::UnboundedSender<T>,
-    /// Set by the first push after a drain; cleared by the drain.
-    wake_pending: Arc<AtomicBool>,
-}
+pub struct WakeSender<T>(Arc<Shared<T>>);
 
 impl<T> Clone for WakeSender<T> {
     fn clone(&self) -> Self {
-        WakeSender {
-            items: self.items.clone(),
-            wake_pending: Arc::clone(&self.wake_pending),
-        }
+        WakeSender(Arc::clone(&self.0))
     }
 }
 
@@ -52,28 +49,34 @@ impl<T> WakeSender<T> {
     /// (the first push since its last drain). An actor gone drops it: `false`.
     #[must_use = "the first push after a drain must wake the actor"]
     pub fn push(&self, item: T) -> bool {
-        if self.items.send(item).is_err() {
+        if self.0.closed.load(Ordering::Relaxed) {
             return false;
         }
+        self.0.items.push(item);
         // A swap, not a load: the drain's swap then reads this write and sees the item
         // pushed before it (a plain load could read a stale `true`, and the item would
         // wait for the next message).
-        !self.wake_pending.swap(true, Ordering::AcqRel)
+        !self.0.wake_pending.swap(true, Ordering::AcqRel)
     }
 }
 
 /// The actor's half of a [`wake_queue`].
-pub struct WakeReceiver<T> {
-    items: mpsc::UnboundedReceiver<T>,
-    wake_pending: Arc<AtomicBool>,
-}
+pub struct WakeReceiver<T>(Arc<Shared<T>>);
 
 impl<T> WakeReceiver<T> {
     /// Takes every item queued so far, oldest first. The flag is cleared first, so a
     /// push racing with the drain either is taken now or sends a new wake-up.
     pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
-        self.wake_pending.swap(false, Ordering::AcqRel);
-        std::iter::from_fn(|| self.items.try_recv().ok())
+        self.0.wake_pending.swap(false, Ordering::AcqRel);
+        std::iter::from_fn(|| self.0.items.pop())
+    }
+}
+
+impl<T> Drop for WakeReceiver<T> {
+    /// Nothing will take the queue any more: later pushes are dropped at once, and
+    /// what is queued is freed with the last sender.
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::Relaxed);
     }
 }
 
