@@ -5,8 +5,9 @@
 //! wattline scope with no GPU source; a wattline scope with a GPU source
 //! (an instant stand-in, so the figure is wattline's own, not a driver's). Each row
 //! is timed over `WATTLINE_SCOPE_COST_ROUNDS` rounds (default 20,000) after a tenth as
-//! many to warm up, and reports wall time and this process's CPU time per scope (CPU
-//! includes the pipeline's own threads reacting to the scope). Asserts nothing.
+//! many to warm up, and reports wall time, the calling thread's CPU time (what opening
+//! and ending cost the caller) and this process's CPU time per scope (which includes
+//! the pipeline's own threads reacting to the scope). Asserts nothing.
 //!
 //! Run: `cargo bench --bench scope_cost`.
 
@@ -51,9 +52,10 @@ impl GpuSource for InstantGpu {
     }
 }
 
-/// Wall and CPU time per round of `round`, after `warmup` untimed rounds.
+/// Wall time, the calling thread's CPU time and the process's CPU time per round.
 struct Cost {
     wall: Duration,
+    caller_cpu: Duration,
     cpu: Duration,
 }
 
@@ -65,13 +67,19 @@ where
     for n in 0..(rounds / 10).max(1) {
         round(n).await;
     }
-    let (started, cpu_at_start) = (Instant::now(), common::cpu_seconds());
+    let (started, caller_at_start, cpu_at_start) = (
+        Instant::now(),
+        common::thread_cpu_seconds(),
+        common::cpu_seconds(),
+    );
     for n in 0..rounds {
         round(n).await;
     }
+    let per_round = |seconds: f64| Duration::from_secs_f64(seconds / rounds as f64);
     Cost {
         wall: started.elapsed() / rounds as u32,
-        cpu: Duration::from_secs_f64((common::cpu_seconds() - cpu_at_start) / rounds as f64),
+        caller_cpu: per_round(common::thread_cpu_seconds() - caller_at_start),
+        cpu: per_round(common::cpu_seconds() - cpu_at_start),
     }
 }
 
@@ -116,20 +124,23 @@ async fn main() {
     let with_gpu = wattline_scopes(rounds, true).await;
     println!("scope_cost: {rounds} rounds each, open and end, one runtime, one process");
     println!(
-        "{:<36} {:>10} {:>10} {:>9} {:>9}",
-        "row", "wall µs", "CPU µs", "wall ×", "CPU ×"
+        "{:<36} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "row", "wall µs", "caller", "CPU µs", "wall ×", "caller ×", "CPU ×"
     );
     for (label, cost) in [
         ("OpenTelemetry SDK span", &span),
         ("wattline scope, no GPU source", &without_gpu),
         ("wattline scope, instant GPU source", &with_gpu),
     ] {
+        let ratio = |of: Duration, to: Duration| of.as_secs_f64() / to.as_secs_f64().max(1e-12);
         println!(
-            "{label:<36} {:>10.2} {:>10.2} {:>9.2} {:>9.2}",
+            "{label:<36} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
             cost.wall.as_secs_f64() * 1e6,
+            cost.caller_cpu.as_secs_f64() * 1e6,
             cost.cpu.as_secs_f64() * 1e6,
-            cost.wall.as_secs_f64() / span.wall.as_secs_f64(),
-            cost.cpu.as_secs_f64() / span.cpu.as_secs_f64().max(1e-12),
+            ratio(cost.wall, span.wall),
+            ratio(cost.caller_cpu, span.caller_cpu),
+            ratio(cost.cpu, span.cpu),
         );
     }
     let _ = provider.shutdown();

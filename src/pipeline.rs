@@ -554,7 +554,7 @@ impl Pipeline {
     }
 
     fn check_process(&self) -> Result<(), Error> {
-        let current = std::process::id();
+        let current = wattline_actors::pipeline::current_process_id();
         if current == self.owner {
             Ok(())
         } else {

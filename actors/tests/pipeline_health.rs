@@ -5,33 +5,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wattline_actors::diagnostics::{DiagnosticsLimits, SamplerCategory};
-use wattline_actors::pipeline::{PipelineSpec, RunningPipeline, open_diagnostics};
-use wattline_actors::{Epoch, ScopeTarget};
-use wattline_config::ResourceMetricsConfig;
+use wattline_actors::pipeline::{RunningPipeline, open_diagnostics};
 use wattline_model::events::CollectingEventSink;
 
+mod pipeline_support;
+
 async fn spawn_polling_pipeline() -> RunningPipeline {
-    let mut resource = ResourceMetricsConfig::default();
-    resource.polling.enabled = true;
-    resource.polling.interval_millis = 50;
-    RunningPipeline::spawn(PipelineSpec {
-        root: "/".into(),
-        target: ScopeTarget::Global,
-        run_id: wattline_model::events::new_uuid(),
-        resource: Some(resource),
-        energy: None,
-        diagnostics: open_diagnostics(Some(DiagnosticsLimits::default())).unwrap(),
-        gpu_source: Arc::new(|_| None),
-        sink: Arc::new(CollectingEventSink::default()),
-        tick_deadline: None,
-        epoch: Epoch::now(),
-        prepared_gpu: None,
-        measuring_from: None,
-        gpu_selection: None,
-        semconv_metrics: false,
-        command_group: None,
-        command_group_notes: Vec::new(),
-    })
+    let diagnostics = open_diagnostics(Some(DiagnosticsLimits::default())).unwrap();
+    let sink = Arc::new(CollectingEventSink::default());
+    RunningPipeline::spawn(pipeline_support::spec(
+        Some(pipeline_support::polling(50)),
+        None,
+        diagnostics,
+        sink,
+    ))
     .await
     .unwrap()
 }

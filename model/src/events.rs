@@ -177,6 +177,18 @@ pub fn new_uuid() -> Uuid {
     Uuid::now_v7()
 }
 
+/// A new UUIDv7 stamped `at` (random below the millisecond), for a caller that has
+/// just read the clock: no second reading, and no lock on the process-wide context
+/// [`new_uuid`] keeps to order UUIDs made in the same millisecond.
+pub fn new_uuid_at(at: std::time::SystemTime) -> Uuid {
+    let since_epoch = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Uuid::new_v7(uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        since_epoch.as_secs(),
+        since_epoch.subsec_nanos(),
+    ))
+}
+
 /// Where the pipeline sends its events (the exporters' fan-out in production). A sink
 /// must never block: it queues or drops.
 pub trait EventSink: Send + Sync {

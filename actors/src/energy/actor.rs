@@ -17,10 +17,11 @@ use super::semconv::SemconvMetrics;
 use super::settled::{MetricScopeNames, settled_scope_events};
 use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
-use crate::energy::input::{EnergyInput, EnergyMessage};
+use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
+use crate::wake_queue::WakeReceiver;
 use wattline_model::events::{EventSink, PipelineEvent};
 
 /// What the energy actor starts with.
@@ -34,6 +35,11 @@ pub struct EnergyArguments {
     /// Also emit the semantic-convention `hw.*` names (the `opentelemetry`
     /// component's `metric_names` is `semconv` or `both`).
     pub semconv_metrics: bool,
+    /// Scope boundaries ([`EnergyInbox::send_boundary`](crate::energy::input::EnergyInbox::send_boundary)),
+    /// taken before every message: booked in the order a mailbox would have them.
+    pub boundaries: WakeReceiver<EnergyInput>,
+    /// Asked for a reading whenever boundaries are taken (`None`: no reader).
+    pub boundary_readings: Option<Arc<BoundaryReadings>>,
 }
 
 /// The actor.
@@ -59,6 +65,10 @@ pub struct EnergyState {
     metric_scope_names: MetricScopeNames,
     /// Scopes their program left open, ended at its exit, not yet settled.
     ended_at_program_exit: HashSet<Uuid>,
+    /// Scope boundaries queued by the API.
+    boundaries: WakeReceiver<EnergyInput>,
+    /// Where a reading at the boundaries just taken is asked for.
+    boundary_readings: Option<Arc<BoundaryReadings>>,
 }
 
 impl EnergyState {
@@ -89,6 +99,22 @@ impl EnergyState {
         }
     }
 
+    /// Books every scope boundary queued so far.
+    fn take_boundaries(&mut self) {
+        // Drained into a batch first: booking needs the state the receiver is part of.
+        let batch: Vec<EnergyInput> = self.boundaries.drain().collect();
+        if batch.is_empty() {
+            return;
+        }
+        for boundary in batch {
+            self.input(boundary);
+        }
+        // A reading right after them, so the intervals cut at them are short.
+        if let Some(readings) = &self.boundary_readings {
+            readings.ask();
+        }
+    }
+
     /// Books one producer's input: readings and boundaries become records.
     fn input(&mut self, input: EnergyInput) {
         match input {
@@ -111,9 +137,9 @@ impl EnergyState {
                 let at = self.epoch.nanos(at);
                 self.record(EnergyRecord::ScopeStarted {
                     uuid,
-                    name,
+                    name: name.to_string(),
                     at,
-                    wall,
+                    wall: wall.into(),
                     parent,
                     process_id,
                     weight,
@@ -130,6 +156,7 @@ impl EnergyState {
                     self.ended_at_program_exit.insert(uuid);
                 }
                 let at = self.epoch.nanos(at);
+                let wall = wall.into();
                 self.record(EnergyRecord::ScopeEnded { uuid, at, wall });
             }
             // Statuses are recorded when they change, so the file stays small.
@@ -259,6 +286,8 @@ impl Actor for EnergyActor {
             rapl_intervals: RaplIntervals::default(),
             metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
             ended_at_program_exit: HashSet::new(),
+            boundaries: arguments.boundaries,
+            boundary_readings: arguments.boundary_readings,
         })
     }
 
@@ -268,8 +297,13 @@ impl Actor for EnergyActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // Boundaries queued before this message was sent come first, as a mailbox
+        // would have them (a scope starts before a reading taken after it).
+        state.take_boundaries();
         match message {
             EnergyMessage::Input(input) => state.input(input),
+            // Taken above.
+            EnergyMessage::BoundariesQueued => {}
             EnergyMessage::Report {
                 at,
                 wall,
@@ -360,6 +394,7 @@ mod tests {
         let sink = Arc::new(CollectingEventSink::default());
         // An epoch a minute back, so every instant below lies after it.
         let epoch = Epoch(Instant::now() - Duration::from_secs(60));
+        let (boundaries, receiver) = crate::wake_queue::wake_queue();
         let (actor, _) = Actor::spawn(
             None,
             EnergyActor,
@@ -368,11 +403,13 @@ mod tests {
                 sink: sink.clone(),
                 epoch,
                 semconv_metrics: semconv,
+                boundaries: receiver,
+                boundary_readings: None,
             },
         )
         .await
         .unwrap();
-        (EnergyInbox::new(actor), sink, epoch)
+        (EnergyInbox::new(actor, boundaries), sink, epoch)
     }
 
     /// Every metric batch's measurements of `name`.
@@ -426,13 +463,13 @@ mod tests {
             weight: None,
             traceparent: None,
             at: boundary(1),
-            wall: Utc::now(),
+            wall: std::time::SystemTime::now(),
         });
         feed.send(sample(epoch, 2.0, 200.0, true));
         inbox.send(EnergyInput::ScopeEnded {
             uuid,
             at: boundary(2),
-            wall: Utc::now(),
+            wall: std::time::SystemTime::now(),
             ended_at_program_exit: false,
         });
         feed.send(sample(epoch, 3.0, 200.0, false));

@@ -1,7 +1,9 @@
 //! What the energy stage is told, by every producer (the GPU sampler's power sink, the
 //! energy clock, the pipeline's scope calls), and the one handle they tell it through.
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime};
 
 use chrono::{DateTime, Utc};
 use ractor::rpc::CallResult;
@@ -11,6 +13,7 @@ use uuid::Uuid;
 use crate::energy::report::EnergyReport;
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
+use crate::wake_queue::WakeSender;
 
 /// One thing the energy stage learns: a reading, a boundary or a source's status.
 pub enum EnergyInput {
@@ -38,7 +41,7 @@ pub enum EnergyInput {
         /// The scope's identity.
         uuid: Uuid,
         /// The scope's name.
-        name: String,
+        name: Arc<str>,
         /// The live scope it was opened inside.
         parent: Option<Uuid>,
         /// The process that opened it.
@@ -49,8 +52,9 @@ pub enum EnergyInput {
         traceparent: Option<String>,
         /// When it started.
         at: Instant,
-        /// The same instant on the wall clock.
-        wall: DateTime<Utc>,
+        /// The same instant on the wall clock (made a calendar time by the actor, not
+        /// the caller).
+        wall: SystemTime,
     },
     /// An Agent scope ended.
     ScopeEnded {
@@ -59,7 +63,7 @@ pub enum EnergyInput {
         /// When it ended.
         at: Instant,
         /// The same instant on the wall clock.
-        wall: DateTime<Utc>,
+        wall: SystemTime,
         /// Its program exited with it open, and wattline ended it then.
         ended_at_program_exit: bool,
     },
@@ -80,6 +84,9 @@ pub enum EnergyMessage {
     /// A reading, boundary or status from one of the producers (sent through an
     /// [`EnergyInbox`]).
     Input(EnergyInput),
+    /// Scope boundaries were queued ([`EnergyInbox::send_boundary`]): the actor takes
+    /// them, as it does before every message.
+    BoundariesQueued,
     /// The report as of an instant (the flush call's).
     Report {
         /// The report's instant.
@@ -97,19 +104,36 @@ pub enum EnergyMessage {
 /// The energy actor's inbox: every producer sends its [`EnergyInput`] through one of
 /// these, and asks for the report through it.
 #[derive(Clone)]
-pub struct EnergyInbox(ActorRef<EnergyMessage>);
+pub struct EnergyInbox {
+    actor: ActorRef<EnergyMessage>,
+    /// Scope boundaries, which the actor takes before every message it handles.
+    boundaries: WakeSender<EnergyInput>,
+}
 
 impl EnergyInbox {
-    /// The inbox of the energy actor `actor`.
-    pub fn new(actor: ActorRef<EnergyMessage>) -> Self {
-        Self(actor)
+    /// The inbox of the energy actor `actor`, which drains the other half of
+    /// `boundaries` (its
+    /// [`EnergyArguments::boundaries`](crate::energy::actor::EnergyArguments)).
+    pub fn new(actor: ActorRef<EnergyMessage>, boundaries: WakeSender<EnergyInput>) -> Self {
+        Self { actor, boundaries }
     }
 
     /// Sends `input` without waiting. An actor already gone (the pipeline is shutting
     /// down) loses it: that is logged, not an error, since nothing could use it.
     pub fn send(&self, input: EnergyInput) {
-        if let Err(error) = self.0.cast(EnergyMessage::Input(input)) {
+        if let Err(error) = self.actor.cast(EnergyMessage::Input(input)) {
             tracing::debug!(%error, "energy actor gone; its input dropped");
+        }
+    }
+
+    /// Queues a scope boundary without a message of its own (one wake-up message per
+    /// batch): it is booked before any input sent after this call, as [`Self::send`]
+    /// would have it, at a fraction of the cost.
+    pub fn send_boundary(&self, input: EnergyInput) {
+        if self.boundaries.push(input)
+            && let Err(error) = self.actor.cast(EnergyMessage::BoundariesQueued)
+        {
+            tracing::debug!(%error, "energy actor gone; a scope boundary dropped");
         }
     }
 
@@ -127,7 +151,7 @@ impl EnergyInbox {
             final_report,
             reply,
         };
-        match self.0.call(message, None).await {
+        match self.actor.call(message, None).await {
             Ok(CallResult::Success(report)) => Some(report),
             _ => None,
         }
@@ -135,7 +159,7 @@ impl EnergyInbox {
 
     /// The actor behind the inbox, to watch its status and stop it.
     pub fn actor(&self) -> &ActorRef<EnergyMessage> {
-        &self.0
+        &self.actor
     }
 }
 
@@ -143,5 +167,36 @@ impl EnergyInbox {
 impl PowerSampleSink for EnergyInbox {
     fn send(&self, sample: PowerSample) {
         EnergyInbox::send(self, EnergyInput::Power { sample });
+    }
+}
+
+/// Scope boundaries' requests for a power (and counter) reading, served by the
+/// pipeline's boundary reader. Many scopes starting or ending at once share the one
+/// reading asked for or being read: the others ask for nothing (a scope's boundary is
+/// then clipped from the readings on either side of it). The energy actor asks when it
+/// takes a batch of boundaries, so the API's callers never wake the reader.
+#[derive(Debug, Default)]
+pub struct BoundaryReadings {
+    /// Set by the ask that wakes the reader; cleared when its reading is in.
+    asked: AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+impl BoundaryReadings {
+    /// Asks for a reading now, unless one is already asked for or being read.
+    pub fn ask(&self) {
+        if !self.asked.load(Ordering::Relaxed) && !self.asked.swap(true, Ordering::AcqRel) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Waits until a reading is asked for (the reader's side).
+    pub async fn asked(&self) {
+        self.wake.notified().await;
+    }
+
+    /// The reading asked for is in: the next ask wakes the reader again.
+    pub fn taken(&self) {
+        self.asked.store(false, Ordering::Release);
     }
 }

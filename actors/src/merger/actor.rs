@@ -17,7 +17,7 @@ use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
-use crate::merger::scopes::{LiveScope, ScopeTable};
+use crate::merger::scopes::{ScopeBoundary, ScopeTable};
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
 use crate::samplers::SampleRequest;
@@ -25,6 +25,7 @@ use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
+use crate::wake_queue::WakeReceiver;
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
 };
@@ -47,18 +48,9 @@ pub enum MergerMessage {
         /// Dropped once the poll's marks are out.
         done: tokio::sync::oneshot::Sender<()>,
     },
-    /// An Agent scope went live: its start event goes out, later marks are copied
-    /// under it.
-    ScopeStarted(LiveScope),
-    /// An Agent scope ended at `wall`: its end event goes out, with `flags` added.
-    ScopeEnded {
-        /// The scope.
-        uuid: Uuid,
-        /// When it ended.
-        wall: DateTime<Utc>,
-        /// ATOF flags added to its end event.
-        flags: Vec<&'static str>,
-    },
+    /// Scope boundaries were queued (the [`crate::wake_queue`] the actor was spawned
+    /// with): the merger takes them, as it does before every message.
+    ScopeBoundaries,
     /// Ends every live Agent scope at `wall` (the final report's instant); replies with
     /// each scope ended and its end time.
     EndLiveScopes {
@@ -72,7 +64,7 @@ pub enum MergerMessage {
     Close(RpcReplyPort<Vec<(Uuid, DateTime<Utc>)>>),
     /// The poll in flight is done (sent by its own task).
     PollFinished,
-    /// Replies once every scope message sent before it has been handled (its event
+    /// Replies once every scope boundary queued before it has been taken (its event
     /// written), without waiting for a poll in flight.
     ScopesWritten(RpcReplyPort<()>),
     /// Replies once every message sent before it has been handled, and the poll in
@@ -115,6 +107,9 @@ pub struct MergerState {
     runner: Arc<TickRunner>,
     closed: bool,
     scopes: ScopeTable,
+    /// Scope starts and ends, taken before each message is handled: in order with
+    /// the polls, as if each were a message of its own.
+    boundaries: WakeReceiver<ScopeBoundary>,
     /// The poll whose samplers are being asked, and the poll clock's in-flight signal
     /// (dropped when the poll's marks are out).
     poll_in_flight: Option<(JoinHandle<Snapshot>, oneshot::Sender<()>)>,
@@ -248,6 +243,14 @@ impl MergerState {
         self.runner.arguments.sink.as_ref()
     }
 
+    /// Writes the events of every scope boundary queued so far.
+    fn take_boundaries(&mut self) {
+        let sink = Arc::clone(&self.runner.arguments.sink);
+        for boundary in self.boundaries.drain() {
+            self.scopes.apply(boundary, sink.as_ref());
+        }
+    }
+
     /// Waits for the poll in flight, if any, and sends its marks (none once closed).
     async fn finish_poll(&mut self) {
         let Some((poll, done)) = self.poll_in_flight.take() else {
@@ -287,12 +290,14 @@ impl MergerState {
 impl Actor for MergerActor {
     type Msg = MergerMessage;
     type State = MergerState;
-    type Arguments = MergerArguments;
+    /// Its arguments, and the draining half of the queue the API's scope boundaries
+    /// come through.
+    type Arguments = (MergerArguments, WakeReceiver<ScopeBoundary>);
 
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        arguments: Self::Arguments,
+        (arguments, boundaries): Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         let root = arguments.root.clone();
         let environment =
@@ -305,6 +310,7 @@ impl Actor for MergerActor {
         let state = MergerState {
             closed: false,
             scopes: ScopeTable::new(arguments.root_scope),
+            boundaries,
             runner: Arc::new(TickRunner {
                 environment: Arc::new(environment),
                 arguments,
@@ -322,6 +328,9 @@ impl Actor for MergerActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // Boundaries queued before this message was sent come first, as a mailbox
+        // would have them: no mark under a scope before its start event.
+        state.take_boundaries();
         match message {
             MergerMessage::Collect { series, reply } => {
                 let runner = Arc::clone(&state.runner);
@@ -340,14 +349,8 @@ impl Actor for MergerActor {
                 state.poll_in_flight = Some((poll, done));
             }
             MergerMessage::PollFinished => state.finish_poll().await,
-            MergerMessage::ScopeStarted(scope) => {
-                let sink = Arc::clone(&state.runner.arguments.sink);
-                state.scopes.start(scope, sink.as_ref());
-            }
-            MergerMessage::ScopeEnded { uuid, wall, flags } => {
-                let sink = Arc::clone(&state.runner.arguments.sink);
-                state.scopes.end(uuid, wall, &flags, sink.as_ref());
-            }
+            // Taken above.
+            MergerMessage::ScopeBoundaries => {}
             MergerMessage::ScopesWritten(reply) => {
                 let _ = reply.send(());
             }

@@ -2,6 +2,9 @@
 //! mailbox order with the polls, so every mark copied under a scope lies between its
 //! start and end events, and no lock is shared between the API and the actors.
 
+use std::sync::Arc;
+use std::time::SystemTime;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_model::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
@@ -54,13 +57,43 @@ pub struct LiveScope {
     /// Its UUID (the parent of its marks).
     pub uuid: Uuid,
     /// Its name.
-    pub name: String,
+    pub name: Arc<str>,
     /// When it started.
     pub started: DateTime<Utc>,
     /// The Agent scope it is nested in, if any.
     pub parent: Option<Uuid>,
     /// Its ATOF flags, repeated on its end event.
     pub attributes: Vec<&'static str>,
+}
+
+/// A scope boundary on its way to the merger (through its [`crate::wake_queue`]).
+/// Times are the clock's raw readings: the merger makes them calendar times, so the
+/// caller does not.
+#[derive(Debug)]
+pub enum ScopeBoundary {
+    /// An Agent scope went live: its start event goes out, later marks are copied
+    /// under it.
+    Started {
+        /// Its UUID (the parent of its marks).
+        uuid: Uuid,
+        /// Its name.
+        name: Arc<str>,
+        /// When it started.
+        started: SystemTime,
+        /// The Agent scope it is nested in, if any.
+        parent: Option<Uuid>,
+        /// Its ATOF flags, repeated on its end event.
+        attributes: Vec<&'static str>,
+    },
+    /// An Agent scope ended at `wall`: its end event goes out, with `flags` added.
+    Ended {
+        /// The scope.
+        uuid: Uuid,
+        /// When it ended.
+        wall: SystemTime,
+        /// ATOF flags added to its end event.
+        flags: Vec<&'static str>,
+    },
 }
 
 /// The live Agent scopes, in the order they started.
@@ -75,6 +108,31 @@ impl ScopeTable {
         ScopeTable {
             root,
             live: Vec::new(),
+        }
+    }
+
+    /// Applies `boundary`: a start or an end event goes out.
+    pub fn apply(&mut self, boundary: ScopeBoundary, sink: &dyn EventSink) {
+        match boundary {
+            ScopeBoundary::Started {
+                uuid,
+                name,
+                started,
+                parent,
+                attributes,
+            } => {
+                let scope = LiveScope {
+                    uuid,
+                    name,
+                    started: started.into(),
+                    parent,
+                    attributes,
+                };
+                self.start(scope, sink);
+            }
+            ScopeBoundary::Ended { uuid, wall, flags } => {
+                self.end(uuid, wall.into(), &flags, sink);
+            }
         }
     }
 

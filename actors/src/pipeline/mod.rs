@@ -13,7 +13,7 @@ pub mod supervisor;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, Utc};
 
@@ -29,20 +29,20 @@ use self::clock::{MissedTicks, sample_energy_now};
 use self::health::{HealthBoard, PipelineHealth};
 use self::supervisor::SupervisorMessage;
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
-use crate::energy::input::{EnergyInbox, EnergyInput};
+use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
 use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
 use crate::gpu::visible_devices::GpuSelection;
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use crate::merger::actor::MergerMessage;
 pub use crate::merger::scopes::ROOT_SCOPE_NAME;
-use crate::merger::scopes::{LiveScope, scope_event, strictly_after};
-use crate::samplers::actor::Outstanding;
+use crate::merger::scopes::{ScopeBoundary, scope_event, strictly_after};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
-pub use scope_start::ScopeStart;
-use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid};
+use crate::wake_queue::WakeSender;
+pub use scope_start::{ScopeStart, current_process_id};
+use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid_at};
 use wattline_model::snapshot::Snapshot;
 
 /// Makes the GPU source (at start and after each restart of the GPU sampler), given
@@ -215,7 +215,6 @@ pub struct RunningPipeline {
     pipeline_diagnostics: Option<PipelineDiagnostics>,
     cancel: CancellationToken,
     missed_ticks: Arc<MissedTicks>,
-    energy_interval: Duration,
     gpu_source_name: Arc<Mutex<Option<String>>>,
     clock_tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     root_scope: Uuid,
@@ -224,8 +223,10 @@ pub struct RunningPipeline {
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
     health: HealthBoard,
-    /// The one scope-boundary power reading outstanding at a time.
-    boundary_slot: Arc<AtomicBool>,
+    /// Scope boundaries on their way to the merger, which writes their events.
+    merger_boundaries: WakeSender<ScopeBoundary>,
+    /// Scope boundaries' requests for a power reading (one outstanding at a time).
+    boundary_readings: Arc<BoundaryReadings>,
     /// Where the final report's window closes when it is not the shutdown call (a
     /// measured command's exit).
     measuring_until: std::sync::OnceLock<(Instant, DateTime<Utc>)>,
@@ -277,7 +278,9 @@ impl RunningPipeline {
             ScopeCategory::Start,
             Vec::new(),
         ));
-        let energy = stages::spawn_energy(stages::energy_arguments(&spec)).await?;
+        let boundary_readings = Arc::new(BoundaryReadings::default());
+        let energy =
+            stages::spawn_energy(stages::energy_arguments(&spec, &boundary_readings)).await?;
         let mut prepared_gpu = spec.prepared_gpu.take();
         if let Some(energy) = &energy {
             stages::send_prepared_readings(energy, spec.measuring_from, prepared_gpu.as_mut());
@@ -319,6 +322,7 @@ impl RunningPipeline {
             merger: &merger,
             energy: energy.as_ref(),
             energy_interval,
+            boundary_readings: &boundary_readings,
             registry: &registry,
             rapl: &rapl,
             health: &health,
@@ -327,6 +331,7 @@ impl RunningPipeline {
         });
         Ok(RunningPipeline {
             supervisor,
+            merger_boundaries: merger.boundaries.clone(),
             merger: merger.merger,
             resource_enabled: spec.resource.is_some(),
             energy,
@@ -335,7 +340,6 @@ impl RunningPipeline {
             pipeline_diagnostics,
             cancel,
             missed_ticks: clocks.missed_ticks,
-            energy_interval,
             gpu_source_name: samplers.gpu_source_name,
             clock_tasks: Mutex::new(clocks.tasks),
             root_scope,
@@ -345,7 +349,7 @@ impl RunningPipeline {
             sink: spec.sink,
             rapl,
             health,
-            boundary_slot: Arc::default(),
+            boundary_readings,
         })
     }
 
@@ -436,21 +440,23 @@ impl RunningPipeline {
             weight,
             traceparent,
         } = start;
-        let (at, wall) = (Instant::now(), Utc::now());
-        let uuid = new_uuid();
+        // Raw clock readings: the actors make the calendar time.
+        let (at, wall) = (Instant::now(), SystemTime::now());
+        let uuid = new_uuid_at(wall);
+        let name: Arc<str> = Arc::from(name);
         // The merger writes the start event in order with its polls: no mark under
         // this scope comes before it.
-        let _ = self.merger.cast(MergerMessage::ScopeStarted(LiveScope {
+        self.to_merger(ScopeBoundary::Started {
             uuid,
-            name: name.to_owned(),
+            name: Arc::clone(&name),
             started: wall,
             parent,
             attributes: attributes.to_vec(),
-        }));
+        });
         if let Some(energy) = &self.energy {
-            energy.send(EnergyInput::ScopeStarted {
+            energy.send_boundary(EnergyInput::ScopeStarted {
                 uuid,
-                name: name.to_owned(),
+                name,
                 parent,
                 process_id,
                 weight,
@@ -459,7 +465,6 @@ impl RunningPipeline {
                 wall,
             });
         }
-        self.boundary_reading();
         uuid
     }
 
@@ -483,24 +488,32 @@ impl RunningPipeline {
         let (at, wall) = self
             .measuring_until
             .get()
-            .copied()
             .filter(|_| ended_at_program_exit)
-            .unwrap_or_else(|| (Instant::now(), Utc::now()));
-        let _ = self.merger.cast(MergerMessage::ScopeEnded {
+            .map_or_else(
+                || (Instant::now(), SystemTime::now()),
+                |&(at, wall)| (at, wall.into()),
+            );
+        self.to_merger(ScopeBoundary::Ended {
             uuid,
             wall,
             flags: flags.to_vec(),
         });
         if let Some(energy) = &self.energy {
-            energy.send(EnergyInput::ScopeEnded {
+            energy.send_boundary(EnergyInput::ScopeEnded {
                 uuid,
                 at,
                 wall,
                 ended_at_program_exit,
             });
         }
-        self.boundary_reading();
         true
+    }
+
+    /// Queues `boundary` for the merger, waking it when its queue was idle.
+    fn to_merger(&self, boundary: ScopeBoundary) {
+        if self.merger_boundaries.push(boundary) {
+            let _ = self.merger.cast(MergerMessage::ScopeBoundaries);
+        }
     }
 
     /// Waits until the start and end events of every scope started or ended before
@@ -543,33 +556,19 @@ impl RunningPipeline {
                 energy.send(EnergyInput::ScopeEnded {
                     uuid,
                     at,
-                    wall,
+                    wall: wall.into(),
                     ended_at_program_exit: false,
                 });
             }
         }
     }
 
-    /// A power (and counter) reading for a scope boundary, in the background.
+    /// A power (and counter) reading now, by the boundary reader in the background
+    /// (see [`BoundaryReadings`]; scope boundaries ask through the energy actor).
     fn boundary_reading(&self) {
-        let Some(energy) = self.energy.clone() else {
-            return;
-        };
-        // Many scopes starting or ending at once share the one boundary reading still
-        // outstanding: the others spawn nothing and read nothing (a scope's boundary is
-        // then clipped from the readings on either side of it).
-        let Some(claim) = Outstanding::claim(&self.boundary_slot) else {
-            return;
-        };
-        let (registry, rapl, timeout) = (
-            self.registry.clone(),
-            Arc::clone(&self.rapl),
-            self.energy_interval,
-        );
-        tokio::spawn(async move {
-            let _ = sample_energy_now(&registry, &energy, &rapl, timeout, false, None).await;
-            drop(claim);
-        });
+        if self.energy.is_some() {
+            self.boundary_readings.ask();
+        }
     }
 
     /// The report as of this call: takes a fresh reading from every source (for a

@@ -13,20 +13,22 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
-use super::clock::{MissedTicks, spawn_energy_clock, spawn_poll_clock};
+use super::clock::{MissedTicks, spawn_boundary_reader, spawn_energy_clock, spawn_poll_clock};
 use super::health::{HealthBoard, watch_task};
 use super::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use super::{PipelineError, PipelineSpec, PreparedGpu, gpu_event_sink};
 use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments};
-use crate::energy::input::{EnergyInbox, EnergyInput};
+use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
 use crate::gpu::{GpuSource, PowerSample};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+use crate::merger::scopes::ScopeBoundary;
 use crate::samplers::CategorySampler;
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
+use crate::wake_queue::{WakeSender, wake_queue};
 
 fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
     PipelineError::Spawn(error.to_string())
@@ -35,26 +37,36 @@ fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
 /// The energy actor's arguments when the `energy` component is on. Taken from `spec`
 /// before any await: the spec holds the prepared GPU source, which is not `Sync`, so
 /// no borrow of it may live across one.
-pub(super) fn energy_arguments(spec: &PipelineSpec) -> Option<EnergyArguments> {
-    spec.energy.as_ref().map(|settings| EnergyArguments {
-        settings: settings.clone(),
-        sink: Arc::clone(&spec.sink),
-        epoch: spec.epoch,
-        semconv_metrics: spec.semconv_metrics,
+pub(super) fn energy_arguments(
+    spec: &PipelineSpec,
+    boundary_readings: &Arc<BoundaryReadings>,
+) -> Option<(EnergyArguments, WakeSender<EnergyInput>)> {
+    spec.energy.as_ref().map(|settings| {
+        let (boundaries, receiver) = wake_queue();
+        let arguments = EnergyArguments {
+            settings: settings.clone(),
+            sink: Arc::clone(&spec.sink),
+            epoch: spec.epoch,
+            semconv_metrics: spec.semconv_metrics,
+            boundaries: receiver,
+            boundary_readings: Some(Arc::clone(boundary_readings)),
+        };
+        (arguments, boundaries)
     })
 }
 
-/// Spawns the energy actor, when it has `arguments`.
+/// Spawns the energy actor, when it has `arguments` (and the pushing half of its
+/// boundary queue).
 pub(super) async fn spawn_energy(
-    arguments: Option<EnergyArguments>,
+    arguments: Option<(EnergyArguments, WakeSender<EnergyInput>)>,
 ) -> Result<Option<EnergyInbox>, PipelineError> {
-    let Some(arguments) = arguments else {
+    let Some((arguments, boundaries)) = arguments else {
         return Ok(None);
     };
     let (actor, _) = Actor::spawn(None, EnergyActor, arguments)
         .await
         .map_err(spawn_error)?;
-    Ok(Some(EnergyInbox::new(actor)))
+    Ok(Some(EnergyInbox::new(actor, boundaries)))
 }
 
 /// Opens the energy window (at `measuring_from`, default now) and hands the energy
@@ -196,6 +208,8 @@ pub(super) struct MergerStage {
     pub merger: ActorRef<MergerMessage>,
     /// The poll period, when resource metrics are on and polled.
     pub poll_period: Option<Duration>,
+    /// Where scope boundaries go to the merger.
+    pub boundaries: WakeSender<ScopeBoundary>,
 }
 
 /// The merger's arguments and the poll period, before the merger is spawned.
@@ -246,12 +260,14 @@ pub(super) fn plan_merger(
 
 /// Spawns the merger of `plan`.
 pub(super) async fn spawn_merger(plan: MergerPlan) -> Result<MergerStage, PipelineError> {
-    let (merger, _) = Actor::spawn(None, MergerActor, plan.arguments)
+    let (boundaries, receiver) = wake_queue();
+    let (merger, _) = Actor::spawn(None, MergerActor, (plan.arguments, receiver))
         .await
         .map_err(spawn_error)?;
     Ok(MergerStage {
         merger,
         poll_period: plan.poll_period,
+        boundaries,
     })
 }
 
@@ -263,6 +279,8 @@ pub(super) struct ClockInputs<'a> {
     pub energy: Option<&'a EnergyInbox>,
     /// The energy clock's period.
     pub energy_interval: Duration,
+    /// Scope boundaries' requests for a reading, served when the energy stage runs.
+    pub boundary_readings: &'a Arc<BoundaryReadings>,
     /// The live samplers, asked for power by the energy clock.
     pub registry: &'a SamplerRegistry,
     /// The CPU energy counters, read by the energy clock.
@@ -283,8 +301,9 @@ pub(super) struct Clocks {
     pub missed_ticks: Arc<MissedTicks>,
 }
 
-/// Starts the poll clock (when the merger is polled) and the energy clock (when the
-/// energy stage runs), each watched so a clock that stops on its own is reported.
+/// Starts the poll clock (when the merger is polled), the energy clock and the
+/// boundary reader (when the energy stage runs), each watched so a clock that stops on
+/// its own is reported.
 pub(super) fn spawn_clocks(inputs: ClockInputs<'_>) -> Clocks {
     let missed_ticks = Arc::new(MissedTicks::default());
     let mut tasks = Vec::new();
@@ -308,6 +327,15 @@ pub(super) fn spawn_clocks(inputs: ClockInputs<'_>) -> Clocks {
             inputs.cancel.clone(),
         );
         tasks.push(watch("energy clock", clock));
+        let reader = spawn_boundary_reader(
+            inputs.registry.clone(),
+            energy.clone(),
+            Arc::clone(inputs.rapl),
+            inputs.energy_interval,
+            Arc::clone(inputs.boundary_readings),
+            inputs.cancel.clone(),
+        );
+        tasks.push(watch("scope boundary reader", reader));
     }
     Clocks {
         tasks,

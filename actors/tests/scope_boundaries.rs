@@ -1,0 +1,170 @@
+//! Scope boundaries reach the merger and the energy actor through queues they take
+//! before every message, not as messages of their own: the order a mailbox gave must
+//! hold (a scope's start event before its end and before any mark under it, with polls
+//! running all the while), and a burst from many tasks at once must lose none.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use uuid::Uuid;
+use wattline_actors::pipeline::RunningPipeline;
+use wattline_config::energy::EnergySettings;
+use wattline_model::energy::EnergyRecord;
+use wattline_model::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
+
+mod pipeline_support;
+
+async fn spawn(poll_millis: u64, sink: Arc<CollectingEventSink>) -> RunningPipeline {
+    let resource = pipeline_support::polling(poll_millis);
+    let energy = EnergySettings::default();
+    RunningPipeline::spawn(pipeline_support::spec(
+        Some(resource),
+        Some(energy),
+        None,
+        sink,
+    ))
+    .await
+    .expect("the pipeline")
+}
+
+/// Each Agent scope's start and end positions in the event stream (the root's left
+/// out), every start and end counted.
+#[derive(Default)]
+struct Positions {
+    starts: HashMap<Uuid, Vec<usize>>,
+    ends: HashMap<Uuid, Vec<usize>>,
+    /// Each mark copy's position and parent.
+    marks: Vec<(usize, Uuid)>,
+}
+
+fn positions(events: &[PipelineEvent], root: Uuid) -> Positions {
+    let mut found = Positions::default();
+    for (index, event) in events.iter().enumerate() {
+        match event {
+            PipelineEvent::Scope(scope) if scope.uuid != root => {
+                let side = match scope.scope_category {
+                    ScopeCategory::Start => &mut found.starts,
+                    ScopeCategory::End => &mut found.ends,
+                };
+                side.entry(scope.uuid).or_default().push(index);
+            }
+            PipelineEvent::MarkCopies(copies) => found.marks.extend(
+                copies
+                    .copies
+                    .iter()
+                    .filter_map(|copy| copy.parent_uuid)
+                    .map(|parent| (index, parent)),
+            ),
+            _ => {}
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_between_two_polls_starts_before_it_ends_and_before_any_mark_under_it() {
+    let sink = Arc::new(CollectingEventSink::default());
+    let pipeline = spawn(10, Arc::clone(&sink)).await;
+    // An outer scope live throughout (so marks go under scopes), and 300 short ones
+    // inside it: some ended at once, some after a poll or two.
+    let outer = pipeline.start_agent_scope("outer");
+    let mut started = vec![outer];
+    for n in 0..300u64 {
+        let scope = pipeline.start_agent_scope_in("step", Some(outer));
+        started.push(scope);
+        if n % 3 != 0 {
+            tokio::time::sleep(Duration::from_millis(n % 3)).await;
+        }
+        pipeline.end_agent_scope(scope);
+    }
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    pipeline.end_agent_scope(outer);
+    pipeline.scope_events_written().await;
+    pipeline.shutdown().await;
+
+    let events = sink.events();
+    let found = positions(&events, pipeline.root_scope());
+    for uuid in &started {
+        let (starts, ends) = (&found.starts[uuid], &found.ends[uuid]);
+        assert_eq!((starts.len(), ends.len()), (1, 1), "scope {uuid}");
+        assert!(starts[0] < ends[0], "scope {uuid} ended before it started");
+    }
+    assert_eq!(found.starts.len(), started.len(), "a scope nobody started");
+    let under_outer = found.marks.iter().filter(|(_, p)| *p == outer).count();
+    assert!(under_outer > 0, "no poll's mark went under the outer scope");
+    for (index, parent) in &found.marks {
+        let Some(starts) = found.starts.get(parent) else {
+            continue; // the root
+        };
+        assert!(starts[0] < *index, "a mark under {parent} before its start");
+        assert!(
+            *index < found.ends[parent][0],
+            "a mark under {parent} after its end"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_of_ten_thousand_scopes_from_many_tasks_loses_none() {
+    const TASKS: usize = 16;
+    const EACH: usize = 625;
+    let sink = Arc::new(CollectingEventSink::default());
+    let pipeline = Arc::new(spawn(20, Arc::clone(&sink)).await);
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let pipeline = Arc::clone(&pipeline);
+            tokio::spawn(async move {
+                let name = format!("task-{task}");
+                let mut uuids = Vec::with_capacity(EACH);
+                for n in 0..EACH {
+                    let uuid = pipeline.start_agent_scope(&name);
+                    if n % 50 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                    pipeline.end_agent_scope(uuid);
+                    uuids.push(uuid);
+                }
+                uuids
+            })
+        })
+        .collect();
+    let mut started = HashSet::new();
+    for task in tasks {
+        started.extend(task.await.expect("a task panicked"));
+    }
+    assert_eq!(started.len(), TASKS * EACH, "UUIDs are unique");
+    pipeline.scope_events_written().await;
+    // The final report is taken after the energy actor has every boundary.
+    pipeline.final_report().await.expect("a report");
+    pipeline.shutdown().await;
+
+    let events = sink.events();
+    let found = positions(&events, pipeline.root_scope());
+    assert_eq!(found.starts.len(), TASKS * EACH);
+    assert_eq!(found.ends.len(), TASKS * EACH);
+    for uuid in &started {
+        let (starts, ends) = (&found.starts[uuid], &found.ends[uuid]);
+        assert_eq!((starts.len(), ends.len()), (1, 1), "scope {uuid}");
+        assert!(starts[0] < ends[0], "scope {uuid} ended before it started");
+    }
+    let mut booked_starts = HashSet::new();
+    let mut booked_ends = HashSet::new();
+    for event in &events {
+        if let PipelineEvent::Energy { record, .. } = event {
+            match record {
+                EnergyRecord::ScopeStarted { uuid, .. } => assert!(booked_starts.insert(*uuid)),
+                EnergyRecord::ScopeEnded { uuid, .. } => {
+                    assert!(
+                        booked_starts.contains(uuid),
+                        "{uuid} ended before it started"
+                    );
+                    assert!(booked_ends.insert(*uuid));
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(booked_starts, started);
+    assert_eq!(booked_ends, started);
+}
