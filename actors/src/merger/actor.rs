@@ -18,7 +18,7 @@ use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
-use crate::merger::on_demand::{CategoryOutput, OnDemandWorker};
+use crate::merger::on_demand::{CategoryOutput, Delivery, OnDemandWorker, SnapshotCallback};
 use crate::merger::scopes::{LiveScope, ScopeTable};
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
@@ -42,6 +42,10 @@ pub enum MergerMessage {
         /// Where the snapshot goes.
         reply: RpcReplyPort<Snapshot>,
     },
+    /// An on-demand snapshot, no mark, handed to the callback where it is finished
+    /// (on the thread that read it, when it can): for callers that would otherwise
+    /// wake a thread only to pass it on.
+    CollectThen(SnapshotCallback),
     /// A poll: a snapshot on the polling series, its mark copied under every live
     /// Agent scope; `done` is dropped when it is over (the poll clock's in-flight
     /// signal).
@@ -150,9 +154,22 @@ type Asked = (
 impl TickRunner {
     async fn tick(&self, series: SamplingSeries) -> Snapshot {
         let _one_at_a_time = self.one_at_a_time.lock().await;
-        if series == SamplingSeries::OnDemand && !self.on_demand.categories().is_empty() {
-            return self.on_demand_tick().await;
+        self.tick_locked(series).await
+    }
+
+    /// An on-demand collection, handed to `done` where it is finished.
+    async fn collect(self: Arc<Self>, done: SnapshotCallback) {
+        let _one_at_a_time = self.one_at_a_time.lock().await;
+        if self.on_demand.categories().is_empty() {
+            let snapshot = self.tick_locked(SamplingSeries::OnDemand).await;
+            done.call(Ok(snapshot));
+            return;
         }
+        self.on_demand_tick(Delivery::new(done)).await;
+    }
+
+    /// One tick through the sampler actors, the tick lock held.
+    async fn tick_locked(&self, series: SamplingSeries) -> Snapshot {
         let request = match tokio::task::spawn_blocking(self.preparation(series)).await {
             Ok(request) => request,
             Err(error) => {
@@ -175,7 +192,9 @@ impl TickRunner {
     /// An on-demand collection: one blocking task resolves the scope and reads every OS
     /// category in turn with the on-demand worker's samplers; a category the worker
     /// does not read (the GPU) is asked through its actor once the scope is known.
-    async fn on_demand_tick(&self) -> Snapshot {
+    /// Without an actor to ask, the blocking thread that reads finishes the snapshot and
+    /// hands it over itself.
+    async fn on_demand_tick(self: &Arc<Self>, delivery: Delivery) {
         let series = SamplingSeries::OnDemand;
         let started = Instant::now();
         let tick_deadline = started + ON_DEMAND_LIMIT;
@@ -192,7 +211,8 @@ impl TickRunner {
             };
             let asked = self.ask(&request, by_actor, tick_deadline);
             let outputs = self.answers(asked, tick_deadline, ON_DEMAND_LIMIT).await;
-            return self.finish(&request, outputs);
+            delivery.deliver(self.finish(&request, outputs));
+            return;
         };
         // The scope goes to the async side only when an actor needs it, so that a
         // collection without one wakes this task once.
@@ -206,6 +226,7 @@ impl TickRunner {
         let diagnostics = self.arguments.diagnostics.clone();
         let put_back = self.on_demand.return_slot();
         let target = self.arguments.target;
+        let finisher = (!wants_actors).then(|| (Arc::clone(self), delivery.clone()));
         let reads = tokio::task::spawn_blocking(move || {
             let request = catch_unwind(AssertUnwindSafe(prepare)).unwrap_or_else(|payload| {
                 let detail = crate::merger::on_demand::panic_message(payload.as_ref());
@@ -217,7 +238,14 @@ impl TickRunner {
             }
             let outputs = samplers.sample(&request, diagnostics.as_ref());
             put_back.put(samplers);
-            (request, outputs)
+            match finisher {
+                Some((runner, delivery)) => {
+                    let outputs = runner.positioned(outputs);
+                    delivery.deliver(runner.finish(&request, outputs));
+                    None
+                }
+                None => Some((request, outputs)),
+            }
         });
         let mut asked = Vec::new();
         let mut actors_request = None;
@@ -229,12 +257,14 @@ impl TickRunner {
         }
         let (request, mut outputs) =
             match tokio::time::timeout_at(tick_deadline.into(), reads).await {
-                Ok(Ok((request, outputs))) => (request, self.positioned(outputs)),
+                // Finished and handed over on the blocking thread.
+                Ok(Ok(None)) => return,
+                Ok(Ok(Some((request, outputs)))) => (request, self.positioned(outputs)),
                 failed => {
                     let detail = match failed {
                         Err(_) => format!("no answer within {} ms", ON_DEMAND_LIMIT.as_millis()),
                         Ok(Err(error)) => error.to_string(),
-                        Ok(Ok(_)) => String::new(),
+                        Ok(Ok(_)) => return,
                     };
                     for category in self.on_demand.categories() {
                         self.deadline_missed(*category, detail.clone());
@@ -246,7 +276,7 @@ impl TickRunner {
                 }
             };
         outputs.extend(self.answers(asked, tick_deadline, ON_DEMAND_LIMIT).await);
-        self.finish(&request, outputs)
+        delivery.deliver(self.finish(&request, outputs));
     }
 
     /// The blocking half that starts a tick: the scope resolved, the environment read.
@@ -487,9 +517,24 @@ impl Actor for MergerActor {
         match message {
             MergerMessage::Collect { series, reply } => {
                 let runner = Arc::clone(&state.runner);
-                tokio::spawn(async move {
-                    let _ = reply.send(runner.tick(series).await);
-                });
+                match series {
+                    SamplingSeries::OnDemand => {
+                        let done = SnapshotCallback::new(move |snapshot| {
+                            if let Ok(snapshot) = snapshot {
+                                let _ = reply.send(snapshot);
+                            }
+                        });
+                        tokio::spawn(runner.collect(done));
+                    }
+                    SamplingSeries::Polling => {
+                        tokio::spawn(async move {
+                            let _ = reply.send(runner.tick(series).await);
+                        });
+                    }
+                }
+            }
+            MergerMessage::CollectThen(done) => {
+                tokio::spawn(Arc::clone(&state.runner).collect(done));
             }
             MergerMessage::Poll { done } => {
                 state.finish_poll().await;

@@ -15,9 +15,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory, SamplerFailure};
+use crate::pipeline::PipelineError;
 use crate::samplers::{
     CategoryReading, CategorySampler, SampleRequest, SamplerFactory, SamplerOutput,
 };
+use wattline_model::snapshot::Snapshot;
 
 /// One category's on-demand sampler and the factory that replaces it after a panic.
 struct OnDemandSampler {
@@ -119,6 +121,56 @@ impl OnDemandReturn {
     /// Puts `samplers` back for the next collection.
     pub(super) fn put(&self, samplers: OnDemandSamplers) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(samplers);
+    }
+}
+
+/// Where an on-demand snapshot goes: called once, with the snapshot, or with
+/// [`PipelineError::Stopped`] when the pipeline stopped before it was taken (dropped
+/// uncalled).
+pub struct SnapshotCallback(Option<Box<dyn FnOnce(SnapshotResult) + Send>>);
+
+/// What a [`SnapshotCallback`] is called with.
+pub type SnapshotResult = Result<Snapshot, PipelineError>;
+
+impl SnapshotCallback {
+    /// A callback calling `done`.
+    pub fn new(done: impl FnOnce(SnapshotResult) + Send + 'static) -> Self {
+        SnapshotCallback(Some(Box::new(done)))
+    }
+
+    /// Calls it with `result`.
+    pub fn call(mut self, result: SnapshotResult) {
+        if let Some(done) = self.0.take() {
+            done(result);
+        }
+    }
+}
+
+impl Drop for SnapshotCallback {
+    fn drop(&mut self) {
+        if let Some(done) = self.0.take() {
+            done(Err(PipelineError::Stopped));
+        }
+    }
+}
+
+/// An on-demand collection's callback, shared by the blocking thread that reads (it
+/// calls it where the snapshot is finished: no thread is woken only to pass it on)
+/// and the task that bounds the collection (it calls it when the read is late).
+#[derive(Clone)]
+pub(super) struct Delivery(Arc<Mutex<Option<SnapshotCallback>>>);
+
+impl Delivery {
+    pub(super) fn new(done: SnapshotCallback) -> Self {
+        Delivery(Arc::new(Mutex::new(Some(done))))
+    }
+
+    /// Hands `snapshot` over, unless it was handed over already.
+    pub(super) fn deliver(&self, snapshot: Snapshot) {
+        let done = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(done) = done {
+            done.call(Ok(snapshot));
+        }
     }
 }
 
