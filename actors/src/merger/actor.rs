@@ -138,7 +138,7 @@ struct TickRunner {
     /// tick gets no new one (its category is `null` for this tick).
     outstanding: HashMap<SamplerCategory, Arc<AtomicBool>>,
     /// One tick at a time: an on-demand collection waits for a poll in flight.
-    one_at_a_time: tokio::sync::Mutex<()>,
+    one_at_a_time: Arc<tokio::sync::Mutex<()>>,
     /// The on-demand series' OS samplers.
     on_demand: OnDemandWorker,
 }
@@ -158,14 +158,18 @@ impl TickRunner {
     }
 
     /// An on-demand collection, handed to `done` where it is finished.
+    /// The tick lock is released as the snapshot is handed over, before the callback
+    /// runs: a callback waiting for its language's lock holds up no poll.
     async fn collect(self: Arc<Self>, done: SnapshotCallback) {
-        let _one_at_a_time = self.one_at_a_time.lock().await;
+        let one_at_a_time = Arc::clone(&self.one_at_a_time).lock_owned().await;
         if self.on_demand.categories().is_empty() {
             let snapshot = self.tick_locked(SamplingSeries::OnDemand).await;
+            drop(one_at_a_time);
             done.call(Ok(snapshot));
             return;
         }
-        self.on_demand_tick(Delivery::new(done)).await;
+        self.on_demand_tick(Delivery::new(done, one_at_a_time))
+            .await;
     }
 
     /// One tick through the sampler actors, the tick lock held.
@@ -500,7 +504,7 @@ impl Actor for MergerActor {
                 environment: Arc::new(environment),
                 arguments,
                 outstanding,
-                one_at_a_time: tokio::sync::Mutex::new(()),
+                one_at_a_time: Arc::default(),
                 on_demand,
             }),
             poll_in_flight: None,

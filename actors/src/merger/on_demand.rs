@@ -154,21 +154,27 @@ impl Drop for SnapshotCallback {
     }
 }
 
-/// An on-demand collection's callback, shared by the blocking thread that reads (it
-/// calls it where the snapshot is finished: no thread is woken only to pass it on)
-/// and the task that bounds the collection (it calls it when the read is late).
+/// An on-demand collection's callback and the tick lock it holds, shared by the
+/// blocking thread that reads (it calls it where the snapshot is finished: no thread
+/// is woken only to pass it on) and the task that bounds the collection (it calls it
+/// when the read is late).
 #[derive(Clone)]
-pub(super) struct Delivery(Arc<Mutex<Option<SnapshotCallback>>>);
+pub(super) struct Delivery(Arc<Mutex<Option<(SnapshotCallback, TickLock)>>>);
+
+/// The merger's one-tick-at-a-time lock, held by a collection.
+pub(super) type TickLock = tokio::sync::OwnedMutexGuard<()>;
 
 impl Delivery {
-    pub(super) fn new(done: SnapshotCallback) -> Self {
-        Delivery(Arc::new(Mutex::new(Some(done))))
+    pub(super) fn new(done: SnapshotCallback, lock: TickLock) -> Self {
+        Delivery(Arc::new(Mutex::new(Some((done, lock)))))
     }
 
-    /// Hands `snapshot` over, unless it was handed over already.
+    /// Releases the tick lock and hands `snapshot` over, unless it was handed over
+    /// already.
     pub(super) fn deliver(&self, snapshot: Snapshot) {
-        let done = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(done) = done {
+        let taken = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((done, lock)) = taken {
+            drop(lock);
             done.call(Ok(snapshot));
         }
     }
