@@ -260,14 +260,34 @@ impl EmbeddedPipeline {
     /// One on-demand snapshot: the first of this pipeline's series has no rates,
     /// later ones do.
     pub async fn collect(&self) -> Result<Snapshot, EmbeddedError> {
-        if !self.collects {
-            return Err(EmbeddedError::Config(ConfigError::new(
-                "config",
-                "",
-                "resource_metrics is disabled by the configuration: there is nothing to collect",
-            )));
-        }
+        self.check_collects()?;
         self.pipeline.collect().await.map_err(Self::other)
+    }
+
+    /// [`Self::collect`], the snapshot handed to `done` on the thread that finished it
+    /// (for a binding's callback into its own runtime); `done` is called exactly once,
+    /// possibly before this returns.
+    pub fn collect_then(
+        &self,
+        done: impl FnOnce(Result<Snapshot, EmbeddedError>) + Send + 'static,
+    ) {
+        if let Err(error) = self.check_collects() {
+            done(Err(error));
+            return;
+        }
+        self.pipeline
+            .collect_then(move |snapshot| done(snapshot.map_err(Self::other)));
+    }
+
+    fn check_collects(&self) -> Result<(), EmbeddedError> {
+        if self.collects {
+            return Ok(());
+        }
+        Err(EmbeddedError::Config(ConfigError::new(
+            "config",
+            "",
+            "resource_metrics is disabled by the configuration: there is nothing to collect",
+        )))
     }
 
     /// Starts an Agent scope of `weight` (1 when `None`) among the scopes live beside

@@ -582,6 +582,19 @@ impl Pipeline {
         Ok(self.inner.collect().await?)
     }
 
+    /// A fresh snapshot on the on-demand series, handed to `done` on the thread that
+    /// finished it (no mark; the first has no rates): for bindings that hand it to
+    /// another runtime, without a thread woken only to pass it on. `done` is called
+    /// exactly once, possibly before this returns.
+    pub fn collect_then(&self, done: impl FnOnce(Result<Snapshot, Error>) + Send + 'static) {
+        if let Err(error) = self.check_process() {
+            done(Err(error));
+            return;
+        }
+        self.inner
+            .collect_then(move |snapshot| done(snapshot.map_err(Error::from)));
+    }
+
     /// This pipeline's Agent scopes as the host endpoint drives them: scopes another
     /// process starts carry the ATOF `remote` flag.
     #[cfg(unix)]

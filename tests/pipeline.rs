@@ -276,6 +276,61 @@ async fn flush_on_a_pipeline_younger_than_one_interval_has_a_reading() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polls_and_on_demand_collections_keep_separate_baselines() {
+    // Polls run first, twice or more: they start no baseline of the on-demand series,
+    // whose first collection has no rate (the spec); its second has one.
+    let sink = Arc::new(CollectingEventSink::default());
+    let pipeline = Pipeline::builder()
+        .config(polling_config(50, false))
+        .gpu_source(|| None)
+        .event_sink(sink.clone())
+        .spawn()
+        .await
+        .unwrap();
+    wait_for(|| marks(&sink.events()).len() >= 2, Duration::from_secs(10)).await;
+    let first = pipeline.collect().await.unwrap();
+    let second = pipeline.collect().await.unwrap();
+    let polled = marks(&sink.events());
+    pipeline.shutdown().await.unwrap();
+    assert!(polled.len() >= 2, "{} polls", polled.len());
+    assert!(first.cpu.as_ref().unwrap().consumption_rate.is_none());
+    assert!(second.cpu.as_ref().unwrap().consumption_rate.is_some());
+}
+
+/// `collect_then`'s result, awaited (a callback never called fails the test).
+async fn collected_then(
+    pipeline: &Pipeline,
+) -> Result<wattline::snapshot::Snapshot, wattline::Error> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    pipeline.collect_then(move |result| {
+        let _ = sender.send(result);
+    });
+    tokio::time::timeout(Duration::from_secs(30), receiver)
+        .await
+        .expect("called within 30 s")
+        .expect("called, not dropped")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collect_then_continues_the_on_demand_series_and_reports_a_stopped_pipeline() {
+    let pipeline = Pipeline::builder()
+        .gpu_source(|| None)
+        .spawn()
+        .await
+        .unwrap();
+    let first = collected_then(&pipeline).await.unwrap();
+    assert!(first.cpu.as_ref().unwrap().consumption_rate.is_none());
+    // The same series as collect(): its baseline is the callback's snapshot's.
+    let second = pipeline.collect().await.unwrap();
+    assert!(second.cpu.as_ref().unwrap().consumption_rate.is_some());
+    let third = collected_then(&pipeline).await.unwrap();
+    assert!(third.cpu.as_ref().unwrap().consumption_rate.is_some());
+    pipeline.shutdown().await.unwrap();
+    let stopped = collected_then(&pipeline).await;
+    assert!(stopped.is_err(), "{stopped:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_library_default_scope_is_the_tree_rooted_here() {
     let pipeline = Pipeline::builder()
         .gpu_source(|| None)

@@ -4,3 +4,17 @@
 //! `samplers::record_read_problems`, which needs the OS readers' error classes.
 
 pub use wattline_diagnostics::*;
+
+/// The codes of `context`'s recent events, sorted (for tests).
+#[cfg(test)]
+pub(crate) fn recent_codes(context: &Diagnostics) -> Vec<String> {
+    let mut codes: Vec<String> = context
+        .snapshot()
+        .map(|snapshot| snapshot.recent_events)
+        .unwrap_or_default()
+        .iter()
+        .map(|event| event.code.as_str().to_owned())
+        .collect();
+    codes.sort();
+    codes
+}

@@ -115,10 +115,18 @@ pub async fn start_pipeline(
 
 #[napi]
 impl NativePipeline {
-    /// One on-demand snapshot as tagged JSON.
-    #[napi]
-    pub async fn collect_json(&self) -> Result<String> {
-        to_tagged_json(self.inner.collect().await.map_err(embedded_error)?)
+    /// One on-demand snapshot as tagged JSON. The promise is settled from the thread
+    /// that finished the snapshot: no runtime thread is woken only to pass it on.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn collect_json<'env>(&self, env: &'env Env) -> Result<Object<'env>> {
+        let (deferred, promise) = env.create_deferred()?;
+        self.inner.collect_then(move |snapshot| {
+            match snapshot.map_err(embedded_error).and_then(to_tagged_json) {
+                Ok(text) => deferred.resolve(move |_| Ok(text)),
+                Err(error) => deferred.reject(error),
+            }
+        });
+        Ok(promise)
     }
 
     /// Starts an Agent scope of `weight` (1 when absent); its UUID. Synchronous: a

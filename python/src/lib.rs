@@ -189,12 +189,12 @@ impl NativePipeline {
     }
 
     /// Starts one on-demand snapshot and returns at once; `done(json, None)`, or
-    /// `done(None, error)`, is called on a runtime thread when it is over. For the
-    /// event loop: no executor thread waits on the runtime in between.
+    /// `done(None, error)`, is called on the thread that finished it (the pipeline's
+    /// reader thread, usually; this one, for an error found at once). For the event
+    /// loop: no thread waits on the runtime, and none is woken only to pass the
+    /// snapshot on.
     fn collect_json_then(&self, done: Py<PyAny>) -> PyResult<()> {
-        let pipeline = Arc::clone(&self.inner);
-        runtime()?.spawn(async move {
-            let snapshot = pipeline.collect().await;
+        self.inner.collect_then(move |snapshot| {
             // Not while the interpreter shuts down: nobody waits then.
             Python::try_attach(|py| {
                 let called = match snapshot.map_err(embedded_error).and_then(json) {

@@ -4,6 +4,7 @@
 //! Agent-scope table: scopes start and end by message, in order with the polls.
 
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -17,13 +18,14 @@ use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
+use crate::merger::on_demand::{CategoryOutput, Delivery, OnDemandWorker, SnapshotCallback};
 use crate::merger::scopes::{ScopeBoundary, ScopeTable};
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
-use crate::samplers::SampleRequest;
 use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
+use crate::samplers::{SampleRequest, SamplerFactory};
 use crate::scope::ScopeTarget;
 use crate::wake_queue::WakeReceiver;
 use wattline_model::events::{
@@ -41,6 +43,10 @@ pub enum MergerMessage {
         /// Where the snapshot goes.
         reply: RpcReplyPort<Snapshot>,
     },
+    /// An on-demand snapshot, no mark, handed to the callback where it is finished
+    /// (on the thread that read it, when it can): for callers that would otherwise
+    /// wake a thread only to pass it on.
+    CollectThen(SnapshotCallback),
     /// A poll: a snapshot on the polling series, its mark copied under every live
     /// Agent scope; `done` is dropped when it is over (the poll clock's in-flight
     /// signal).
@@ -86,6 +92,9 @@ pub struct MergerArguments {
     pub categories: Vec<SamplerCategory>,
     /// Live sampler actors.
     pub registry: SamplerRegistry,
+    /// The OS categories' sampler factories: the on-demand series' samplers are built
+    /// from them and read in turn on one blocking thread, not through the actors.
+    pub on_demand: Vec<(SamplerCategory, SamplerFactory)>,
     /// Where events go.
     pub sink: Arc<dyn EventSink>,
     /// Where missed deadlines are recorded.
@@ -124,18 +133,162 @@ struct TickRunner {
     /// tick gets no new one (its category is `null` for this tick).
     outstanding: HashMap<SamplerCategory, Arc<AtomicBool>>,
     /// One tick at a time: an on-demand collection waits for a poll in flight.
-    one_at_a_time: tokio::sync::Mutex<()>,
+    one_at_a_time: Arc<tokio::sync::Mutex<()>>,
+    /// The on-demand series' OS samplers.
+    on_demand: OnDemandWorker,
 }
+
+/// A sampler actor asked for a tick: the category's place in the snapshot, the
+/// category, and where its answer comes.
+type Asked = (
+    usize,
+    SamplerCategory,
+    oneshot::Receiver<crate::samplers::SamplerOutput<crate::samplers::CategoryReading>>,
+);
 
 impl TickRunner {
     async fn tick(&self, series: SamplingSeries) -> Snapshot {
         let _one_at_a_time = self.one_at_a_time.lock().await;
+        self.tick_locked(series).await
+    }
+
+    /// An on-demand collection, handed to `done` where it is finished.
+    /// The tick lock is released as the snapshot is handed over, before the callback
+    /// runs: a callback waiting for its language's lock holds up no poll.
+    async fn collect(self: Arc<Self>, done: SnapshotCallback) {
+        let one_at_a_time = Arc::clone(&self.one_at_a_time).lock_owned().await;
+        if self.on_demand.categories().is_empty() {
+            let snapshot = self.tick_locked(SamplingSeries::OnDemand).await;
+            drop(one_at_a_time);
+            done.call(Ok(snapshot));
+            return;
+        }
+        self.on_demand_tick(Delivery::new(done, one_at_a_time))
+            .await;
+    }
+
+    /// One tick through the sampler actors, the tick lock held.
+    async fn tick_locked(&self, series: SamplingSeries) -> Snapshot {
+        let request = match tokio::task::spawn_blocking(self.preparation(series)).await {
+            Ok(request) => request,
+            Err(error) => {
+                tracing::error!(%error, "scope resolution failed");
+                self.unavailable(series, error.to_string())
+            }
+        };
+        // A poll keeps to its grid; an on-demand collection is awaited (the spec), bound
+        // only so that a wedged driver cannot wedge the pipeline.
+        let deadline = match series {
+            SamplingSeries::Polling => self.arguments.deadline,
+            SamplingSeries::OnDemand => ON_DEMAND_LIMIT,
+        };
+        let tick_deadline = request.taken_at + deadline;
+        let asked = self.ask(&request, |_| true, tick_deadline);
+        let outputs = self.answers(asked, tick_deadline, deadline).await;
+        self.finish(&request, outputs)
+    }
+
+    /// An on-demand collection: one blocking task resolves the scope and reads every OS
+    /// category in turn with the on-demand worker's samplers; a category the worker
+    /// does not read (the GPU) is asked through its actor once the scope is known.
+    /// Without an actor to ask, the blocking thread that reads finishes the snapshot and
+    /// hands it over itself.
+    async fn on_demand_tick(self: &Arc<Self>, delivery: Delivery) {
+        let series = SamplingSeries::OnDemand;
+        let started = Instant::now();
+        let tick_deadline = started + ON_DEMAND_LIMIT;
+        let by_actor = |category: SamplerCategory| !self.on_demand.categories().contains(&category);
+        let wants_actors = self.arguments.categories.iter().any(|c| by_actor(*c));
+        let Some(mut samplers) = self.on_demand.take() else {
+            // An earlier collection's read still holds them: their categories are null.
+            for category in self.on_demand.categories() {
+                self.deadline_missed(*category, "still reading an earlier tick".to_owned());
+            }
+            let request = match tokio::task::spawn_blocking(self.preparation(series)).await {
+                Ok(request) => request,
+                Err(error) => self.unavailable(series, error.to_string()),
+            };
+            let asked = self.ask(&request, by_actor, tick_deadline);
+            let outputs = self.answers(asked, tick_deadline, ON_DEMAND_LIMIT).await;
+            delivery.deliver(self.finish(&request, outputs));
+            return;
+        };
+        // The scope goes to the async side only when an actor needs it, so that a
+        // collection without one wakes this task once.
+        let (scope_sender, scope) = if wants_actors {
+            let (sender, receiver) = oneshot::channel();
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let prepare = self.preparation(series);
+        let diagnostics = self.arguments.diagnostics.clone();
+        let put_back = self.on_demand.return_slot();
+        let target = self.arguments.target;
+        let finisher = (!wants_actors).then(|| (Arc::clone(self), delivery.clone()));
+        let reads = tokio::task::spawn_blocking(move || {
+            let request = catch_unwind(AssertUnwindSafe(prepare)).unwrap_or_else(|payload| {
+                let detail = crate::merger::on_demand::panic_message(payload.as_ref());
+                tracing::error!(%detail, "scope resolution failed");
+                unavailable_request(target, series, detail)
+            });
+            if let Some(sender) = scope_sender {
+                let _ = sender.send(request.clone());
+            }
+            let outputs = samplers.sample(&request, diagnostics.as_ref());
+            put_back.put(samplers);
+            match finisher {
+                Some((runner, delivery)) => {
+                    let outputs = runner.positioned(outputs);
+                    delivery.deliver(runner.finish(&request, outputs));
+                    None
+                }
+                None => Some((request, outputs)),
+            }
+        });
+        let mut asked = Vec::new();
+        let mut actors_request = None;
+        if let Some(scope) = scope
+            && let Ok(Ok(request)) = tokio::time::timeout_at(tick_deadline.into(), scope).await
+        {
+            asked = self.ask(&request, by_actor, tick_deadline);
+            actors_request = Some(request);
+        }
+        let (request, mut outputs) =
+            match tokio::time::timeout_at(tick_deadline.into(), reads).await {
+                // Finished and handed over on the blocking thread.
+                Ok(Ok(None)) => return,
+                Ok(Ok(Some((request, outputs)))) => (request, self.positioned(outputs)),
+                failed => {
+                    let detail = match failed {
+                        Err(_) => format!("no answer within {} ms", ON_DEMAND_LIMIT.as_millis()),
+                        Ok(Err(error)) => error.to_string(),
+                        Ok(Ok(_)) => return,
+                    };
+                    for category in self.on_demand.categories() {
+                        self.deadline_missed(*category, detail.clone());
+                    }
+                    let request = actors_request
+                        .take()
+                        .unwrap_or_else(|| self.unavailable(series, detail));
+                    (request, Vec::new())
+                }
+            };
+        outputs.extend(self.answers(asked, tick_deadline, ON_DEMAND_LIMIT).await);
+        delivery.deliver(self.finish(&request, outputs));
+    }
+
+    /// The blocking half that starts a tick: the scope resolved, the environment read.
+    fn preparation(
+        &self,
+        series: SamplingSeries,
+    ) -> impl FnOnce() -> SampleRequest + Send + 'static {
         let root = self.arguments.root.clone();
         let target = self.arguments.target;
         let environment = Arc::clone(&self.environment);
         let diagnostics = self.arguments.diagnostics.clone();
         let command_group = self.arguments.command_group.clone();
-        let request = match tokio::task::spawn_blocking(move || {
+        move || {
             prepare_tick(
                 &root,
                 target,
@@ -144,38 +297,44 @@ impl TickRunner {
                 series,
                 diagnostics.as_ref(),
             )
-        })
-        .await
-        {
-            Ok(request) => request,
-            Err(error) => {
-                tracing::error!(%error, "scope resolution failed");
-                let scope = crate::scope::ResolvedScope::unavailable(
-                    target,
-                    crate::scope::ScopeStatus::ListingFailed(error.to_string()),
-                );
-                SampleRequest {
-                    series,
-                    scope: Arc::new(scope),
-                    environment: Arc::default(),
-                    taken_at: Instant::now(),
-                }
-            }
-        };
-        let taken_at = request.taken_at;
-        // A poll keeps to its grid; an on-demand collection is awaited (the spec), bound
-        // only so that a wedged driver cannot wedge the pipeline.
-        let deadline = match series {
-            SamplingSeries::Polling => self.arguments.deadline,
-            SamplingSeries::OnDemand => ON_DEMAND_LIMIT,
-        };
-        // Every sampler is asked first, then the answers are awaited in turn, all in
-        // this task: the samplers still read at once, and no task per sampler is
-        // spawned and woken (each a cross-thread hand-off on a busy machine).
-        let tick_deadline = taken_at + deadline;
+        }
+    }
+
+    /// A tick whose scope could not be resolved.
+    fn unavailable(&self, series: SamplingSeries, detail: String) -> SampleRequest {
+        unavailable_request(self.arguments.target, series, detail)
+    }
+
+    /// `outputs` with each category's place in the snapshot.
+    fn positioned(&self, outputs: Vec<CategoryOutput>) -> Vec<(usize, CategoryOutput)> {
+        outputs
+            .into_iter()
+            .filter_map(|output| {
+                let position = self
+                    .arguments
+                    .categories
+                    .iter()
+                    .position(|c| *c == output.0)?;
+                Some((position, output))
+            })
+            .collect()
+    }
+
+    /// Asks every sampler actor of a category `wanted` selects: all are asked first,
+    /// then their answers awaited in turn ([`Self::answers`]), all in the tick's task:
+    /// the samplers still read at once, and no task per sampler is spawned and woken
+    /// (each a cross-thread hand-off on a busy machine).
+    fn ask(
+        &self,
+        request: &SampleRequest,
+        wanted: impl Fn(SamplerCategory) -> bool,
+        tick_deadline: Instant,
+    ) -> Vec<Asked> {
         let mut asked = Vec::new();
-        let categories = self.arguments.categories.clone();
-        for (position, category) in categories.into_iter().enumerate() {
+        for (position, category) in self.arguments.categories.iter().copied().enumerate() {
+            if !wanted(category) {
+                continue;
+            }
             let Some(actor) = self.arguments.registry.get(category) else {
                 continue;
             };
@@ -192,7 +351,7 @@ impl TickRunner {
                 outstanding: Some(outstanding),
             };
             let (reply, answer) = oneshot::channel();
-            let remaining = deadline.saturating_sub(taken_at.elapsed());
+            let remaining = tick_deadline.saturating_duration_since(Instant::now());
             // A stopped or restarting sampler takes no message: its category is null.
             if actor
                 .cast(SamplerMessage::Sample(tick, (reply, remaining).into()))
@@ -201,10 +360,21 @@ impl TickRunner {
                 asked.push((position, category, answer));
             }
         }
+        asked
+    }
+
+    /// The answers of the samplers `asked`, each awaited until `tick_deadline` (a late
+    /// one is recorded as missing `deadline`).
+    async fn answers(
+        &self,
+        asked: Vec<Asked>,
+        tick_deadline: Instant,
+        deadline: Duration,
+    ) -> Vec<(usize, CategoryOutput)> {
         let mut outputs = Vec::new();
         for (position, category, answer) in asked {
             match tokio::time::timeout_at(tick_deadline.into(), answer).await {
-                Ok(Ok(output)) => outputs.push((position, category, output)),
+                Ok(Ok(output)) => outputs.push((position, (category, output))),
                 Err(_) => self.deadline_missed(
                     category,
                     format!("no answer within {} ms", deadline.as_millis()),
@@ -213,11 +383,17 @@ impl TickRunner {
                 Ok(Err(_)) => {}
             }
         }
-        outputs.sort_by_key(|(position, _, _)| *position);
-        let outputs = outputs
-            .into_iter()
-            .map(|(_, category, output)| (category, output))
-            .collect();
+        outputs
+    }
+
+    /// The snapshot from the outputs that arrived, in snapshot order.
+    fn finish(
+        &self,
+        request: &SampleRequest,
+        mut outputs: Vec<(usize, CategoryOutput)>,
+    ) -> Snapshot {
+        outputs.sort_by_key(|(position, _)| *position);
+        let outputs = outputs.into_iter().map(|(_, output)| output).collect();
         finish_tick(
             &self.arguments.config,
             &request.scope,
@@ -235,6 +411,24 @@ impl TickRunner {
         if let Some(diagnostics) = &self.arguments.diagnostics {
             diagnostics.record_deadline_missed(category, &detail);
         }
+    }
+}
+
+/// A tick whose scope could not be resolved: every category reads nothing.
+fn unavailable_request(
+    target: ScopeTarget,
+    series: SamplingSeries,
+    detail: String,
+) -> SampleRequest {
+    let scope = crate::scope::ResolvedScope::unavailable(
+        target,
+        crate::scope::ScopeStatus::ListingFailed(detail),
+    );
+    SampleRequest {
+        series,
+        scope: Arc::new(scope),
+        environment: Arc::default(),
+        taken_at: Instant::now(),
     }
 }
 
@@ -297,11 +491,12 @@ impl Actor for MergerActor {
     async fn pre_start(
         &self,
         _myself: ActorRef<Self::Msg>,
-        (arguments, boundaries): Self::Arguments,
+        (mut arguments, boundaries): Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         let root = arguments.root.clone();
         let environment =
             tokio::task::spawn_blocking(move || EnvironmentReader::new(&root)).await?;
+        let on_demand = OnDemandWorker::new(std::mem::take(&mut arguments.on_demand));
         let outstanding = arguments
             .categories
             .iter()
@@ -315,7 +510,8 @@ impl Actor for MergerActor {
                 environment: Arc::new(environment),
                 arguments,
                 outstanding,
-                one_at_a_time: tokio::sync::Mutex::new(()),
+                one_at_a_time: Arc::default(),
+                on_demand,
             }),
             poll_in_flight: None,
         };
@@ -334,9 +530,24 @@ impl Actor for MergerActor {
         match message {
             MergerMessage::Collect { series, reply } => {
                 let runner = Arc::clone(&state.runner);
-                tokio::spawn(async move {
-                    let _ = reply.send(runner.tick(series).await);
-                });
+                match series {
+                    SamplingSeries::OnDemand => {
+                        let done = SnapshotCallback::new(move |snapshot| {
+                            if let Ok(snapshot) = snapshot {
+                                let _ = reply.send(snapshot);
+                            }
+                        });
+                        tokio::spawn(runner.collect(done));
+                    }
+                    SamplingSeries::Polling => {
+                        tokio::spawn(async move {
+                            let _ = reply.send(runner.tick(series).await);
+                        });
+                    }
+                }
+            }
+            MergerMessage::CollectThen(done) => {
+                tokio::spawn(Arc::clone(&state.runner).collect(done));
             }
             MergerMessage::Poll { done } => {
                 state.finish_poll().await;

@@ -137,16 +137,8 @@ mod tests {
                 denied("/proc/pressure/cpu"),
             ],
         );
-        let mut codes: Vec<String> = context
-            .snapshot()
-            .unwrap()
-            .recent_events
-            .iter()
-            .map(|event| event.code.as_str().to_owned())
-            .collect();
-        codes.sort();
         assert_eq!(
-            codes,
+            crate::diagnostics::recent_codes(&context),
             vec![
                 "sampler.cpu.permission_denied",
                 "sampler.memory.permission_denied"

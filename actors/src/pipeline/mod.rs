@@ -412,6 +412,24 @@ impl RunningPipeline {
         }
     }
 
+    /// A fresh snapshot on the on-demand series, handed to `done` on the thread that
+    /// finished it (a blocking reader thread, usually): for callers that would
+    /// otherwise wake a thread only to pass it on. `done` is called exactly once,
+    /// with an error when resource metrics are off or the pipeline stopped.
+    pub fn collect_then(
+        &self,
+        done: impl FnOnce(Result<Snapshot, PipelineError>) + Send + 'static,
+    ) {
+        let done = crate::merger::on_demand::SnapshotCallback::new(done);
+        if !self.resource_enabled {
+            done.call(Err(PipelineError::ResourceMetricsDisabled));
+            return;
+        }
+        // A merger that stopped drops the message, and with it `done`: called with
+        // `Stopped` then.
+        let _ = self.merger.cast(MergerMessage::CollectThen(done));
+    }
+
     /// Starts an Agent scope at this instant, without waiting for a poll in flight; its
     /// UUID identifies it for [`Self::end_agent_scope`]. The energy stage takes a
     /// reading at the boundary.

@@ -249,6 +249,11 @@ pub(super) fn plan_merger(
             config,
             categories,
             registry: registry.clone(),
+            on_demand: spec
+                .resource
+                .as_ref()
+                .map(|config| sampler_factories(&spec.root, config))
+                .unwrap_or_default(),
             sink: Arc::clone(&spec.sink),
             diagnostics: diagnostics.cloned(),
             deadline,

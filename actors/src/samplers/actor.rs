@@ -167,11 +167,7 @@ impl Actor for SamplerActor {
 
 fn panicked(category: &'static str, error: tokio::task::JoinError) -> ActorProcessingErr {
     let detail = match error.try_into_panic() {
-        Ok(payload) => payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".into()),
+        Ok(payload) => crate::merger::on_demand::panic_message(payload.as_ref()),
         Err(error) => error.to_string(),
     };
     Box::new(SamplerActorError::Panicked { category, detail })
