@@ -679,9 +679,14 @@ impl EnergyAccount {
     /// Scopes that ended before every meter's open reading can receive no more.
     fn retire_scopes(&mut self, now: Nanos) {
         let horizon = self.horizon(now);
+        let retired = |scope: &ScopeAccount| scope.end.is_some_and(|(end, _)| end <= horizon);
+        // Most readings retire nothing: the list is left as it is, not copied.
+        if !self.scopes.iter().any(retired) {
+            return;
+        }
         let (done, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.scopes)
             .into_iter()
-            .partition(|scope| scope.end.is_some_and(|(end, _)| end <= horizon));
+            .partition(|scope| retired(scope));
         self.scopes = live;
         for scope in done {
             self.finish(scope);

@@ -307,7 +307,7 @@ impl AtofExporter {
             }
             PipelineEvent::ScopeEnergy {
                 settled,
-                measurements,
+                name_folded,
             } => {
                 let energy = &settled.energy;
                 let scope = energy.uuid.parse::<Uuid>().ok();
@@ -320,7 +320,7 @@ impl AtofExporter {
                         timestamp: energy.ended_at.unwrap_or(energy.started_at),
                         name: SCOPE_ENERGY_MARK_NAME.into(),
                         data: MetricMeasurements {
-                            measurements: measurements.clone(),
+                            measurements: settled.measurements(settled.metric_name(*name_folded)),
                         },
                     },
                     // Its parent's root while that is live; a scope of its own root.

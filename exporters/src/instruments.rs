@@ -9,6 +9,7 @@
 //! measurement of a name fixes its kind, number type, unit, description and
 //! boundaries; a later one that disagrees on kind or number type is refused.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter, UpDownCounter};
@@ -27,14 +28,18 @@ pub const DEFAULT_MAX_INSTRUMENTS: usize = CONFIGURED_DEFAULT;
 
 /// The measurements an event carries: a mark's data, a metrics batch or a step's
 /// histogram observations; none for a scope.
-pub fn measurements_of(event: &PipelineEvent) -> &[MetricMeasurement] {
+pub fn measurements_of(event: &PipelineEvent) -> Cow<'_, [MetricMeasurement]> {
     match event {
-        PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => &[],
-        PipelineEvent::Mark(mark) => &mark.data.measurements,
+        PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => Cow::Borrowed(&[]),
+        PipelineEvent::Mark(mark) => Cow::Borrowed(&mark.data.measurements),
         // Every copy carries the same measurements: they are recorded once.
-        PipelineEvent::MarkCopies(copies) => &copies.data.measurements,
-        PipelineEvent::Metrics { measurements, .. }
-        | PipelineEvent::ScopeEnergy { measurements, .. } => measurements,
+        PipelineEvent::MarkCopies(copies) => Cow::Borrowed(&copies.data.measurements),
+        PipelineEvent::Metrics { measurements, .. } => Cow::Borrowed(measurements),
+        // Made here, by what records them, not by the energy actor for every scope.
+        PipelineEvent::ScopeEnergy {
+            settled,
+            name_folded,
+        } => Cow::Owned(settled.measurements(settled.metric_name(*name_folded))),
     }
 }
 

@@ -331,7 +331,8 @@ impl PipelineSet {
         if self.shut_down {
             return Err(ExportError::ShutDown(self.exporter));
         }
-        let measurements = self.names.select(measurements_of(event));
+        let measurements = measurements_of(event);
+        let measurements = self.names.select(&measurements);
         self.each(|pipeline| pipeline.record(&measurements))
     }
 

@@ -892,10 +892,9 @@ fn settled_step(name: &str, attributed: f64, window: f64, seconds: i64) -> Pipel
         trace: None,
         coverage: None,
     };
-    let measurements = settled.measurements(name);
     PipelineEvent::ScopeEnergy {
         settled: Box::new(settled),
-        measurements,
+        name_folded: false,
     }
 }
 

@@ -141,13 +141,15 @@ pub enum PipelineEvent {
         record: crate::energy::EnergyRecord,
     },
     /// An Agent scope's final energy, announced once when no later reading can change
-    /// it, with its per-step histogram observations (under the name the metrics carry
-    /// it by: its own, or `other` past the configured limit).
+    /// it. Its per-step histogram observations
+    /// ([`crate::scope_energy::SettledScope::measurements`]) are made by the exporters
+    /// that record them, not by the energy actor for every scope.
     ScopeEnergy {
         /// The figures.
         settled: Box<crate::scope_energy::SettledScope>,
-        /// The observations, one per measured figure.
-        measurements: Vec<MetricMeasurement>,
+        /// The metrics carry it as `other`, past the configured limit of scope names
+        /// ([`crate::scope_energy::SettledScope::metric_name`]).
+        name_folded: bool,
     },
 }
 

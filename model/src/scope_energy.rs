@@ -118,6 +118,16 @@ pub struct SettledScope {
 }
 
 impl SettledScope {
+    /// The name its histogram observations carry: its own, or [`OTHER_SCOPE_NAME`] when
+    /// `name_folded` (past the configured limit of scope names).
+    pub fn metric_name(&self, name_folded: bool) -> &str {
+        if name_folded {
+            OTHER_SCOPE_NAME
+        } else {
+            &self.energy.name
+        }
+    }
+
     /// Seconds from start to end; `None` while live (never, once settled from a
     /// retired scope; a live scope at the final report has ended by then).
     pub fn duration_seconds(&self) -> Option<f64> {

@@ -501,8 +501,11 @@ mod tests {
             .filter_map(|e| match e {
                 PipelineEvent::ScopeEnergy {
                     settled,
-                    measurements,
-                } => Some((settled, measurements)),
+                    name_folded,
+                } => Some((
+                    settled,
+                    settled.measurements(settled.metric_name(*name_folded)),
+                )),
                 _ => None,
             })
             .collect();

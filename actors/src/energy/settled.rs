@@ -54,14 +54,13 @@ pub fn settled_scope_events(
         if let Ok(uuid) = scope.energy.uuid.parse::<Uuid>() {
             scope.ended_at_program_exit = ended_at_program_exit.remove(&uuid);
         }
-        let (metric_name, was_folded) = names.metric_name(&scope.energy.name);
-        if was_folded {
+        let (_, name_folded) = names.metric_name(&scope.energy.name);
+        if name_folded {
             folded.push(names_folded_measurement());
         }
-        let measurements = scope.measurements(metric_name);
         events.push(PipelineEvent::ScopeEnergy {
             settled: Box::new(scope),
-            measurements,
+            name_folded,
         });
     }
     if !folded.is_empty() {
