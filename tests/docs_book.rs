@@ -132,7 +132,10 @@ fn broken_links(file: &Path) -> Vec<String> {
         if let Some(anchor) = anchor
             && !anchors(&read(&linked)).contains(anchor)
         {
-            broken.push(format!("{}: no heading #{anchor} in {path}", file.display()));
+            broken.push(format!(
+                "{}: no heading #{anchor} in {path}",
+                file.display()
+            ));
         }
     }
     broken
@@ -146,10 +149,18 @@ fn every_chapter_is_in_the_summary_and_every_entry_exists() {
         .map(|target| book_source().join(target))
         .collect();
     for entry in &listed {
-        assert!(entry.exists(), "SUMMARY.md lists {}, which is missing", entry.display());
+        assert!(
+            entry.exists(),
+            "SUMMARY.md lists {}, which is missing",
+            entry.display()
+        );
     }
     for chapter in chapters() {
-        assert!(listed.contains(&chapter), "{} is not in SUMMARY.md", chapter.display());
+        assert!(
+            listed.contains(&chapter),
+            "{} is not in SUMMARY.md",
+            chapter.display()
+        );
     }
 }
 
@@ -198,7 +209,10 @@ fn every_include_names_a_file_and_anchor_that_exist() {
 #[test]
 fn the_language_tours_are_included_from_the_examples_that_run() {
     for (chapter, include) in [
-        ("rust.md", "{{#include ../../examples/library_tour.rs:readme}}"),
+        (
+            "rust.md",
+            "{{#include ../../examples/library_tour.rs:readme}}",
+        ),
         ("python.md", "{{#include ../../python/examples/tour.py}}"),
         ("node.md", "{{#include ../../node/examples/tour.js}}"),
     ] {
@@ -211,5 +225,8 @@ fn the_language_tours_are_included_from_the_examples_that_run() {
 fn the_readme_is_a_landing_page() {
     let readme = read(&Path::new(ROOT).join("README.md"));
     let lines = readme.lines().count();
-    assert!(lines <= 250, "README.md has {lines} lines: the reference goes in docs/");
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines: the reference goes in docs/"
+    );
 }
