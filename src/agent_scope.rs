@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use wattline_actors::pipeline::{RunningPipeline, ScopeStart};
 
-use crate::pipeline::Error;
+use crate::error::Error;
 
 /// How an Agent scope is started, beyond its name.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -14,4 +14,15 @@ pub mod resource_metrics {
             .ok_or(PluginError::NoResourceMetrics)?;
         Ok(pipeline.collect().await?)
     }
+
+    /// [`collect`] for bindings: `done` gets the snapshot on the thread that finished
+    /// it (no thread woken only to pass it on), exactly once.
+    pub fn collect_then(done: impl FnOnce(Result<Snapshot, PluginError>) + Send + 'static) {
+        match active_pipeline().filter(|pipeline| pipeline.collects()) {
+            Some(pipeline) => {
+                pipeline.collect_then(move |snapshot| done(snapshot.map_err(PluginError::from)))
+            }
+            None => done(Err(PluginError::NoResourceMetrics)),
+        }
+    }
 }

@@ -9,6 +9,7 @@
 mod agent_scope;
 pub mod api;
 pub mod embedded;
+mod error;
 mod exporting;
 #[cfg(unix)]
 pub mod host;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use wattline::plugin::{HeldActivation, PluginError};
 
-use crate::{block_on, config_error, python_gpu_source, runtime, wattline_error};
+use crate::{block_on, config_error, python_gpu_source, wattline_error};
 
 fn plugin_error(error: PluginError) -> PyErr {
     match error {
@@ -68,11 +68,12 @@ impl NativePluginHost {
 }
 
 /// Starts one snapshot on the active host's on-demand series and returns at once;
-/// `done(json, None)` or `done(None, error)` is called on a runtime thread.
+/// `done(json, None)` or `done(None, error)` is called on the thread that finished
+/// the snapshot.
 #[pyfunction]
 fn host_collect_json_then(done: Py<PyAny>) -> PyResult<()> {
-    runtime()?.spawn(async move {
-        let snapshot = wattline::api::resource_metrics::collect().await;
+    wattline::api::resource_metrics::collect_then(move |snapshot| {
+        // Not while the interpreter shuts down: nobody waits then.
         Python::try_attach(|py| {
             let text = snapshot
                 .map_err(plugin_error)

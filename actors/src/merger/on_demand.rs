@@ -15,7 +15,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory, SamplerFailure};
-use crate::pipeline::PipelineError;
+use crate::pipeline::error::PipelineError;
 use crate::samplers::{
     CategoryReading, CategorySampler, SampleRequest, SamplerFactory, SamplerOutput,
 };

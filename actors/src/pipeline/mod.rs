@@ -4,6 +4,7 @@
 //! library API wraps.
 
 pub mod clock;
+pub(crate) mod error;
 pub mod gpu_events;
 pub mod health;
 mod scope_start;
@@ -41,6 +42,7 @@ use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
 use crate::wake_queue::WakeSender;
+pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid_at};
 use wattline_model::snapshot::Snapshot;
@@ -183,26 +185,6 @@ pub async fn prepare_gpu_source(
 
 /// How long a diagnostics read keeps asking a context busy with another call.
 pub const DIAGNOSTICS_BUSY_LIMIT: Duration = Duration::from_millis(500);
-
-/// Why the pipeline could not do what was asked.
-#[derive(Debug, thiserror::Error)]
-pub enum PipelineError {
-    /// An actor could not be spawned.
-    #[error("cannot start the pipeline: {0}")]
-    Spawn(String),
-    /// The `resource_metrics` component is not enabled.
-    #[error("the resource_metrics component is not enabled")]
-    ResourceMetricsDisabled,
-    /// The `energy` component is not enabled.
-    #[error("the energy component is not enabled")]
-    EnergyDisabled,
-    /// The pipeline has been shut down.
-    #[error("the pipeline has been shut down")]
-    Stopped,
-    /// The diagnostics limits are invalid.
-    #[error("diagnostics: {0}")]
-    Diagnostics(String),
-}
 
 /// A running pipeline.
 pub struct RunningPipeline {
