@@ -51,8 +51,9 @@ pub struct StatusSink {
     energy: Mutex<EnergyFeed>,
 }
 
-/// The energy account rebuilt from the pipeline's energy records, as `wattline report`
-/// rebuilds it from a file, and each GPU source's latest total power.
+/// The energy account rebuilt from the pipeline's energy records (those that shape
+/// the totals: no scope is booked twice), as `wattline report` rebuilds it from a
+/// file, and each GPU source's latest total power.
 #[derive(Debug, Default)]
 struct EnergyFeed {
     account: Option<EnergyAccount>,
@@ -61,6 +62,14 @@ struct EnergyFeed {
 
 impl EnergyFeed {
     fn apply(&mut self, record: &EnergyRecord) {
+        // The line shows totals only: the scopes are the energy actor's to book, not
+        // booked a second time here.
+        if matches!(
+            record,
+            EnergyRecord::ScopeStarted { .. } | EnergyRecord::ScopeEnded { .. }
+        ) {
+            return;
+        }
         match (&mut self.account, record) {
             (None, EnergyRecord::Started { at, wall, settings }) => {
                 self.account = Some(EnergyAccount::new((**settings).clone(), *at, *wall));
@@ -365,9 +374,29 @@ mod tests {
         // Two devices at 100 W and 150 W, read at 0 s and again at 0.5 s: 250 W, and
         // 250 W × 0.5 s = 125 J.
         sink.send(energy(power(0, &[100.0, 150.0])));
+        // A step: the energy actor books it; the line's account does not again.
+        sink.send(energy(EnergyRecord::ScopeStarted {
+            uuid: uuid::Uuid::from_u128(1),
+            name: "step".into(),
+            at: SECOND / 4,
+            wall: account.wall_time(SECOND / 4),
+            parent: None,
+            process_id: None,
+            weight: None,
+            traceparent: None,
+        }));
         sink.send(energy(power(SECOND / 2, &[100.0, 150.0])));
         let line = status_line(0.6, &sink.figures());
         assert!(line.contains("gpu 250 W"), "{line}");
         assert!(line.ends_with("energy 125 J"), "{line}");
+        let feed = sink.energy.lock().unwrap();
+        let booked = feed.account.as_ref().unwrap();
+        let at = booked.newest();
+        assert!(
+            booked
+                .report(at, booked.wall_time(at))
+                .agent_scopes
+                .is_empty()
+        );
     }
 }
