@@ -164,19 +164,19 @@ pub fn compare_reports(
         (ComparedPart::AgentScope, scope_name_figures),
     ] {
         let (base_parts, new_parts) = (of(base), of(new));
-        for name in names_in_order(&base_parts, &new_parts) {
-            let find = |parts: &[(String, Figures)]| {
-                parts
-                    .iter()
-                    .find(|(each, _)| *each == name)
-                    .map(|(_, figures)| *figures)
-            };
+        // The base run's names in its order, then those only the new run has.
+        for (name, figures) in &base_parts.in_order {
             rows.push(compared_row(
                 part,
-                &name,
-                find(&base_parts),
-                find(&new_parts),
+                name,
+                Some(*figures),
+                new_parts.get(name),
             ));
+        }
+        for (name, figures) in &new_parts.in_order {
+            if base_parts.get(name).is_none() {
+                rows.push(compared_row(part, name, None, Some(*figures)));
+            }
         }
     }
     let mut notes = Vec::new();
@@ -205,7 +205,32 @@ pub fn compare_reports(
 }
 
 /// A run's parts of one kind, each named, in the report's order.
-type PartFigures = fn(&EnergyReport) -> Vec<(String, Figures)>;
+type PartFigures = fn(&EnergyReport) -> NamedFigures;
+
+/// Figures by name, in the order the names first came, those of a repeated name
+/// summed; looked up by name in constant time (a run can hold thousands of step
+/// names).
+#[derive(Default)]
+struct NamedFigures {
+    in_order: Vec<(String, Figures)>,
+    index: std::collections::HashMap<String, usize>,
+}
+
+impl NamedFigures {
+    fn add(&mut self, name: &str, figures: Figures) {
+        match self.index.get(name) {
+            Some(&at) => self.in_order[at].1 = self.in_order[at].1.merged(figures),
+            None => {
+                self.index.insert(name.to_owned(), self.in_order.len());
+                self.in_order.push((name.to_owned(), figures));
+            }
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<Figures> {
+        self.index.get(name).map(|&at| self.in_order[at].1)
+    }
+}
 
 fn compared_row(
     part: ComparedPart,
@@ -228,17 +253,6 @@ fn compared_row(
     }
 }
 
-/// The names of `base`, then those only `new` has, each once.
-fn names_in_order(base: &[(String, Figures)], new: &[(String, Figures)]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for (name, _) in base.iter().chain(new) {
-        if !names.contains(name) {
-            names.push(name.clone());
-        }
-    }
-    names
-}
-
 fn seconds_between(from: chrono::DateTime<chrono::Utc>, to: chrono::DateTime<chrono::Utc>) -> f64 {
     (to - from).num_nanoseconds().unwrap_or(0) as f64 / 1e9
 }
@@ -253,55 +267,46 @@ fn run_figures(report: &EnergyReport) -> Figures {
     }
 }
 
-fn device_figures(report: &EnergyReport) -> Vec<(String, Figures)> {
-    report
-        .devices
-        .iter()
-        .map(|device| {
-            let figures = Figures {
-                count: 1,
-                energy_kwh: Some(device.energy_kwh),
-                cost: Some(device.cost),
-                co2_grams: device.co2_grams,
-                duration_seconds: Some(device.covered_seconds),
-            };
-            (device.device_identifier.clone(), figures)
-        })
-        .collect()
+fn device_figures(report: &EnergyReport) -> NamedFigures {
+    let mut named = NamedFigures::default();
+    for device in &report.devices {
+        let figures = Figures {
+            count: 1,
+            energy_kwh: Some(device.energy_kwh),
+            cost: Some(device.cost),
+            co2_grams: device.co2_grams,
+            duration_seconds: Some(device.covered_seconds),
+        };
+        named.add(&device.device_identifier, figures);
+    }
+    named
 }
 
-fn domain_figures(report: &EnergyReport) -> Vec<(String, Figures)> {
-    report
-        .domains
-        .iter()
-        .map(|domain| {
-            let figures = Figures {
-                count: 1,
-                energy_kwh: Some(domain.energy_kwh),
-                cost: Some(domain.cost),
-                co2_grams: domain.co2_grams,
-                duration_seconds: None,
-            };
-            (domain.domain.as_str().to_owned(), figures)
-        })
-        .collect()
+fn domain_figures(report: &EnergyReport) -> NamedFigures {
+    let mut named = NamedFigures::default();
+    for domain in &report.domains {
+        let figures = Figures {
+            count: 1,
+            energy_kwh: Some(domain.energy_kwh),
+            cost: Some(domain.cost),
+            co2_grams: domain.co2_grams,
+            duration_seconds: None,
+        };
+        named.add(domain.domain.as_str(), figures);
+    }
+    named
 }
 
 /// Every scope name's scopes summed, the folded ones included (their cost and CO2 at
 /// the report's factors, as a kept scope's are).
-fn scope_name_figures(report: &EnergyReport) -> Vec<(String, Figures)> {
-    let mut names: Vec<(String, Figures)> = Vec::new();
-    let mut add_to =
-        |name: &str, figures: Figures| match names.iter_mut().find(|(each, _)| each == name) {
-            Some((_, sum)) => *sum = sum.merged(figures),
-            None => names.push((name.to_owned(), figures)),
-        };
+fn scope_name_figures(report: &EnergyReport) -> NamedFigures {
+    let mut names = NamedFigures::default();
     for scope in &report.agent_scopes {
-        add_to(&scope.name, kept_scope_figures(report, scope));
+        names.add(&scope.name, kept_scope_figures(report, scope));
     }
     for folded in &report.folded_scopes {
         let kwh = folded.attributed_energy_kwh.sum;
-        add_to(
+        names.add(
             &folded.name,
             Figures {
                 count: folded.count,
