@@ -23,51 +23,41 @@ const POWER_UNITS: [(f64, &str); 3] = [(1e-3, "mW"), (1.0, "W"), (1e3, "kW")];
 /// `712 mJ`, `2560 J`, `1.23 Wh`, `45.6 kWh`. A value that is not finite is written
 /// as it is (`NaN kWh`).
 pub fn energy_text(kwh: f64) -> String {
-    scaled_text(
-        kwh * JOULES_PER_WATT_HOUR * 1e3,
-        &ENERGY_UNITS,
-        "J",
-        "kWh",
-        kwh,
-    )
+    if !kwh.is_finite() {
+        return format!("{kwh} kWh");
+    }
+    scaled_text(kwh * JOULES_PER_WATT_HOUR * 1e3, &ENERGY_UNITS, "J")
 }
 
 /// `watts` in the unit its size calls for, with three significant figures: `0 W`,
 /// `250 mW`, `583 W`, `1.40 kW`.
 pub fn power_text(watts: f64) -> String {
-    scaled_text(watts, &POWER_UNITS, "W", "W", watts)
+    if !watts.is_finite() {
+        return format!("{watts} W");
+    }
+    scaled_text(watts, &POWER_UNITS, "W")
 }
 
-/// `base_value` (in the smallest-but-one unit's terms of `units`, i.e. joules or watts)
-/// in the largest unit it is at least one of (the smallest unit below that), with
-/// three significant figures. Zero is written in `zero_unit`; a value that is not
-/// finite as `original` in `original_unit`.
-fn scaled_text(
-    base_value: f64,
-    units: &[(f64, &str)],
-    zero_unit: &str,
-    original_unit: &str,
-    original: f64,
-) -> String {
-    if !base_value.is_finite() {
-        return format!("{original} {original_unit}");
-    }
-    if base_value == 0.0 {
+/// A finite `value` (in the unit of size 1 among `units`: joules or watts) in the
+/// largest unit it is at least one of (the smallest below that), with three
+/// significant figures; zero in `zero_unit`.
+fn scaled_text(value: f64, units: &[(f64, &str)], zero_unit: &str) -> String {
+    if value == 0.0 {
         return format!("0 {zero_unit}");
     }
-    let magnitude = base_value.abs();
+    let magnitude = value.abs();
     let mut index = units
         .iter()
         .rposition(|(size, _)| magnitude >= *size)
         .unwrap_or(0);
-    let mut text = three_significant_figures(base_value / units[index].0);
+    let mut text = three_significant_figures(value / units[index].0);
     // Rounding can carry a value to the next unit's size (999.7 mJ writes as 1000):
     // write it in that unit instead.
     if index + 1 < units.len() {
         let rounded: f64 = text.parse().unwrap_or(0.0);
         if rounded.abs() * units[index].0 >= units[index + 1].0 {
             index += 1;
-            text = three_significant_figures(base_value / units[index].0);
+            text = three_significant_figures(value / units[index].0);
         }
     }
     format!("{text} {}", units[index].1)
