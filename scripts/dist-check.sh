@@ -18,7 +18,7 @@ tools=.ci/venv-dist
 "$tools/bin/pip" install --quiet --disable-pip-version-check "auditwheel==6.4.2"
 tag="$(basename "$wheel" .whl | awk -F- '{print $NF}')"
 shown="$("$tools/bin/auditwheel" show "$wheel")"
-echo "$shown" | tr '\n' ' ' | grep -q -- "${tag%%.*}" || {
+echo "$shown" | grep -q -- "\"$tag\"" || {
   echo "dist-check: $wheel claims $tag, which auditwheel does not accept:" >&2
   echo "$shown" >&2
   exit 1
