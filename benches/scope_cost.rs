@@ -3,11 +3,21 @@
 //! already pays per step. Three rows, side by side in one run, as ratios to the span:
 //! the span (the SDK's batch processor in front of an exporter that discards); a
 //! wattline scope with no GPU source; a wattline scope with a GPU source
-//! (an instant stand-in, so the figure is wattline's own, not a driver's). Each row
-//! is timed over `WATTLINE_SCOPE_COST_ROUNDS` rounds (default 20,000) after a tenth as
-//! many to warm up, and reports wall time, the calling thread's CPU time (what opening
-//! and ending cost the caller) and this process's CPU time per scope (which includes
-//! the pipeline's own threads reacting to the scope). Asserts nothing.
+//! (an instant stand-in, so the figure is wattline's own, not a driver's).
+//!
+//! Each row runs `WATTLINE_SCOPE_COST_ROUNDS` rounds (default 20,000, after a tenth as
+//! many to warm up) two ways:
+//! - in bursts of `WATTLINE_SCOPE_COST_BURST` (default 1,000) with a 10 ms pause after
+//!   each, untimed, in which the pipeline books the burst: a host's steps as they come,
+//!   the pipeline keeping up;
+//! - back to back, all rounds in one go: faster than the pipeline books them, so its
+//!   queues grow while the loop runs (the SDK's queue drops spans instead, past 2,048).
+//!
+//! For each: wall time, the calling thread's CPU time (what opening and ending cost
+//! the caller) and this process's CPU time per scope. In bursts, the process's CPU
+//! counts the pauses too, so it includes the pipeline booking every scope, less the
+//! process's CPU over as many pauses without scopes (its idle work); back to back, it
+//! counts the loop only. Asserts nothing.
 //!
 //! Run: `cargo bench --bench scope_cost`.
 
@@ -53,13 +63,27 @@ impl GpuSource for InstantGpu {
 }
 
 /// Wall time, the calling thread's CPU time and the process's CPU time per round.
+#[derive(Default)]
 struct Cost {
     wall: Duration,
     caller_cpu: Duration,
     cpu: Duration,
 }
 
-async fn measure<F, Fut>(rounds: u64, mut round: F) -> Cost
+/// How a row's rounds are run.
+#[derive(Clone, Copy)]
+enum Pace {
+    /// This many rounds, then a pause the pipeline books them in (untimed for wall
+    /// and the caller's CPU; counted in the process's).
+    Bursts(u64),
+    /// Every round in one go.
+    BackToBack,
+}
+
+/// The pause after each burst.
+const PAUSE: Duration = Duration::from_millis(10);
+
+async fn measure<F, Fut>(rounds: u64, pace: Pace, mut round: F) -> Cost
 where
     F: FnMut(u64) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -67,23 +91,46 @@ where
     for n in 0..(rounds / 10).max(1) {
         round(n).await;
     }
-    let (started, caller_at_start, cpu_at_start) = (
-        Instant::now(),
-        common::thread_cpu_seconds(),
-        common::cpu_seconds(),
-    );
-    for n in 0..rounds {
-        round(n).await;
+    tokio::time::sleep(PAUSE).await;
+    let burst = match pace {
+        Pace::Bursts(burst) => burst.max(1),
+        Pace::BackToBack => rounds,
+    };
+    // The process's CPU over as many pauses with no round in them (the pipeline's own
+    // idle work: its clocks, a GPU source's dense power), taken off the bursts' CPU.
+    let mut idle_cpu = 0.0;
+    if matches!(pace, Pace::Bursts(_)) {
+        let idle_at_start = common::cpu_seconds();
+        for _ in 0..rounds.div_ceil(burst) {
+            tokio::time::sleep(PAUSE).await;
+        }
+        idle_cpu = common::cpu_seconds() - idle_at_start;
+    }
+    let (mut wall, mut caller_cpu) = (Duration::ZERO, 0.0);
+    let cpu_at_start = common::cpu_seconds();
+    let mut done = 0;
+    while done < rounds {
+        let this_burst = burst.min(rounds - done);
+        let (started, caller_at_start) = (Instant::now(), common::thread_cpu_seconds());
+        for n in done..done + this_burst {
+            round(n).await;
+        }
+        wall += started.elapsed();
+        caller_cpu += common::thread_cpu_seconds() - caller_at_start;
+        done += this_burst;
+        if matches!(pace, Pace::Bursts(_)) {
+            tokio::time::sleep(PAUSE).await;
+        }
     }
     let per_round = |seconds: f64| Duration::from_secs_f64(seconds / rounds as f64);
     Cost {
-        wall: started.elapsed() / rounds as u32,
-        caller_cpu: per_round(common::thread_cpu_seconds() - caller_at_start),
-        cpu: per_round(common::cpu_seconds() - cpu_at_start),
+        wall: wall / rounds as u32,
+        caller_cpu: per_round(caller_cpu),
+        cpu: per_round((common::cpu_seconds() - cpu_at_start - idle_cpu).max(0.0)),
     }
 }
 
-async fn wattline_scopes(rounds: u64, with_gpu: bool) -> Cost {
+async fn wattline_scopes(rounds: u64, pace: Pace, with_gpu: bool) -> Cost {
     let mut builder =
         wattline::Pipeline::builder().config(common::pipeline_config(1000, None, None));
     builder = if with_gpu {
@@ -93,7 +140,7 @@ async fn wattline_scopes(rounds: u64, with_gpu: bool) -> Cost {
     };
     let pipeline = builder.spawn().await.expect("the pipeline");
     let names: Vec<String> = (0..10).map(|n| format!("step-{n}")).collect();
-    let cost = measure(rounds, |n| {
+    let cost = measure(rounds, pace, |n| {
         let (pipeline, name) = (&pipeline, &names[(n % 10) as usize]);
         async move {
             let scope = pipeline.agent_scope(name).await.expect("a scope");
@@ -109,39 +156,53 @@ async fn wattline_scopes(rounds: u64, with_gpu: bool) -> Cost {
 #[tokio::main]
 async fn main() {
     let rounds = env_number("WATTLINE_SCOPE_COST_ROUNDS", 20_000);
+    let burst = env_number("WATTLINE_SCOPE_COST_BURST", 1_000);
     // As a host sets the SDK up: spans go to a batch processor, then an exporter.
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
         .with_batch_exporter(DiscardSpans)
         .build();
     let tracer = provider.tracer("bench");
-    let span = measure(rounds, |_| {
-        let mut span = tracer.start("step");
-        span.end();
-        std::future::ready(())
-    })
-    .await;
-    let without_gpu = wattline_scopes(rounds, false).await;
-    let with_gpu = wattline_scopes(rounds, true).await;
     println!("scope_cost: {rounds} rounds each, open and end, one runtime, one process");
-    println!(
-        "{:<36} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "row", "wall µs", "caller", "CPU µs", "wall ×", "caller ×", "CPU ×"
-    );
-    for (label, cost) in [
-        ("OpenTelemetry SDK span", &span),
-        ("wattline scope, no GPU source", &without_gpu),
-        ("wattline scope, instant GPU source", &with_gpu),
+    for (title, pace) in [
+        (
+            format!(
+                "in bursts of {burst}, a {} ms pause after each",
+                PAUSE.as_millis()
+            ),
+            Pace::Bursts(burst),
+        ),
+        ("back to back".to_owned(), Pace::BackToBack),
     ] {
-        let ratio = |of: Duration, to: Duration| of.as_secs_f64() / to.as_secs_f64().max(1e-12);
+        let span = measure(rounds, pace, |_| {
+            let mut span = tracer.start("step");
+            span.end();
+            std::future::ready(())
+        })
+        .await;
+        let _ = provider.force_flush();
+        let without_gpu = wattline_scopes(rounds, pace, false).await;
+        let with_gpu = wattline_scopes(rounds, pace, true).await;
+        println!("\n{title}");
         println!(
-            "{label:<36} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
-            cost.wall.as_secs_f64() * 1e6,
-            cost.caller_cpu.as_secs_f64() * 1e6,
-            cost.cpu.as_secs_f64() * 1e6,
-            ratio(cost.wall, span.wall),
-            ratio(cost.caller_cpu, span.caller_cpu),
-            ratio(cost.cpu, span.cpu),
+            "{:<36} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+            "row", "wall µs", "caller", "CPU µs", "wall ×", "caller ×", "CPU ×"
         );
+        for (label, cost) in [
+            ("OpenTelemetry SDK span", &span),
+            ("wattline scope, no GPU source", &without_gpu),
+            ("wattline scope, instant GPU source", &with_gpu),
+        ] {
+            let ratio = |of: Duration, to: Duration| of.as_secs_f64() / to.as_secs_f64().max(1e-12);
+            println!(
+                "{label:<36} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                cost.wall.as_secs_f64() * 1e6,
+                cost.caller_cpu.as_secs_f64() * 1e6,
+                cost.cpu.as_secs_f64() * 1e6,
+                ratio(cost.wall, span.wall),
+                ratio(cost.caller_cpu, span.caller_cpu),
+                ratio(cost.cpu, span.cpu),
+            );
+        }
     }
     let _ = provider.shutdown();
 }

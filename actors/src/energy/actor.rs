@@ -21,7 +21,7 @@ use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
-use crate::wake_queue::WakeReceiver;
+use crate::wake_queue::{AfterWakeUp, HOLD, WakeReceiver};
 use wattline_model::events::{EventSink, PipelineEvent};
 
 /// What the energy actor starts with.
@@ -67,6 +67,8 @@ pub struct EnergyState {
     ended_at_program_exit: HashSet<Uuid>,
     /// Scope boundaries queued by the API.
     boundaries: WakeReceiver<EnergyInput>,
+    /// The buffer a drain of `boundaries` is booked from, kept between drains.
+    boundary_batch: Vec<EnergyInput>,
     /// Where a reading at the boundaries just taken is asked for.
     boundary_readings: Option<Arc<BoundaryReadings>>,
 }
@@ -102,13 +104,17 @@ impl EnergyState {
     /// Books every scope boundary queued so far.
     fn take_boundaries(&mut self) {
         // Drained into a batch first: booking needs the state the receiver is part of.
-        let batch: Vec<EnergyInput> = self.boundaries.drain().collect();
+        // The batch's buffer is kept and goes back to the pushers at the next drain.
+        let mut batch = std::mem::take(&mut self.boundary_batch);
+        self.boundaries.drain_into(&mut batch);
         if batch.is_empty() {
+            self.boundary_batch = batch;
             return;
         }
-        for boundary in batch {
+        for boundary in batch.drain(..) {
             self.input(boundary);
         }
+        self.boundary_batch = batch;
         // A reading right after them, so the intervals cut at them are short.
         if let Some(readings) = &self.boundary_readings {
             readings.ask();
@@ -287,13 +293,14 @@ impl Actor for EnergyActor {
             metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
             ended_at_program_exit: HashSet::new(),
             boundaries: arguments.boundaries,
+            boundary_batch: Vec::new(),
             boundary_readings: arguments.boundary_readings,
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
@@ -302,8 +309,13 @@ impl Actor for EnergyActor {
         state.take_boundaries();
         match message {
             EnergyMessage::Input(input) => state.input(input),
-            // Taken above.
-            EnergyMessage::BoundariesQueued => {}
+            // Taken above; held while they keep coming.
+            EnergyMessage::BoundariesQueued => match state.boundaries.woken() {
+                AfterWakeUp::Hold => {
+                    myself.send_after(HOLD, || EnergyMessage::BoundariesQueued);
+                }
+                AfterWakeUp::Released => state.take_boundaries(),
+            },
             EnergyMessage::Report {
                 at,
                 wall,

@@ -84,8 +84,9 @@ pub enum EnergyMessage {
     /// A reading, boundary or status from one of the producers (sent through an
     /// [`EnergyInbox`]).
     Input(EnergyInput),
-    /// Scope boundaries were queued ([`EnergyInbox::send_boundary`]): the actor takes
-    /// them, as it does before every message.
+    /// Scope boundaries were queued ([`EnergyInbox::send_boundary`]), or the actor's
+    /// own wake-up while their queue is held: the actor takes them, as it does before
+    /// every message.
     BoundariesQueued,
     /// The report as of an instant (the flush call's).
     Report {

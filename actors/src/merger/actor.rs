@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -18,7 +18,9 @@ use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
-use crate::merger::on_demand::{CategoryOutput, Delivery, OnDemandWorker, SnapshotCallback};
+use crate::merger::on_demand::{
+    CategoryOutput, Delivery, OnDemandSamplers, OnDemandWorker, SnapshotCallback,
+};
 use crate::merger::scopes::{ScopeBoundary, ScopeTable};
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
@@ -27,7 +29,7 @@ use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::samplers::{SampleRequest, SamplerFactory};
 use crate::scope::ScopeTarget;
-use crate::wake_queue::WakeReceiver;
+use crate::wake_queue::{AfterWakeUp, HOLD, WakeReceiver};
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
 };
@@ -55,7 +57,8 @@ pub enum MergerMessage {
         done: tokio::sync::oneshot::Sender<()>,
     },
     /// Scope boundaries were queued (the [`crate::wake_queue`] the actor was spawned
-    /// with): the merger takes them, as it does before every message.
+    /// with), or the merger's own wake-up while their queue is held: the merger takes
+    /// them, as it does before every message.
     ScopeBoundaries,
     /// Ends every live Agent scope at `wall` (the final report's instant); replies with
     /// each scope ended and its end time.
@@ -103,6 +106,49 @@ pub struct MergerArguments {
     pub deadline: Duration,
     /// The root scope: marks go under it while no Agent scope is live.
     pub root_scope: Uuid,
+    /// Where the merger leaves its on-demand collection for callers to start
+    /// themselves.
+    pub direct: DirectCollector,
+}
+
+/// The merger's on-demand collection, started from the caller's thread without a
+/// message to the merger when nothing stands in the way: no poll or collection holds
+/// the tick, the on-demand samplers are free, and they read every category (no
+/// sampler actor is asked). The collection then goes straight to a blocking thread,
+/// which reads, finishes the snapshot and calls back: one thread woken per collection
+/// instead of two (the merger's, then the blocking one), each a wait for a CPU on a
+/// busy machine. Otherwise the merger runs it, as before.
+#[derive(Clone, Default)]
+pub struct DirectCollector(Arc<OnceLock<(Weak<TickRunner>, tokio::runtime::Handle)>>);
+
+impl DirectCollector {
+    /// Starts `done`'s collection; gives `done` back when the merger must run it (or
+    /// when the merger is not started yet, or gone).
+    pub fn try_collect(&self, done: SnapshotCallback) -> Result<(), SnapshotCallback> {
+        let Some((runner, runtime)) = self.0.get() else {
+            return Err(done);
+        };
+        match runner.upgrade() {
+            Some(runner) => runner.collect_directly(done, runtime),
+            None => Err(done),
+        }
+    }
+}
+
+/// How often a direct collection is checked against its limit.
+const DIRECT_WATCH_PERIOD: Duration = Duration::from_secs(1);
+
+/// Ends direct collections that outlive their limit, until the merger is gone.
+async fn watch_direct_collections(runner: Weak<TickRunner>) {
+    let mut every = tokio::time::interval(DIRECT_WATCH_PERIOD);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(runner) = runner.upgrade() else {
+            return;
+        };
+        runner.end_late_direct_collection(Instant::now());
+    }
 }
 
 /// The longest an on-demand collection waits for one sampler.
@@ -119,6 +165,8 @@ pub struct MergerState {
     /// Scope starts and ends, taken before each message is handled: in order with
     /// the polls, as if each were a message of its own.
     boundaries: WakeReceiver<ScopeBoundary>,
+    /// The buffer a drain of `boundaries` is applied from, kept between drains.
+    boundary_batch: Vec<ScopeBoundary>,
     /// The poll whose samplers are being asked, and the poll clock's in-flight signal
     /// (dropped when the poll's marks are out).
     poll_in_flight: Option<(JoinHandle<Snapshot>, oneshot::Sender<()>)>,
@@ -136,6 +184,9 @@ struct TickRunner {
     one_at_a_time: Arc<tokio::sync::Mutex<()>>,
     /// The on-demand series' OS samplers.
     on_demand: OnDemandWorker,
+    /// The direct collection last started and its limit, for the watch that ends it
+    /// should its read hang.
+    direct_in_flight: Mutex<Option<(Instant, Delivery)>>,
 }
 
 /// A sampler actor asked for a tick: the category's place in the snapshot, the
@@ -165,6 +216,92 @@ impl TickRunner {
         }
         self.on_demand_tick(Delivery::new(done, one_at_a_time))
             .await;
+    }
+
+    /// A [`DirectCollector`]'s collection: on a blocking thread of `runtime`, when
+    /// the tick and the on-demand samplers are free and read every category; else
+    /// `done` back.
+    fn collect_directly(
+        self: &Arc<Self>,
+        done: SnapshotCallback,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<(), SnapshotCallback> {
+        let categories = self.on_demand.categories();
+        let all_on_demand = !categories.is_empty()
+            && self
+                .arguments
+                .categories
+                .iter()
+                .all(|category| categories.contains(category));
+        if !all_on_demand {
+            return Err(done);
+        }
+        let Ok(one_at_a_time) = Arc::clone(&self.one_at_a_time).try_lock_owned() else {
+            return Err(done);
+        };
+        let Some(samplers) = self.on_demand.take() else {
+            return Err(done);
+        };
+        let delivery = Delivery::new(done, one_at_a_time);
+        *self
+            .direct_in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) =
+            Some((Instant::now() + ON_DEMAND_LIMIT, delivery.clone()));
+        let runner = Arc::clone(self);
+        runtime.spawn_blocking(move || {
+            let request = runner.prepared_request(SamplingSeries::OnDemand);
+            let outputs = runner.read_on_demand(samplers, &request);
+            delivery.deliver(runner.finish(&request, outputs));
+        });
+        Ok(())
+    }
+
+    /// The direct collection in flight, handed over with its categories `null` (as
+    /// a late sampler's) when it is still reading past its limit at `now`; its read
+    /// keeps the samplers until it ends, as an on-demand tick's does.
+    fn end_late_direct_collection(&self, now: Instant) {
+        let late = {
+            let mut in_flight = self
+                .direct_in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match &*in_flight {
+                Some((limit, _)) if *limit <= now => in_flight.take(),
+                _ => None,
+            }
+        };
+        let Some((_, delivery)) = late.filter(|(_, delivery)| delivery.is_pending()) else {
+            return;
+        };
+        let detail = format!("no answer within {} ms", ON_DEMAND_LIMIT.as_millis());
+        for category in self.on_demand.categories() {
+            self.deadline_missed(*category, detail.clone());
+        }
+        let request = self.unavailable(SamplingSeries::OnDemand, detail);
+        delivery.deliver(self.finish(&request, Vec::new()));
+    }
+
+    /// The tick's request, prepared on this (blocking) thread; a preparation that
+    /// panics gives an unavailable scope.
+    fn prepared_request(&self, series: SamplingSeries) -> SampleRequest {
+        catch_unwind(AssertUnwindSafe(self.preparation(series))).unwrap_or_else(|payload| {
+            let detail = crate::merger::on_demand::panic_message(payload.as_ref());
+            tracing::error!(%detail, "scope resolution failed");
+            self.unavailable(series, detail)
+        })
+    }
+
+    /// Reads every on-demand category with `samplers` and puts them back; the
+    /// outputs with their places in the snapshot.
+    fn read_on_demand(
+        &self,
+        mut samplers: OnDemandSamplers,
+        request: &SampleRequest,
+    ) -> Vec<(usize, CategoryOutput)> {
+        let outputs = samplers.sample(request, self.arguments.diagnostics.as_ref());
+        self.on_demand.return_slot().put(samplers);
+        self.positioned(outputs)
     }
 
     /// One tick through the sampler actors, the tick lock held.
@@ -199,7 +336,7 @@ impl TickRunner {
         let tick_deadline = started + ON_DEMAND_LIMIT;
         let by_actor = |category: SamplerCategory| !self.on_demand.categories().contains(&category);
         let wants_actors = self.arguments.categories.iter().any(|c| by_actor(*c));
-        let Some(mut samplers) = self.on_demand.take() else {
+        let Some(samplers) = self.on_demand.take() else {
             // An earlier collection's read still holds them: their categories are null.
             for category in self.on_demand.categories() {
                 self.deadline_missed(*category, "still reading an earlier tick".to_owned());
@@ -221,25 +358,16 @@ impl TickRunner {
         } else {
             (None, None)
         };
-        let prepare = self.preparation(series);
-        let diagnostics = self.arguments.diagnostics.clone();
-        let put_back = self.on_demand.return_slot();
-        let target = self.arguments.target;
-        let finisher = (!wants_actors).then(|| (Arc::clone(self), delivery.clone()));
+        let runner = Arc::clone(self);
+        let finish_here = (!wants_actors).then(|| delivery.clone());
         let reads = tokio::task::spawn_blocking(move || {
-            let request = catch_unwind(AssertUnwindSafe(prepare)).unwrap_or_else(|payload| {
-                let detail = crate::merger::on_demand::panic_message(payload.as_ref());
-                tracing::error!(%detail, "scope resolution failed");
-                unavailable_request(target, series, detail)
-            });
+            let request = runner.prepared_request(series);
             if let Some(sender) = scope_sender {
                 let _ = sender.send(request.clone());
             }
-            let outputs = samplers.sample(&request, diagnostics.as_ref());
-            put_back.put(samplers);
-            match finisher {
-                Some((runner, delivery)) => {
-                    let outputs = runner.positioned(outputs);
+            let outputs = runner.read_on_demand(samplers, &request);
+            match finish_here {
+                Some(delivery) => {
                     delivery.deliver(runner.finish(&request, outputs));
                     None
                 }
@@ -258,7 +386,7 @@ impl TickRunner {
             match tokio::time::timeout_at(tick_deadline.into(), reads).await {
                 // Finished and handed over on the blocking thread.
                 Ok(Ok(None)) => return,
-                Ok(Ok(Some((request, outputs)))) => (request, self.positioned(outputs)),
+                Ok(Ok(Some((request, outputs)))) => (request, outputs),
                 failed => {
                     let detail = match failed {
                         Err(_) => format!("no answer within {} ms", ON_DEMAND_LIMIT.as_millis()),
@@ -440,7 +568,8 @@ impl MergerState {
     /// Writes the events of every scope boundary queued so far.
     fn take_boundaries(&mut self) {
         let sink = Arc::clone(&self.runner.arguments.sink);
-        for boundary in self.boundaries.drain() {
+        self.boundaries.drain_into(&mut self.boundary_batch);
+        for boundary in self.boundary_batch.drain(..) {
             self.scopes.apply(boundary, sink.as_ref());
         }
     }
@@ -502,17 +631,27 @@ impl Actor for MergerActor {
             .iter()
             .map(|category| (*category, Arc::default()))
             .collect();
+        let direct = arguments.direct.clone();
+        let runner = Arc::new(TickRunner {
+            environment: Arc::new(environment),
+            arguments,
+            outstanding,
+            one_at_a_time: Arc::default(),
+            on_demand,
+            direct_in_flight: Mutex::new(None),
+        });
+        if !runner.on_demand.categories().is_empty() {
+            let _ = direct
+                .0
+                .set((Arc::downgrade(&runner), tokio::runtime::Handle::current()));
+            tokio::spawn(watch_direct_collections(Arc::downgrade(&runner)));
+        }
         let state = MergerState {
             closed: false,
-            scopes: ScopeTable::new(arguments.root_scope),
+            scopes: ScopeTable::new(runner.arguments.root_scope),
             boundaries,
-            runner: Arc::new(TickRunner {
-                environment: Arc::new(environment),
-                arguments,
-                outstanding,
-                one_at_a_time: Arc::default(),
-                on_demand,
-            }),
+            boundary_batch: Vec::new(),
+            runner,
             poll_in_flight: None,
         };
         Ok(state)
@@ -560,8 +699,13 @@ impl Actor for MergerActor {
                 state.poll_in_flight = Some((poll, done));
             }
             MergerMessage::PollFinished => state.finish_poll().await,
-            // Taken above.
-            MergerMessage::ScopeBoundaries => {}
+            // Taken above; held while they keep coming.
+            MergerMessage::ScopeBoundaries => match state.boundaries.woken() {
+                AfterWakeUp::Hold => {
+                    myself.send_after(HOLD, || MergerMessage::ScopeBoundaries);
+                }
+                AfterWakeUp::Released => state.take_boundaries(),
+            },
             MergerMessage::ScopesWritten(reply) => {
                 let _ = reply.send(());
             }

@@ -169,6 +169,14 @@ impl Delivery {
         Delivery(Arc::new(Mutex::new(Some((done, lock)))))
     }
 
+    /// Whether the snapshot is still to be handed over.
+    pub(super) fn is_pending(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
     /// Releases the tick lock and hands `snapshot` over, unless it was handed over
     /// already.
     pub(super) fn deliver(&self, snapshot: Snapshot) {

@@ -207,6 +207,8 @@ pub struct RunningPipeline {
     health: HealthBoard,
     /// Scope boundaries on their way to the merger, which writes their events.
     merger_boundaries: WakeSender<ScopeBoundary>,
+    /// On-demand collections the caller's thread starts itself, when it can.
+    direct_collections: crate::merger::actor::DirectCollector,
     /// Scope boundaries' requests for a power reading (one outstanding at a time).
     boundary_readings: Arc<BoundaryReadings>,
     /// Where the final report's window closes when it is not the shutdown call (a
@@ -314,6 +316,7 @@ impl RunningPipeline {
         Ok(RunningPipeline {
             supervisor,
             merger_boundaries: merger.boundaries.clone(),
+            direct_collections: merger.direct.clone(),
             merger: merger.merger,
             resource_enabled: spec.resource.is_some(),
             energy,
@@ -407,9 +410,12 @@ impl RunningPipeline {
             done.call(Err(PipelineError::ResourceMetricsDisabled));
             return;
         }
-        // A merger that stopped drops the message, and with it `done`: called with
-        // `Stopped` then.
-        let _ = self.merger.cast(MergerMessage::CollectThen(done));
+        // Straight to a blocking thread when nothing stands in the way; else through
+        // the merger. A merger that stopped drops the message, and with it `done`:
+        // called with `Stopped` then.
+        if let Err(done) = self.direct_collections.try_collect(done) {
+            let _ = self.merger.cast(MergerMessage::CollectThen(done));
+        }
     }
 
     /// Starts an Agent scope at this instant, without waiting for a poll in flight; its

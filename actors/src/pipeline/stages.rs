@@ -22,7 +22,7 @@ use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments};
 use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
 use crate::gpu::{GpuSource, PowerSample};
-use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+use crate::merger::actor::{DirectCollector, MergerActor, MergerArguments, MergerMessage};
 use crate::merger::scopes::ScopeBoundary;
 use crate::samplers::CategorySampler;
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
@@ -210,6 +210,8 @@ pub(super) struct MergerStage {
     pub poll_period: Option<Duration>,
     /// Where scope boundaries go to the merger.
     pub boundaries: WakeSender<ScopeBoundary>,
+    /// The merger's on-demand collection, for callers to start themselves.
+    pub direct: DirectCollector,
 }
 
 /// The merger's arguments and the poll period, before the merger is spawned.
@@ -258,6 +260,7 @@ pub(super) fn plan_merger(
             diagnostics: diagnostics.cloned(),
             deadline,
             root_scope,
+            direct: DirectCollector::default(),
         },
         poll_period: polled.then_some(interval),
     }
@@ -266,6 +269,7 @@ pub(super) fn plan_merger(
 /// Spawns the merger of `plan`.
 pub(super) async fn spawn_merger(plan: MergerPlan) -> Result<MergerStage, PipelineError> {
     let (boundaries, receiver) = wake_queue();
+    let direct = plan.arguments.direct.clone();
     let (merger, _) = Actor::spawn(None, MergerActor, (plan.arguments, receiver))
         .await
         .map_err(spawn_error)?;
@@ -273,6 +277,7 @@ pub(super) async fn spawn_merger(plan: MergerPlan) -> Result<MergerStage, Pipeli
         merger,
         poll_period: plan.poll_period,
         boundaries,
+        direct,
     })
 }
 
