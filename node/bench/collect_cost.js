@@ -5,9 +5,14 @@
 // Python (python/benches/collect_cost.py --reference-json; the interpreter from
 // WATTLINE_REFERENCE_PYTHON, else python3), once before and once after wattline's
 // calls, its figure the mean of the two, so drift in the machine's load hits both
-// alike. Each measures its own process's tree. Not a test: figures to read on a quiet
-// machine.   node node/bench/collect_cost.js [calls]
-const { execFileSync } = require('node:child_process');
+// alike. Each measures its own process's tree. A third row measures, from Node.js, the
+// tree of an idle Python process with the reference's plugin active (the same
+// --idle-reference script), so that both sides read a process of the same kind: most
+// of a call is the kernel walking the measured process's page tables for its private
+// memory (`smaps_rollup`), and a Node.js process maps several times what a Python one
+// does. Not a test: figures to read on a quiet machine.
+//   node node/bench/collect_cost.js [calls]
+const { execFileSync, spawn } = require('node:child_process');
 const path = require('node:path');
 const wattline = require('..');
 
@@ -27,10 +32,24 @@ async function perCall(collect, calls) {
   return [median(walls), median(cpus)];
 }
 
+const python = process.env.WATTLINE_REFERENCE_PYTHON || 'python3';
+const script = path.join(__dirname, '..', '..', 'python', 'benches', 'collect_cost.py');
+
+/** An idle Python process with the reference's plugin active, once it is ready; null when it cannot run. */
+async function idleReferenceProcess() {
+  const child = spawn(python, [script, '--idle-reference'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const ready = await new Promise((resolve) => {
+    child.stdout.on('data', (data) => {
+      if (String(data).includes('ready')) resolve(true);
+    });
+    child.on('exit', () => resolve(false));
+    child.on('error', () => resolve(false));
+  });
+  return ready ? child : null;
+}
+
 /** The reference's [wall µs, CPU µs] per call, or null (with the reason) when it cannot run. */
 function referencePerCall(calls) {
-  const python = process.env.WATTLINE_REFERENCE_PYTHON || 'python3';
-  const script = path.join(__dirname, '..', '..', 'python', 'benches', 'collect_cost.py');
   let output;
   try {
     output = execFileSync(python, [script, String(calls), '--reference-json'], {
@@ -57,6 +76,14 @@ function referencePerCall(calls) {
   const pipeline = await wattline.Pipeline.start({ gpu: false });
   const running = await perCall(() => pipeline.collect(), calls);
   await pipeline.shutdown();
+  let alike = null;
+  const idle = before && (await idleReferenceProcess());
+  if (idle) {
+    const measuring = await wattline.Pipeline.start({ gpu: false, scope: 'process_tree', pid: idle.pid });
+    alike = await perCall(() => measuring.collect(), calls);
+    await measuring.shutdown();
+    idle.stdin.end();
+  }
   const after = before && referencePerCall(calls);
   const reference = after && [0, 1].map((index) => (before[index] + after[index]) / 2);
   const oneShot = await perCall(() => wattline.collect(), Math.max(Math.floor(calls / 5), 5));
@@ -66,6 +93,7 @@ function referencePerCall(calls) {
     ['wattline Pipeline.collect() (running pipeline)', running],
     ['wattline.collect() (starts and stops a pipeline)', oneShot],
   ];
+  if (alike) rows.splice(1, 0, ['wattline Pipeline.collect() (reference-like Python tree)', alike]);
   if (reference) rows.unshift(['nemo-relay resource_metrics.collect() (Python)', reference]);
   for (const [name, [wall, cpu]] of rows) {
     const ratio = reference ? (wall / reference[0]).toFixed(2) : '-';

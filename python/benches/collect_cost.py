@@ -6,7 +6,10 @@ machine's load hits both alike. Not a test: figures to read on a quiet machine.
     .ci/venv/bin/python python/benches/collect_cost.py [calls]
 
 ``--reference-json`` measures only the reference and prints its figures as JSON (the
-Node.js bench, node/bench/collect_cost.js, runs it beside its own).
+Node.js bench, node/bench/collect_cost.js, runs it beside its own). ``--idle-reference``
+activates the reference's plugin as the measuring process has it, prints ``ready`` and
+waits for standard input to close: a process like the reference's own, for the
+Node.js bench to measure too.
 """
 
 from __future__ import annotations
@@ -77,7 +80,20 @@ async def main(calls: int) -> None:
         print(f"{name:56} {wall:10.0f} {cpu:10.0f} {ratio:>11}")
 
 
+async def idle_reference() -> None:
+    """The reference's plugin active, as in ``reference_per_call``, until stdin closes."""
+    from nemo_relay import resource_metrics
+
+    async with reference_active():
+        await resource_metrics.collect()
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
 if __name__ == "__main__":
+    if "--idle-reference" in sys.argv:
+        asyncio.run(idle_reference())
+        sys.exit(0)
     arguments = [argument for argument in sys.argv[1:] if argument != "--reference-json"]
     calls = int(arguments[0]) if arguments else 50
     if "--reference-json" in sys.argv:
