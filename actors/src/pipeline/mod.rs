@@ -410,12 +410,19 @@ impl RunningPipeline {
             done.call(Err(PipelineError::ResourceMetricsDisabled));
             return;
         }
-        // Straight to a blocking thread when nothing stands in the way; else through
-        // the merger. A merger that stopped drops the message, and with it `done`:
-        // called with `Stopped` then.
-        if let Err(done) = self.direct_collections.try_collect(done) {
-            let _ = self.merger.cast(MergerMessage::CollectThen(done));
-        }
+        // Straight to a blocking thread when nothing stands in the way (and the
+        // merger still runs: a stopped pipeline collects nothing); else through the
+        // merger. A merger that stopped drops the message, and with it `done`: called
+        // with `Stopped` then.
+        let done = if is_alive(self.merger.get_status()) {
+            match self.direct_collections.try_collect(done) {
+                Ok(()) => return,
+                Err(done) => done,
+            }
+        } else {
+            done
+        };
+        let _ = self.merger.cast(MergerMessage::CollectThen(done));
     }
 
     /// Starts an Agent scope at this instant, without waiting for a poll in flight; its
