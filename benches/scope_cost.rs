@@ -63,7 +63,6 @@ impl GpuSource for InstantGpu {
 }
 
 /// Wall time, the calling thread's CPU time and the process's CPU time per round.
-#[derive(Default)]
 struct Cost {
     wall: Duration,
     caller_cpu: Duration,

@@ -218,24 +218,14 @@ impl TickRunner {
             .await;
     }
 
-    /// A [`DirectCollector`]'s collection: on a blocking thread of `runtime`, when
-    /// the tick and the on-demand samplers are free and read every category; else
-    /// `done` back.
+    /// A [`DirectCollector`]'s collection (set up only where the on-demand samplers
+    /// read every category): on a blocking thread of `runtime`, when the tick and the
+    /// samplers are free; else `done` back.
     fn collect_directly(
         self: &Arc<Self>,
         done: SnapshotCallback,
         runtime: &tokio::runtime::Handle,
     ) -> Result<(), SnapshotCallback> {
-        let categories = self.on_demand.categories();
-        let all_on_demand = !categories.is_empty()
-            && self
-                .arguments
-                .categories
-                .iter()
-                .all(|category| categories.contains(category));
-        if !all_on_demand {
-            return Err(done);
-        }
         let Ok(one_at_a_time) = Arc::clone(&self.one_at_a_time).try_lock_owned() else {
             return Err(done);
         };
@@ -640,7 +630,16 @@ impl Actor for MergerActor {
             on_demand,
             direct_in_flight: Mutex::new(None),
         });
-        if !runner.on_demand.categories().is_empty() {
+        // Only where no category is asked of an actor: a direct collection never
+        // waits on one (and a pipeline without one needs no watch).
+        let on_demand = runner.on_demand.categories();
+        let every_category_on_demand = !on_demand.is_empty()
+            && runner
+                .arguments
+                .categories
+                .iter()
+                .all(|category| on_demand.contains(category));
+        if every_category_on_demand {
             let _ = direct
                 .0
                 .set((Arc::downgrade(&runner), tokio::runtime::Handle::current()));
