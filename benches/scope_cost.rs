@@ -1,8 +1,8 @@
 //! What one Agent scope costs the caller, opened and ended, against an OpenTelemetry
 //! SDK span started and ended in the same process and runtime: the yardstick a host
-//! already pays per step. Three rows, side by side in one run, as ratios to the span:
-//! the span (the SDK's batch processor in front of an exporter that discards); a
-//! wattline scope with no GPU source; a wattline scope with a GPU source
+//! already pays per step. Four rows, side by side in one run, as ratios to the span:
+//! the span (the SDK's batch processor in front of an exporter that discards); the
+//! span with a queue that drops none (below); a wattline scope with no GPU source; a wattline scope with a GPU source
 //! (an instant stand-in, so the figure is wattline's own, not a driver's).
 //!
 //! Each row runs `WATTLINE_SCOPE_COST_ROUNDS` rounds (default 20,000, after a tenth as
@@ -12,6 +12,11 @@
 //!   the pipeline keeping up;
 //! - back to back, all rounds in one go: faster than the pipeline books them, so its
 //!   queues grow while the loop runs (the SDK's queue drops spans instead, past 2,048).
+//!
+//! A second span row keeps every span (its queue is longer than the run): back to
+//! back, the default SDK queue drops spans past 2,048, so that row is mostly the cost
+//! of a dropped span, while wattline keeps every boundary. The `×k` columns are ratios
+//! to this one.
 //!
 //! For each: wall time, the calling thread's CPU time (what opening and ending cost
 //! the caller) and this process's CPU time per scope. In bursts, the process's CPU
@@ -129,6 +134,23 @@ where
     }
 }
 
+/// Spans started and ended by `tracer`, then flushed out of `provider`'s queue.
+async fn spans(
+    rounds: u64,
+    pace: Pace,
+    provider: &opentelemetry_sdk::trace::SdkTracerProvider,
+    tracer: &opentelemetry_sdk::trace::SdkTracer,
+) -> Cost {
+    let cost = measure(rounds, pace, |_| {
+        let mut span = tracer.start("step");
+        span.end();
+        std::future::ready(())
+    })
+    .await;
+    let _ = provider.force_flush();
+    cost
+}
+
 async fn wattline_scopes(rounds: u64, pace: Pace, with_gpu: bool) -> Cost {
     let mut builder =
         wattline::Pipeline::builder().config(common::pipeline_config(1000, None, None));
@@ -161,6 +183,22 @@ async fn main() {
         .with_batch_exporter(DiscardSpans)
         .build();
     let tracer = provider.tracer("bench");
+    // The same, with a queue long enough to keep every span: back to back the default
+    // queue (2,048) is full almost at once and the SDK drops the rest, so the default
+    // row there times mostly a dropped span. Wattline's queues keep every boundary;
+    // this row is the span that does the same.
+    let keeping_provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_span_processor(
+            opentelemetry_sdk::trace::BatchSpanProcessor::builder(DiscardSpans)
+                .with_batch_config(
+                    opentelemetry_sdk::trace::BatchConfigBuilder::default()
+                        .with_max_queue_size(2 * rounds as usize + 1_000)
+                        .build(),
+                )
+                .build(),
+        )
+        .build();
+    let keeping_tracer = keeping_provider.tracer("bench");
     println!("scope_cost: {rounds} rounds each, open and end, one runtime, one process");
     for (title, pace) in [
         (
@@ -172,36 +210,43 @@ async fn main() {
         ),
         ("back to back".to_owned(), Pace::BackToBack),
     ] {
-        let span = measure(rounds, pace, |_| {
-            let mut span = tracer.start("step");
-            span.end();
-            std::future::ready(())
-        })
-        .await;
-        let _ = provider.force_flush();
+        let span = spans(rounds, pace, &provider, &tracer).await;
+        let keeping_span = spans(rounds, pace, &keeping_provider, &keeping_tracer).await;
         let without_gpu = wattline_scopes(rounds, pace, false).await;
         let with_gpu = wattline_scopes(rounds, pace, true).await;
         println!("\n{title}");
         println!(
-            "{:<36} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            "row", "wall µs", "caller", "CPU µs", "wall ×", "caller ×", "CPU ×"
+            "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}",
+            "row",
+            "wall µs",
+            "caller",
+            "CPU µs",
+            "wall ×",
+            "caller ×",
+            "CPU ×",
+            "wall ×k",
+            "caller ×k"
         );
         for (label, cost) in [
             ("OpenTelemetry SDK span", &span),
+            ("OpenTelemetry SDK span, dropping none", &keeping_span),
             ("wattline scope, no GPU source", &without_gpu),
             ("wattline scope, instant GPU source", &with_gpu),
         ] {
             let ratio = |of: Duration, to: Duration| of.as_secs_f64() / to.as_secs_f64().max(1e-12);
             println!(
-                "{label:<36} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                "{label:<40} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>9.2}",
                 cost.wall.as_secs_f64() * 1e6,
                 cost.caller_cpu.as_secs_f64() * 1e6,
                 cost.cpu.as_secs_f64() * 1e6,
                 ratio(cost.wall, span.wall),
                 ratio(cost.caller_cpu, span.caller_cpu),
                 ratio(cost.cpu, span.cpu),
+                ratio(cost.wall, keeping_span.wall),
+                ratio(cost.caller_cpu, keeping_span.caller_cpu),
             );
         }
     }
     let _ = provider.shutdown();
+    let _ = keeping_provider.shutdown();
 }

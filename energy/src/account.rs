@@ -225,6 +225,14 @@ impl Meter {
         closed
     }
 
+    /// The recent intervals that end after `at`, in order. They are kept in the order
+    /// they ended, so they are found by bisection: a settled scope (`at` =
+    /// [`Nanos::MAX`]) looks at none, not at two minutes of them.
+    fn after(&self, at: Nanos) -> impl Iterator<Item = &Segment> {
+        let first = self.recent.partition_point(|s| s.end.at <= at);
+        self.recent.range(first..)
+    }
+
     fn gap(&mut self) {
         if self.last.take().is_some() {
             self.gaps += 1;
@@ -257,7 +265,7 @@ struct SourceAccount {
 #[derive(Debug)]
 struct ScopeAccount {
     uuid: Uuid,
-    name: String,
+    name: std::sync::Arc<str>,
     parent: Option<Uuid>,
     process_id: Option<u32>,
     /// As the caller gave it (the report shows it); attribution uses [`usable_weight`].
@@ -300,12 +308,17 @@ impl ScopeAccount {
 #[derive(Debug)]
 pub struct EnergyAccount {
     settings: EnergySettings,
+    /// What the settings price energy at, worked out once.
+    pricing: reporting::Pricing,
     clock: (Nanos, DateTime<Utc>),
     measuring_from: Option<(Nanos, DateTime<Utc>)>,
     sources: BTreeMap<String, SourceAccount>,
     meters: BTreeMap<(EnergyDomain, String), Meter>,
     /// Scopes that can still receive energy, in start order.
     scopes: Vec<ScopeAccount>,
+    /// Empty between calls: the buffer [`EnergyAccount::retire_scopes`] moves the
+    /// scopes it retires through.
+    retiring: Vec<ScopeAccount>,
     /// Scopes no later interval can reach, in the order they were retired: kept for
     /// the report only, the newest `scopes_in_detail` of them.
     finished_scopes: VecDeque<ScopeAccount>,
@@ -346,12 +359,14 @@ impl EnergyAccount {
         // The started record carries the region's row: a replay keeps this figure.
         settings.pin_carbon_region();
         EnergyAccount {
+            pricing: reporting::Pricing::of(&settings),
             settings,
             clock: (at, wall),
             measuring_from: None,
             sources: BTreeMap::new(),
             meters: BTreeMap::new(),
             scopes: Vec::new(),
+            retiring: Vec::new(),
             finished_scopes: VecDeque::new(),
             folded_scopes: FoldedScopeAggregates::default(),
             unattributed: BTreeMap::new(),
@@ -447,7 +462,7 @@ impl EnergyAccount {
                 let trace = self.scope_trace(*uuid, *parent, traceparent.as_deref());
                 self.scopes.push(ScopeAccount {
                     uuid: *uuid,
-                    name: name.clone(),
+                    name: std::sync::Arc::clone(name),
                     parent: *parent,
                     process_id: *process_id,
                     weight: *weight,
@@ -634,8 +649,15 @@ impl EnergyAccount {
                 let (energy, time) = segment.fractions(scope.start, scope.until());
                 *scope.joules.entry(domain).or_default() += segment.best_joules() * energy;
                 if time > 0.0 {
-                    *scope.covered.entry(id.to_owned()).or_default() +=
-                        seconds(segment.length() * time);
+                    let covered = seconds(segment.length() * time);
+                    // Looked up before inserting: no key is copied for a meter already
+                    // there, on every interval, for every live scope.
+                    match scope.covered.get_mut(id) {
+                        Some(seconds) => *seconds += covered,
+                        None => {
+                            scope.covered.insert(id.to_owned(), covered);
+                        }
+                    }
                 }
             }
             let claimants: Vec<Claimant> = self.scopes.iter().map(ScopeAccount::claimant).collect();
@@ -655,7 +677,11 @@ impl EnergyAccount {
             *self.unattributed.entry(domain).or_default() += division.unattributed;
         }
         let newest = segment.end.at;
-        meter.recent.push_back(segment);
+        // Kept in the order they end (see `Meter::after`): one that ends before the
+        // newest kept (a reading after a gap, from another backend) goes in its place.
+        let place = meter.recent.partition_point(|s| s.end.at <= newest);
+        meter.recent.insert(place, segment);
+        let newest = meter.recent.back().map_or(newest, |s| s.end.at);
         while meter
             .recent
             .front()
@@ -680,25 +706,29 @@ impl EnergyAccount {
     fn retire_scopes(&mut self, now: Nanos) {
         let horizon = self.horizon(now);
         let retired = |scope: &ScopeAccount| scope.end.is_some_and(|(end, _)| end <= horizon);
-        // Most readings retire nothing: the list is left as it is, not copied.
+        // Most readings retire nothing: the list is left as it is.
         if !self.scopes.iter().any(retired) {
             return;
         }
-        let (done, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.scopes)
-            .into_iter()
-            .partition(|scope| retired(scope));
-        self.scopes = live;
-        for scope in done {
+        // Taken out in place, into a buffer kept between calls: neither list is
+        // rebuilt (and regrown) on every reading that retires a step.
+        let mut done = std::mem::take(&mut self.retiring);
+        done.extend(self.scopes.extract_if(.., |scope| retired(scope)));
+        for scope in done.drain(..) {
             self.finish(scope);
         }
+        self.retiring = done;
     }
 
     /// Keeps a retired scope for the report, folding the oldest past
     /// `scopes_in_detail` into their name's aggregate; announces its final figures
     /// when asked to.
-    fn finish(&mut self, scope: ScopeAccount) {
+    fn finish(&mut self, mut scope: ScopeAccount) {
         if self.settled.is_some() && !scope.announced {
-            let settled = self.settled_scope(&scope);
+            // A retired scope's trace is needed only here (only live scopes are
+            // parents): it is moved into the announcement, not copied.
+            let trace = std::mem::replace(&mut scope.trace, ScopeTrace::none());
+            let settled = self.settled_scope(&scope, trace);
             if let Some(pending) = &mut self.settled {
                 pending.push(settled);
             }
@@ -741,7 +771,7 @@ impl EnergyAccount {
             if !domain.is_counted() {
                 continue;
             }
-            for segment in meter.recent.iter().filter(|s| s.end.at > after) {
+            for segment in meter.after(after) {
                 let division = divide_segment(segment, after, Nanos::MAX, &claimants);
                 for (slot, joules) in late.scopes.iter_mut().zip(&division.inclusive) {
                     if *joules != 0.0 {
@@ -778,20 +808,121 @@ mod tests {
     use wattline_model::energy::DevicePower;
 
     fn reading(seconds: u64) -> EnergyRecord {
+        source_reading("nvml", seconds, Some(100.0))
+    }
+
+    /// A scope's start at `at` and its end at `end` (ns), no parent, weight or trace.
+    fn scope_records(uuid: Uuid, name: &str, at: Nanos, end: Nanos) -> [EnergyRecord; 2] {
+        let wall = Utc::now();
+        [
+            EnergyRecord::ScopeStarted {
+                uuid,
+                name: name.into(),
+                at,
+                wall,
+                parent: None,
+                process_id: None,
+                weight: None,
+                traceparent: None,
+            },
+            EnergyRecord::ScopeEnded {
+                uuid,
+                at: end,
+                wall,
+            },
+        ]
+    }
+
+    /// A reading of device `GPU-a` at 100 W from `source` at `seconds`, or a failed
+    /// read (no devices) when `watts` is `None`.
+    fn source_reading(source: &str, seconds: u64, watts: Option<f64>) -> EnergyRecord {
         EnergyRecord::Power(PowerRecord {
-            source: "nvml".into(),
+            source: source.into(),
             at: seconds * 1_000_000_000,
-            devices: Some(vec![DevicePower {
-                id: "GPU-a".into(),
-                name: None,
-                watts: Some(100.0),
-                counter_millijoules: None,
-                shares: None,
-                mig_enabled: None,
-                at: None,
-            }]),
+            devices: watts.map(|watts| {
+                vec![DevicePower {
+                    id: "GPU-a".into(),
+                    name: None,
+                    watts: Some(watts),
+                    counter_millijoules: None,
+                    shares: None,
+                    mig_enabled: None,
+                    at: None,
+                }]
+            }),
             power_field: None,
         })
+    }
+
+    #[test]
+    fn intervals_closed_out_of_order_are_kept_in_end_order_and_a_report_takes_their_tails_out() {
+        let wall = Utc::now();
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall);
+        // nvml: 0-4 s and 4-12 s; its next read fails (a gap). A second backend then
+        // reads the same device from 5 s: its intervals 5-7 s and 7-9 s end before the
+        // newest kept (12 s).
+        for record in [
+            source_reading("nvml", 0, Some(100.0)),
+            source_reading("nvml", 4, Some(100.0)),
+            source_reading("nvml", 12, Some(100.0)),
+            source_reading("nvml", 13, None),
+            source_reading("smi", 5, Some(100.0)),
+            source_reading("smi", 7, Some(100.0)),
+            source_reading("smi", 9, Some(100.0)),
+        ] {
+            account.apply(&record);
+        }
+        let meter = account.meters.values().next().unwrap();
+        let ends: Vec<u64> = meter
+            .recent
+            .iter()
+            .map(|s| s.end.at / 1_000_000_000)
+            .collect();
+        assert_eq!(ends, vec![4, 7, 9, 12]);
+        // As of 8 s, 100 W everywhere: 0-8 s of nvml (800 J) and 5-8 s of smi (300 J);
+        // the tails after 8 s (4 s of nvml, 1 s of smi) are taken back out.
+        let report = account.report(8_000_000_000, wall);
+        let joules = report.devices[0].energy_kwh * JOULES_PER_KILOWATT_HOUR;
+        assert!((joules - 1_100.0).abs() < 1e-6, "{joules} J");
+    }
+
+    #[test]
+    fn settled_scopes_are_drained_in_order_into_the_callers_buffer_and_only_once() {
+        let wall = Utc::now();
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall);
+        account.announce_settled_scopes();
+        let step = |account: &mut EnergyAccount, n: u64| {
+            let uuid = Uuid::from_u128(u128::from(n) + 1);
+            for record in scope_records(uuid, &format!("step-{n}"), n * 10, n * 10 + 5) {
+                account.apply(&record);
+            }
+        };
+        let names = |settled: &[SettledScope]| -> Vec<String> {
+            settled.iter().map(|s| s.energy.name.clone()).collect()
+        };
+        step(&mut account, 0);
+        step(&mut account, 1);
+        let mut buffer = Vec::with_capacity(64);
+        account.drain_settled_scopes_into(&mut buffer);
+        assert_eq!(names(&buffer), ["step-0", "step-1"]);
+        // Each one's trace went with it: a trace of its own, under its UUID.
+        assert_eq!(
+            buffer[1].trace.as_ref().map(|t| t.trace_id.as_str()),
+            Some("00000000000000000000000000000002")
+        );
+        account.drain_settled_scopes_into(&mut buffer);
+        assert_eq!(buffer.len(), 2, "nothing is drained twice");
+        // A buffer still holding scopes is appended to, in order.
+        step(&mut account, 2);
+        account.drain_settled_scopes_into(&mut buffer);
+        assert_eq!(names(&buffer), ["step-0", "step-1", "step-2"]);
+        // An emptied buffer (which trades places with the account's list) gets only
+        // what settled since.
+        buffer.clear();
+        step(&mut account, 3);
+        account.drain_settled_scopes_into(&mut buffer);
+        assert_eq!(names(&buffer), ["step-3"]);
+        assert!(account.take_settled_scopes().is_empty());
     }
 
     #[test]
@@ -811,24 +942,12 @@ mod tests {
         let mut settings = EnergySettings::default();
         settings.config.scopes_in_detail = 100;
         let mut account = EnergyAccount::new(settings, 0, Utc::now());
-        let wall = Utc::now();
         for n in 0..10_000u64 {
             let uuid = Uuid::from_u128(u128::from(n) + 1);
-            account.apply(&EnergyRecord::ScopeStarted {
-                uuid,
-                name: format!("step-{}", n % 3),
-                at: n * 1_000,
-                wall,
-                parent: None,
-                process_id: None,
-                weight: None,
-                traceparent: None,
-            });
-            account.apply(&EnergyRecord::ScopeEnded {
-                uuid,
-                at: n * 1_000 + 500,
-                wall,
-            });
+            let name = format!("step-{}", n % 3);
+            for record in scope_records(uuid, &name, n * 1_000, n * 1_000 + 500) {
+                account.apply(&record);
+            }
         }
         assert!(account.scopes.is_empty());
         assert_eq!(account.finished_scopes.len(), 100);
@@ -838,24 +957,10 @@ mod tests {
     #[test]
     fn an_ended_scope_no_reading_can_reach_is_retired() {
         let mut account = EnergyAccount::new(EnergySettings::default(), 0, Utc::now());
-        let uuid = Uuid::now_v7();
-        let wall = Utc::now();
         account.apply(&reading(0));
-        account.apply(&EnergyRecord::ScopeStarted {
-            uuid,
-            name: "step".into(),
-            at: 1_000_000_000,
-            wall,
-            parent: None,
-            process_id: None,
-            weight: None,
-            traceparent: None,
-        });
-        account.apply(&EnergyRecord::ScopeEnded {
-            uuid,
-            at: 2_000_000_000,
-            wall,
-        });
+        for record in scope_records(Uuid::now_v7(), "step", 1_000_000_000, 2_000_000_000) {
+            account.apply(&record);
+        }
         account.apply(&reading(1));
         assert_eq!(
             account.scopes.len(),

@@ -106,7 +106,7 @@ fn schedule(steps: &[Step], readings: Vec<EnergyRecord>) -> Vec<EnergyRecord> {
             EnergyRecord::ScopeStarted {
                 uuid: step.uuid,
                 // Two names, as steps of a few kinds repeat.
-                name: format!("step-{}", step.uuid.as_u128() % 2),
+                name: format!("step-{}", step.uuid.as_u128() % 2).into(),
                 at: step.start,
                 wall: wall(step.start),
                 parent: step.parent,

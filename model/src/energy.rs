@@ -170,8 +170,8 @@ pub enum EnergyRecord {
     ScopeStarted {
         /// Its UUID.
         uuid: Uuid,
-        /// Its name.
-        name: String,
+        /// Its name (shared with the scope's other records, not copied per record).
+        name: std::sync::Arc<str>,
         /// Monotonic time.
         at: Nanos,
         /// Wall-clock time.

@@ -92,6 +92,17 @@ pub struct ScopeTrace {
 }
 
 impl ScopeTrace {
+    /// No trace at all (every ID empty): a placeholder that allocates nothing.
+    pub fn none() -> Self {
+        ScopeTrace {
+            trace_id: String::new(),
+            span_id: String::new(),
+            parent_span_id: None,
+            remote_parent: false,
+            sampled: false,
+        }
+    }
+
     /// The trace of scope `uuid`: under `traceparent` when one is given, else under
     /// its `parent` scope's trace, else a trace of its own whose ID is the UUID.
     pub fn resolve(
@@ -116,7 +127,7 @@ impl ScopeTrace {
                 sampled: parent.sampled,
             },
             (None, None) => ScopeTrace {
-                trace_id: format!("{:032x}", uuid.as_u128()),
+                trace_id: lower_hex(uuid.as_u128(), 32),
                 span_id,
                 parent_span_id: None,
                 remote_parent: false,
@@ -130,7 +141,18 @@ impl ScopeTrace {
 /// never all zero.
 pub fn span_id_of(uuid: Uuid) -> String {
     let low = uuid.as_u128() as u64;
-    format!("{:016x}", if low == 0 { 1 } else { low })
+    lower_hex(u128::from(if low == 0 { 1 } else { low }), 16)
+}
+
+/// The last `digits` hex digits of `value`, lowercase, zero-padded: what
+/// `format!("{value:0digits$x}")` gives, without the formatting machinery (every scope
+/// makes two of these).
+fn lower_hex(value: u128, digits: usize) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    (0..digits)
+        .rev()
+        .map(|place| char::from(DIGITS[((value >> (4 * place)) & 0xf) as usize]))
+        .collect()
 }
 
 #[cfg(test)]
@@ -138,6 +160,21 @@ mod tests {
     use super::*;
 
     const CALLER: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn hex_digits_are_the_formatters_own() {
+        for value in [
+            0u128,
+            1,
+            0xabc,
+            u128::from(u64::MAX),
+            u128::MAX,
+            0x0123_4567_89ab_cdef,
+        ] {
+            assert_eq!(lower_hex(value, 32), format!("{value:032x}"));
+            assert_eq!(lower_hex(value, 16), format!("{:016x}", value as u64));
+        }
+    }
 
     #[test]
     fn the_w3c_example_parses_and_bad_values_say_what_is_wrong() {

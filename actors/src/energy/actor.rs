@@ -14,7 +14,7 @@ use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
 use super::rapl_intervals::RaplIntervals;
 use super::semconv::SemconvMetrics;
-use super::settled::{MetricScopeNames, settled_scope_events};
+use super::settled::{MetricScopeNames, send_settled_scope_events};
 use crate::energy::account::{ClosedInterval, EnergyAccount};
 use crate::energy::genai;
 use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
@@ -23,6 +23,7 @@ use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
 use crate::wake_queue::{AfterWakeUp, HOLD, WakeReceiver};
 use wattline_model::events::{EventSink, PipelineEvent};
+use wattline_model::scope_energy::SettledScope;
 
 /// What the energy actor starts with.
 pub struct EnergyArguments {
@@ -69,6 +70,8 @@ pub struct EnergyState {
     boundaries: WakeReceiver<EnergyInput>,
     /// The buffer a drain of `boundaries` is booked from, kept between drains.
     boundary_batch: Vec<EnergyInput>,
+    /// Empty between calls: settled scopes on their way to the sink.
+    settled_batch: Vec<SettledScope>,
     /// Where a reading at the boundaries just taken is asked for.
     boundary_readings: Option<Arc<BoundaryReadings>>,
 }
@@ -87,18 +90,18 @@ impl EnergyState {
 
     /// Sends the final figures of every scope the account settled since last time.
     fn announce_settled_scopes(&mut self) {
-        let settled = self.account.take_settled_scopes();
-        if settled.is_empty() {
-            return;
+        // Through a buffer kept between calls, which trades places with the account's.
+        let mut settled = std::mem::take(&mut self.settled_batch);
+        self.account.drain_settled_scopes_into(&mut settled);
+        if !settled.is_empty() {
+            send_settled_scope_events(
+                settled.drain(..),
+                &mut self.metric_scope_names,
+                &mut self.ended_at_program_exit,
+                |event| self.sink.send(event),
+            );
         }
-        let events = settled_scope_events(
-            settled,
-            &mut self.metric_scope_names,
-            &mut self.ended_at_program_exit,
-        );
-        for event in events {
-            self.sink.send(event);
-        }
+        self.settled_batch = settled;
     }
 
     /// Books every scope boundary queued so far.
@@ -143,7 +146,7 @@ impl EnergyState {
                 let at = self.epoch.nanos(at);
                 self.record(EnergyRecord::ScopeStarted {
                     uuid,
-                    name: name.to_string(),
+                    name,
                     at,
                     wall: wall.into(),
                     parent,
@@ -294,6 +297,7 @@ impl Actor for EnergyActor {
             ended_at_program_exit: HashSet::new(),
             boundaries: arguments.boundaries,
             boundary_batch: Vec::new(),
+            settled_batch: Vec::new(),
             boundary_readings: arguments.boundary_readings,
         })
     }

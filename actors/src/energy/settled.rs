@@ -40,36 +40,39 @@ impl MetricScopeNames {
     }
 }
 
-/// The events announcing `settled`: one [`PipelineEvent::ScopeEnergy`] per scope, and a
-/// batch counting the scopes whose name was folded, when any was. A scope in
-/// `ended_at_program_exit` is flagged so (and forgotten there).
-pub fn settled_scope_events(
-    settled: Vec<SettledScope>,
+/// Sends the events announcing `settled` to `send`: one
+/// [`PipelineEvent::ScopeEnergy`] per scope, then a batch counting the scopes whose name
+/// was folded, when any was. A scope in `ended_at_program_exit` is flagged so (and
+/// forgotten there).
+pub fn send_settled_scope_events(
+    settled: impl IntoIterator<Item = SettledScope>,
     names: &mut MetricScopeNames,
     ended_at_program_exit: &mut HashSet<Uuid>,
-) -> Vec<PipelineEvent> {
-    let mut events = Vec::with_capacity(settled.len() + 1);
+    mut send: impl FnMut(PipelineEvent),
+) {
     let mut folded = Vec::new();
     for mut scope in settled {
-        if let Ok(uuid) = scope.energy.uuid.parse::<Uuid>() {
+        // Almost always empty: the UUID is parsed back only when some scope is there.
+        if !ended_at_program_exit.is_empty()
+            && let Ok(uuid) = scope.energy.uuid.parse::<Uuid>()
+        {
             scope.ended_at_program_exit = ended_at_program_exit.remove(&uuid);
         }
         let (_, name_folded) = names.metric_name(&scope.energy.name);
         if name_folded {
             folded.push(names_folded_measurement());
         }
-        events.push(PipelineEvent::ScopeEnergy {
+        send(PipelineEvent::ScopeEnergy {
             settled: Box::new(scope),
             name_folded,
         });
     }
     if !folded.is_empty() {
-        events.push(PipelineEvent::Metrics {
+        send(PipelineEvent::Metrics {
             timestamp: chrono::Utc::now(),
             measurements: folded,
         });
     }
-    events
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use wattline_config::energy::CarbonIntensity;
+use wattline_config::energy::{CarbonIntensity, EnergySettings};
 
 use super::{EnergyAccount, LateAttribution, Meter, ScopeAccount, Tally, seconds};
 use crate::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
@@ -14,13 +14,23 @@ use wattline_model::report::{
     SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
 };
 use wattline_model::scope_energy::SettledScope;
+use wattline_model::trace_context::ScopeTrace;
 
 fn kwh(joules: f64) -> f64 {
     joules / JOULES_PER_KILOWATT_HOUR
 }
 
+/// `uuid` in its hyphenated form, as `to_string` gives it, written directly (every
+/// settled scope makes one or two).
+fn uuid_text(uuid: uuid::Uuid) -> String {
+    uuid.hyphenated()
+        .encode_lower(&mut [0; uuid::fmt::Hyphenated::LENGTH])
+        .to_owned()
+}
+
 /// The factors that turn energy into money and CO2.
-struct Pricing {
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Pricing {
     /// Per kWh, in the configured currency.
     price: f64,
     /// gCO2e per kWh.
@@ -30,6 +40,15 @@ struct Pricing {
 }
 
 impl Pricing {
+    /// The factors `settings` put in force (they do not change for an account's life).
+    pub(super) fn of(settings: &EnergySettings) -> Self {
+        Pricing {
+            price: settings.config.cost_per_kwh,
+            gco2e_per_kwh: settings.carbon_intensity().gco2e_per_kwh,
+            co2_tracking: settings.config.co2_tracking,
+        }
+    }
+
     fn cost(&self, kwh: f64) -> f64 {
         kwh * self.price
     }
@@ -69,7 +88,7 @@ impl EnergyAccount {
         let config = &self.settings.config;
         let from = self.measuring_from.map_or(0, |(at, _)| at);
         let carbon = self.settings.carbon_intensity();
-        let pricing = self.pricing();
+        let pricing = self.pricing;
         let meters = self.meter_figures(at, from, &pricing);
         let mut scopes: Vec<&ScopeAccount> =
             self.finished_scopes.iter().chain(&self.scopes).collect();
@@ -231,7 +250,7 @@ impl EnergyAccount {
             if !domain.is_counted() {
                 continue;
             }
-            for segment in meter.recent.iter().filter(|s| s.end.at > at) {
+            for segment in meter.after(at) {
                 let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
                 *joules.entry(*domain).or_default() -= segment.best_joules() * energy;
             }
@@ -244,9 +263,9 @@ impl EnergyAccount {
         };
         let attributed_total = measured.then(|| kwh(domains.iter().map(attributed).sum::<f64>()));
         ScopeEnergy {
-            uuid: scope.uuid.to_string(),
-            name: scope.name.clone(),
-            parent_uuid: scope.parent.map(|uuid| uuid.to_string()),
+            uuid: uuid_text(scope.uuid),
+            name: scope.name.to_string(),
+            parent_uuid: scope.parent.map(uuid_text),
             process_id: scope.process_id,
             weight: scope.weight,
             attributed_gpu_energy_kwh: gpu_measured.then(|| kwh(attributed(&EnergyDomain::Gpu))),
@@ -264,7 +283,7 @@ impl EnergyAccount {
 
     /// A retired scope's final figures: no interval after its end can reach it, so
     /// nothing is taken back out.
-    pub(super) fn settled_scope(&self, scope: &ScopeAccount) -> SettledScope {
+    pub(super) fn settled_scope(&self, scope: &ScopeAccount, trace: ScopeTrace) -> SettledScope {
         let counted = self.counted_domains();
         let figures = ScopeFigures {
             at: Nanos::MAX,
@@ -272,13 +291,18 @@ impl EnergyAccount {
             gpu_measured: counted.contains(&EnergyDomain::Gpu),
             domains: &counted,
         };
-        let energy = self.scope_energy(scope, &BTreeMap::new(), &figures, &self.pricing());
-        self.settled_with(energy, scope)
+        let energy = self.scope_energy(scope, &BTreeMap::new(), &figures, &self.pricing);
+        self.settled_with(energy, scope, trace)
     }
 
     /// `energy` with what a reader needs to trust it: the attribution, each counted
-    /// domain's method, the meters counted and the currency.
-    pub(super) fn settled_with(&self, energy: ScopeEnergy, scope: &ScopeAccount) -> SettledScope {
+    /// domain's method, the meters counted and the currency; `trace` is the scope's.
+    pub(super) fn settled_with(
+        &self,
+        energy: ScopeEnergy,
+        scope: &ScopeAccount,
+        trace: ScopeTrace,
+    ) -> SettledScope {
         let mut methods: BTreeMap<EnergyDomain, Vec<EnergySource>> = BTreeMap::new();
         let mut meters = Vec::new();
         for ((domain, id), meter) in &self.meters {
@@ -312,7 +336,7 @@ impl EnergyAccount {
             meters,
             currency: self.settings.config.currency.clone(),
             ended_at_program_exit: false,
-            trace: Some(scope.trace.clone()),
+            trace: Some(trace),
             coverage,
         }
     }
@@ -327,16 +351,6 @@ impl EnergyAccount {
             .collect();
         domains.dedup();
         domains
-    }
-
-    /// The factors in force that turn energy into money and CO2.
-    fn pricing(&self) -> Pricing {
-        let config = &self.settings.config;
-        Pricing {
-            price: config.cost_per_kwh,
-            gco2e_per_kwh: self.settings.carbon_intensity().gco2e_per_kwh,
-            co2_tracking: config.co2_tracking,
-        }
     }
 
     /// Why no GPU energy was measured: a selection that leaves every device out says
@@ -362,7 +376,7 @@ impl Meter {
     fn as_of(&self, at: Nanos, from: Nanos) -> (Tally, BTreeMap<u32, f64>) {
         let mut run = self.run.clone();
         let mut process_joules = self.processes.clone();
-        for segment in self.recent.iter().filter(|s| s.end.at > at) {
+        for segment in self.after(at) {
             let fractions = segment.fractions(at.max(from), Nanos::MAX);
             run.add(segment, fractions, -1.0);
             if fractions.1 > 0.0 && fractions.1 >= segment.fractions(from, Nanos::MAX).1 {

@@ -38,10 +38,24 @@ impl EnergyAccount {
 
     /// The scopes settled since the last call, in the order they settled.
     pub fn take_settled_scopes(&mut self) -> Vec<SettledScope> {
-        self.settled
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
+        let mut settled = Vec::new();
+        self.drain_settled_scopes_into(&mut settled);
+        settled
+    }
+
+    /// Appends the scopes settled since the last call to `into`, in the order they
+    /// settled. An empty `into` trades places with the account's list, so a caller
+    /// that keeps its buffer (and empties it) lets both lists keep their capacity:
+    /// no list is grown again from nothing for every batch of steps.
+    pub fn drain_settled_scopes_into(&mut self, into: &mut Vec<SettledScope>) {
+        let Some(pending) = &mut self.settled else {
+            return;
+        };
+        if into.is_empty() {
+            std::mem::swap(pending, into);
+        } else {
+            into.append(pending);
+        }
     }
 
     /// The run's final word: every scope not yet announced is settled with its figures
@@ -62,7 +76,7 @@ impl EnergyAccount {
             .filter(remaining)
             .filter_map(|scope| {
                 let energy = figures.get(scope.uuid.to_string().as_str())?;
-                Some(self.settled_with(ScopeEnergy::clone(energy), scope))
+                Some(self.settled_with(ScopeEnergy::clone(energy), scope, scope.trace.clone()))
             })
             .collect();
         for scope in &mut self.scopes {

@@ -43,7 +43,7 @@ fn gpu_run_records() -> Vec<EnergyRecord> {
             if (seconds - from).abs() < 1e-9 {
                 records.push(EnergyRecord::ScopeStarted {
                     uuid,
-                    name: name.to_string(),
+                    name: (*name).into(),
                     at: nanos(seconds),
                     wall: wall(seconds),
                     parent: None,
