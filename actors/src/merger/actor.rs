@@ -491,14 +491,14 @@ impl TickRunner {
     ) -> Vec<(usize, CategoryOutput)> {
         let mut outputs = Vec::new();
         for (position, category, answer) in asked {
-            match tokio::time::timeout_at(tick_deadline.into(), answer).await {
-                Ok(Ok(output)) => outputs.push((position, (category, output))),
-                Err(_) => self.deadline_missed(
+            match await_answer(answer, tick_deadline).await {
+                Answer::Output(output) => outputs.push((position, (category, output))),
+                Answer::Late => self.deadline_missed(
                     category,
                     format!("no answer within {} ms", deadline.as_millis()),
                 ),
                 // The sampler failed or is being restarted: its category is null.
-                Ok(Err(_)) => {}
+                Answer::Failed => {}
             }
         }
         outputs
@@ -529,6 +529,28 @@ impl TickRunner {
         if let Some(diagnostics) = &self.arguments.diagnostics {
             diagnostics.record_deadline_missed(category, &detail);
         }
+    }
+}
+
+/// What came of asking a sampler for a tick.
+#[derive(Debug, PartialEq)]
+enum Answer<T> {
+    /// It answered in time.
+    Output(T),
+    /// It did not answer by the tick's deadline.
+    Late,
+    /// Its reply was dropped before the deadline: it failed or is restarting.
+    Failed,
+}
+
+/// Waits for a sampler's `answer` until `tick_deadline`. A reply dropped unanswered at
+/// or after the deadline is a missed deadline too: a sampler skips a tick that expired
+/// while it sat in its mailbox, and the drop can reach here before the timer fires.
+async fn await_answer<T>(answer: oneshot::Receiver<T>, tick_deadline: Instant) -> Answer<T> {
+    match tokio::time::timeout_at(tick_deadline.into(), answer).await {
+        Ok(Ok(output)) => Answer::Output(output),
+        Ok(Err(_)) if Instant::now() < tick_deadline => Answer::Failed,
+        Ok(Err(_)) | Err(_) => Answer::Late,
     }
 }
 
@@ -725,5 +747,36 @@ impl Actor for MergerActor {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_reply_dropped_after_the_deadline_is_a_missed_deadline_and_one_dropped_before_a_failure()
+     {
+        // A sampler that skipped an expired tick dropped its reply; the merger looks
+        // after the deadline and finds the channel closed, not its timer fired.
+        let (reply, answer) = oneshot::channel::<u32>();
+        drop(reply);
+        let passed = Instant::now() - Duration::from_millis(1);
+        assert_eq!(await_answer(answer, passed).await, Answer::Late);
+
+        // Dropped well before the deadline: the sampler failed or is restarting.
+        let (reply, answer) = oneshot::channel::<u32>();
+        drop(reply);
+        let later = Instant::now() + Duration::from_secs(60);
+        assert_eq!(await_answer(answer, later).await, Answer::Failed);
+
+        // Never answered: late once the deadline passes.
+        let (_reply, answer) = oneshot::channel::<u32>();
+        let soon = Instant::now() + Duration::from_millis(20);
+        assert_eq!(await_answer(answer, soon).await, Answer::Late);
+
+        let (reply, answer) = oneshot::channel::<u32>();
+        let _ = reply.send(7);
+        assert_eq!(await_answer(answer, later).await, Answer::Output(7));
     }
 }
