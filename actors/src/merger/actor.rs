@@ -753,6 +753,182 @@ impl Actor for MergerActor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Condvar;
+    use std::sync::mpsc;
+
+    use crate::merger::on_demand::SnapshotResult;
+    use crate::samplers::{CategoryReading, CategorySampler, SamplerOutput};
+    use crate::wake_queue::wake_queue;
+    use wattline_model::events::CollectingEventSink;
+
+    /// Holds every read until the test opens it, counting the reads that started.
+    #[derive(Default)]
+    struct Gate {
+        state: Mutex<(u32, bool)>,
+        changed: Condvar,
+    }
+
+    impl Gate {
+        fn lock(&self) -> std::sync::MutexGuard<'_, (u32, bool)> {
+            self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+
+        fn open(&self) {
+            self.lock().1 = true;
+            self.changed.notify_all();
+        }
+
+        /// Waits (up to 10 s) until `reads` reads have started.
+        fn wait_for_reads(&self, reads: u32) {
+            let (state, _) = self
+                .changed
+                .wait_timeout_while(self.lock(), Duration::from_secs(10), |state| {
+                    state.0 < reads
+                })
+                .unwrap_or_else(PoisonError::into_inner);
+            assert!(state.0 >= reads, "{} reads started, not {reads}", state.0);
+        }
+    }
+
+    struct OpenOnDrop(Arc<Gate>);
+
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            self.0.open();
+        }
+    }
+
+    /// A real sampler whose reads wait at `gate` first: a read that hangs.
+    struct GatedSampler {
+        inner: Box<dyn CategorySampler>,
+        gate: Arc<Gate>,
+    }
+
+    impl CategorySampler for GatedSampler {
+        fn category(&self) -> SamplerCategory {
+            self.inner.category()
+        }
+
+        fn sample_category(&mut self, request: &SampleRequest) -> SamplerOutput<CategoryReading> {
+            let mut state = self.gate.lock();
+            state.0 += 1;
+            self.gate.changed.notify_all();
+            while !state.1 {
+                state = self
+                    .gate
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            drop(state);
+            self.inner.sample_category(request)
+        }
+    }
+
+    /// A merger of this process's memory only, read on demand through `gate`.
+    async fn gated_merger(gate: &Arc<Gate>) -> (ActorRef<MergerMessage>, DirectCollector) {
+        let root = std::path::PathBuf::from("/");
+        let config = ResourceMetricsConfig::default();
+        let (_, memory) = crate::categories::sampler_factories(&root, &config)
+            .into_iter()
+            .find(|(category, _)| *category == SamplerCategory::Memory)
+            .expect("a memory sampler");
+        let gate = Arc::clone(gate);
+        let gated: SamplerFactory = Arc::new(move || {
+            Box::new(GatedSampler {
+                inner: memory(),
+                gate: Arc::clone(&gate),
+            }) as Box<dyn CategorySampler>
+        });
+        let identity = crate::scope::identify_process(&root, std::process::id()).unwrap();
+        let direct = DirectCollector::default();
+        let arguments = MergerArguments {
+            root,
+            target: ScopeTarget::ApplicationProcess(identity),
+            command_group: None,
+            config,
+            categories: vec![SamplerCategory::Memory],
+            registry: SamplerRegistry::default(),
+            on_demand: vec![(SamplerCategory::Memory, gated)],
+            sink: Arc::new(CollectingEventSink::default()),
+            diagnostics: None,
+            deadline: Duration::from_secs(1),
+            root_scope: Uuid::now_v7(),
+            direct: direct.clone(),
+        };
+        let (_boundaries, receiver) = wake_queue();
+        let (merger, _) = Actor::spawn(None, MergerActor, (arguments, receiver))
+            .await
+            .unwrap();
+        (merger, direct)
+    }
+
+    /// A callback that sends what it is called with down `sender`.
+    fn sending(sender: &mpsc::Sender<SnapshotResult>) -> SnapshotCallback {
+        let sender = sender.clone();
+        SnapshotCallback::new(move |result| {
+            let _ = sender.send(result);
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_direct_collection_reads_on_its_own_thread_and_one_that_hangs_is_ended_at_its_limit()
+    {
+        let gate = Arc::new(Gate::default());
+        // Opened on the way out too: a failed assertion must not leave a read hung,
+        // which the runtime would wait for forever.
+        let _opened_at_the_end = OpenOnDrop(Arc::clone(&gate));
+        let (merger, direct) = gated_merger(&gate).await;
+        let (sender, results) = mpsc::channel();
+
+        // Every category is read on demand: the collection starts from this thread,
+        // without the merger, and its read runs (and hangs) on a blocking thread.
+        assert!(direct.try_collect(sending(&sender)).is_ok());
+        gate.wait_for_reads(1);
+        // While it holds the tick and the samplers, the next one is handed back (to
+        // go through the merger; dropped here, it is called with an error).
+        let (other_sender, _other_results) = mpsc::channel();
+        assert!(direct.try_collect(sending(&other_sender)).is_err());
+
+        // The watch ends it only once its limit has passed.
+        let (runner, _) = direct.0.get().expect("set when the merger started");
+        let runner = runner.upgrade().expect("the merger runs");
+        runner.end_late_direct_collection(Instant::now());
+        assert!(results.try_recv().is_err(), "ended before its limit");
+        runner.end_late_direct_collection(Instant::now() + ON_DEMAND_LIMIT);
+        let late = results.try_recv().expect("ended at its limit").unwrap();
+        assert!(late.memory.is_none(), "a hung category is null");
+
+        // The hung read ends: its snapshot goes nowhere (the caller has its answer),
+        // and the samplers come back for the next direct collection, which reads.
+        gate.open();
+        let mut next = sending(&sender);
+        let started = Instant::now();
+        while let Err(back) = direct.try_collect(next) {
+            assert!(started.elapsed() < Duration::from_secs(10), "samplers back");
+            next = back;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let fresh = tokio::task::spawn_blocking(move || {
+            let fresh = results.recv_timeout(Duration::from_secs(10));
+            (fresh, results.try_recv().is_err())
+        })
+        .await
+        .unwrap();
+        let (fresh, nothing_more) = fresh;
+        assert!(
+            fresh
+                .expect("the next collection")
+                .unwrap()
+                .memory
+                .is_some()
+        );
+        assert!(
+            nothing_more,
+            "the hung read's snapshot was handed to no one"
+        );
+        merger.stop(None);
+    }
 
     #[tokio::test]
     async fn a_reply_dropped_after_the_deadline_is_a_missed_deadline_and_one_dropped_before_a_failure()
