@@ -470,7 +470,7 @@ async fn agent_scopes_start_and_end_while_a_poll_is_stuck_in_flight() {
             .iter()
             .filter(|event| {
                 matches!(event, PipelineEvent::Scope(scope)
-                    if scope.name == "planner" && scope.scope_category == category)
+                    if &*scope.name == "planner" && scope.scope_category == category)
             })
             .count()
     };

@@ -105,7 +105,7 @@ pub fn render_scope(
         ScopeKind::Custom => {
             let subtype = match scope.parent_uuid {
                 None => ROOT_SCOPE_SUBTYPE.to_string(),
-                Some(_) => scope.name.clone(),
+                Some(_) => scope.name.to_string(),
             };
             ("custom", Some(CategoryProfile { subtype }))
         }

@@ -97,8 +97,8 @@ pub struct ScopeEvent {
     pub parent_uuid: Option<Uuid>,
     /// When it started or ended.
     pub timestamp: DateTime<Utc>,
-    /// Scope name (the agent's name).
-    pub name: String,
+    /// Scope name (the agent's name), shared by the scope's start and end events.
+    pub name: std::sync::Arc<str>,
     /// Start or end.
     pub scope_category: ScopeCategory,
     /// What kind of scope.

@@ -149,10 +149,13 @@ pub fn span_id_of(uuid: Uuid) -> String {
 /// makes two of these).
 fn lower_hex(value: u128, digits: usize) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    (0..digits)
-        .rev()
-        .map(|place| char::from(DIGITS[((value >> (4 * place)) & 0xf) as usize]))
-        .collect()
+    let mut text = [b'0'; 32];
+    let digits = digits.min(text.len());
+    for (place, digit) in text[..digits].iter_mut().rev().enumerate() {
+        *digit = DIGITS[((value >> (4 * place)) & 0xf) as usize];
+    }
+    // ASCII digits: always valid, borrowed, then copied once.
+    String::from_utf8_lossy(&text[..digits]).into_owned()
 }
 
 #[cfg(test)]

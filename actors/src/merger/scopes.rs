@@ -18,7 +18,7 @@ pub fn scope_event(
     root: Uuid,
     uuid: Uuid,
     parent: Option<Uuid>,
-    name: &str,
+    name: &Arc<str>,
     timestamp: DateTime<Utc>,
     category: ScopeCategory,
     mut attributes: Vec<&'static str>,
@@ -30,7 +30,7 @@ pub fn scope_event(
         uuid,
         parent_uuid: (!is_root).then(|| parent.unwrap_or(root)),
         timestamp,
-        name: name.to_owned(),
+        name: Arc::clone(name),
         scope_category: category,
         kind: if is_root {
             ScopeKind::Custom
