@@ -126,7 +126,7 @@ async fn scope_calls_follow_the_rules() {
         .iter()
         .find(|step| step.name == "planner")
         .expect("the step is in the report");
-    assert_eq!(planner.uuid, scope);
+    assert_eq!(planner.uuid.to_string(), scope);
     assert!(planner.ended_at.is_some());
 
     // Open scopes per caller are bounded; ending at exit ends every one left.
@@ -173,5 +173,10 @@ async fn a_call_waiting_for_the_pipeline_goes_through_once_it_is_attached() {
         .expect("started once the pipeline is attached");
     assert_eq!(endpoint.close().await, 1, "left open, ended at exit");
     let report = pipeline.shutdown().await.unwrap().unwrap();
-    assert!(report.agent_scopes.iter().any(|step| step.uuid == scope));
+    assert!(
+        report
+            .agent_scopes
+            .iter()
+            .any(|step| step.uuid.to_string() == scope)
+    );
 }

@@ -154,7 +154,7 @@ fn report_keeping(records: &[EnergyRecord], report_at: Nanos, in_detail: usize) 
 }
 
 fn scope(report: &EnergyReport, n: u128) -> &ScopeEnergy {
-    let uuid = Uuid::from_u128(n).to_string();
+    let uuid = Uuid::from_u128(n);
     report
         .agent_scopes
         .iter()
@@ -234,10 +234,7 @@ fn a_parent_includes_its_children_and_only_innermost_steps_divide() {
     assert_close(attributed_gpu_joules(&report, 2), 150.0);
     assert_close(attributed_gpu_joules(&report, 3), 50.0);
     assert_close(attributed_gpu_joules(&report, 1), 300.0);
-    assert_eq!(
-        scope(&report, 2).parent_uuid.as_deref(),
-        Some(Uuid::from_u128(1).to_string().as_str())
-    );
+    assert_eq!(scope(&report, 2).parent_uuid, Some(Uuid::from_u128(1)));
 }
 
 #[test]
@@ -302,7 +299,7 @@ fn finished_scopes_past_those_kept_in_detail_fold_into_per_name_aggregates() {
     let kept: Vec<u128> = folded
         .agent_scopes
         .iter()
-        .map(|scope| Uuid::parse_str(&scope.uuid).unwrap().as_u128())
+        .map(|scope| scope.uuid.as_u128())
         .collect();
     assert_eq!(kept, (51..=60).collect::<Vec<_>>());
     // Each folded name's count and attributed sum are those of its steps in detail.
@@ -312,7 +309,7 @@ fn finished_scopes_past_those_kept_in_detail_fold_into_per_name_aggregates() {
         let members: Vec<&ScopeEnergy> = detailed
             .agent_scopes
             .iter()
-            .filter(|scope| !kept.contains(&Uuid::parse_str(&scope.uuid).unwrap().as_u128()))
+            .filter(|scope| !kept.contains(&scope.uuid.as_u128()))
             .filter(|scope| scope.name == aggregate.name)
             .collect();
         assert_eq!(aggregate.count, members.len() as u64);
@@ -383,7 +380,7 @@ fn a_step_settles_once_the_first_reading_past_its_end_arrives_with_its_final_fig
     let by_uuid = |n: u128| {
         settled
             .iter()
-            .find(|(_, s)| s.energy.uuid == Uuid::from_u128(n).to_string())
+            .find(|(_, s)| s.energy.uuid == Uuid::from_u128(n))
             .unwrap()
     };
     let reading_at = |seconds: f64| {

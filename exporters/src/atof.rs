@@ -310,8 +310,8 @@ impl AtofExporter {
                 name_folded,
             } => {
                 let energy = &settled.energy;
-                let scope = energy.uuid.parse::<Uuid>().ok();
-                let parent = energy.parent_uuid.as_deref().and_then(|p| p.parse().ok());
+                let scope = Some(energy.uuid);
+                let parent = energy.parent_uuid;
                 render_mark(
                     &Mark {
                         uuid: new_uuid(),

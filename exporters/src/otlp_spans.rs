@@ -112,7 +112,10 @@ fn span_attributes(settled: &SettledScope) -> Vec<KeyValue> {
         .into_iter()
         .filter_map(|(key, value)| Some(KeyValue::new(key, value.filter(|v| v.is_finite())?)))
         .collect();
-    attributes.push(KeyValue::new("wattline.scope.uuid", energy.uuid.clone()));
+    attributes.push(KeyValue::new(
+        "wattline.scope.uuid",
+        energy.uuid.to_string(),
+    ));
     attributes.push(KeyValue::new(
         "wattline.cost.currency",
         settled.currency.clone(),
@@ -228,7 +231,7 @@ mod tests {
         let uuid = uuid::Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_00aa);
         SettledScope {
             energy: ScopeEnergy {
-                uuid: uuid.to_string(),
+                uuid,
                 name: "plan".into(),
                 parent_uuid: None,
                 process_id: Some(42),

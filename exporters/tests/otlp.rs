@@ -868,7 +868,7 @@ fn settled_step(name: &str, attributed: f64, window: f64, seconds: i64) -> Pipel
     let kwh = |joules: f64| Some(joules / 3.6e6);
     let settled = SettledScope {
         energy: ScopeEnergy {
-            uuid: uuid(u128::from(seconds as u64) + 7).to_string(),
+            uuid: uuid(u128::from(seconds as u64) + 7),
             name: name.into(),
             parent_uuid: None,
             process_id: None,

@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 use wattline_config::energy::{FactorOrigin, RegionFactor};
 
 use crate::energy::ShareBasis;
@@ -205,12 +206,12 @@ pub struct DomainEnergy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScopeEnergy {
     /// The scope's UUID.
-    pub uuid: String,
+    pub uuid: Uuid,
     /// The scope's name.
     pub name: String,
     /// The scope it was opened inside, if any.
     #[serde(default)]
-    pub parent_uuid: Option<String>,
+    pub parent_uuid: Option<Uuid>,
     /// The process that opened it, when known.
     #[serde(default)]
     pub process_id: Option<u32>,

@@ -206,7 +206,7 @@ mod tests {
         let started_at = Utc.timestamp_opt(1_700_000_000, 0).single().unwrap();
         SettledScope {
             energy: ScopeEnergy {
-                uuid: "u".into(),
+                uuid: uuid::Uuid::from_u128(1),
                 name: "plan".into(),
                 parent_uuid: None,
                 process_id: None,

@@ -527,7 +527,7 @@ mod tests {
             .collect();
         assert_eq!(settled.len(), 1);
         let (scope, measurements) = &settled[0];
-        assert_eq!(scope.energy.uuid, uuid.to_string());
+        assert_eq!(scope.energy.uuid, uuid);
         assert!((scope.energy.gpu_energy_kwh.unwrap() - kwh(200.0)).abs() < 1e-15);
         assert!((scope.energy.attributed_gpu_energy_kwh.unwrap() - kwh(200.0)).abs() < 1e-15);
         let attributed = measurements

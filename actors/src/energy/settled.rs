@@ -52,11 +52,8 @@ pub fn send_settled_scope_events(
 ) {
     let mut folded = Vec::new();
     for mut scope in settled {
-        // Almost always empty: the UUID is parsed back only when some scope is there.
-        if !ended_at_program_exit.is_empty()
-            && let Ok(uuid) = scope.energy.uuid.parse::<Uuid>()
-        {
-            scope.ended_at_program_exit = ended_at_program_exit.remove(&uuid);
+        if !ended_at_program_exit.is_empty() {
+            scope.ended_at_program_exit = ended_at_program_exit.remove(&scope.energy.uuid);
         }
         let (_, name_folded) = names.metric_name(&scope.energy.name);
         if name_folded {

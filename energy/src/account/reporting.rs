@@ -20,14 +20,6 @@ fn kwh(joules: f64) -> f64 {
     joules / JOULES_PER_KILOWATT_HOUR
 }
 
-/// `uuid` in its hyphenated form, as `to_string` gives it, written directly (every
-/// settled scope makes one or two).
-fn uuid_text(uuid: uuid::Uuid) -> String {
-    uuid.hyphenated()
-        .encode_lower(&mut [0; uuid::fmt::Hyphenated::LENGTH])
-        .to_owned()
-}
-
 /// The factors that turn energy into money and CO2.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Pricing {
@@ -263,9 +255,9 @@ impl EnergyAccount {
         };
         let attributed_total = measured.then(|| kwh(domains.iter().map(attributed).sum::<f64>()));
         ScopeEnergy {
-            uuid: uuid_text(scope.uuid),
+            uuid: scope.uuid,
             name: scope.name.to_string(),
-            parent_uuid: scope.parent.map(uuid_text),
+            parent_uuid: scope.parent,
             process_id: scope.process_id,
             weight: scope.weight,
             attributed_gpu_energy_kwh: gpu_measured.then(|| kwh(attributed(&EnergyDomain::Gpu))),

@@ -64,10 +64,10 @@ impl EnergyAccount {
         if self.settled.is_none() {
             return;
         }
-        let figures: HashMap<&str, &ScopeEnergy> = report
+        let figures: HashMap<Uuid, &ScopeEnergy> = report
             .agent_scopes
             .iter()
-            .map(|scope| (scope.uuid.as_str(), scope))
+            .map(|scope| (scope.uuid, scope))
             .collect();
         let remaining = |scope: &&ScopeAccount| !scope.announced;
         let settled: Vec<SettledScope> = self
@@ -75,12 +75,12 @@ impl EnergyAccount {
             .iter()
             .filter(remaining)
             .filter_map(|scope| {
-                let energy = figures.get(scope.uuid.to_string().as_str())?;
+                let energy = figures.get(&scope.uuid)?;
                 Some(self.settled_with(ScopeEnergy::clone(energy), scope, scope.trace.clone()))
             })
             .collect();
         for scope in &mut self.scopes {
-            if figures.contains_key(scope.uuid.to_string().as_str()) {
+            if figures.contains_key(&scope.uuid) {
                 scope.announced = true;
             }
         }
