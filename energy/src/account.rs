@@ -281,8 +281,9 @@ struct ScopeAccount {
     own: BTreeMap<EnergyDomain, f64>,
     /// Its final figures were announced (see [`EnergyAccount::announce_settled_scopes`]).
     announced: bool,
-    /// Where its span sits.
-    trace: ScopeTrace,
+    /// Where its span sits; moved into its announcement when it is retired (only
+    /// live scopes are parents).
+    trace: Option<ScopeTrace>,
     /// Per counted meter, the seconds of its window that readings covered.
     covered: BTreeMap<String, f64>,
 }
@@ -473,7 +474,7 @@ impl EnergyAccount {
                     attributed: BTreeMap::new(),
                     own: BTreeMap::new(),
                     announced: false,
-                    trace,
+                    trace: Some(trace),
                     covered: BTreeMap::new(),
                 });
             }
@@ -725,9 +726,7 @@ impl EnergyAccount {
     /// when asked to.
     fn finish(&mut self, mut scope: ScopeAccount) {
         if self.settled.is_some() && !scope.announced {
-            // A retired scope's trace is needed only here (only live scopes are
-            // parents): it is moved into the announcement, not copied.
-            let trace = std::mem::replace(&mut scope.trace, ScopeTrace::none());
+            let trace = scope.trace.take();
             let settled = self.settled_scope(&scope, trace);
             if let Some(pending) = &mut self.settled {
                 pending.push(settled);

@@ -92,17 +92,6 @@ pub struct ScopeTrace {
 }
 
 impl ScopeTrace {
-    /// No trace at all (every ID empty): a placeholder that allocates nothing.
-    pub fn none() -> Self {
-        ScopeTrace {
-            trace_id: String::new(),
-            span_id: String::new(),
-            parent_span_id: None,
-            remote_parent: false,
-            sampled: false,
-        }
-    }
-
     /// The trace of scope `uuid`: under `traceparent` when one is given, else under
     /// its `parent` scope's trace, else a trace of its own whose ID is the UUID.
     pub fn resolve(

@@ -93,14 +93,12 @@ impl EnergyState {
         // Through a buffer kept between calls, which trades places with the account's.
         let mut settled = std::mem::take(&mut self.settled_batch);
         self.account.drain_settled_scopes_into(&mut settled);
-        if !settled.is_empty() {
-            send_settled_scope_events(
-                settled.drain(..),
-                &mut self.metric_scope_names,
-                &mut self.ended_at_program_exit,
-                |event| self.sink.send(event),
-            );
-        }
+        send_settled_scope_events(
+            settled.drain(..),
+            &mut self.metric_scope_names,
+            &mut self.ended_at_program_exit,
+            |event| self.sink.send(event),
+        );
         self.settled_batch = settled;
     }
 
@@ -110,16 +108,13 @@ impl EnergyState {
         // The batch's buffer is kept and goes back to the pushers at the next drain.
         let mut batch = std::mem::take(&mut self.boundary_batch);
         self.boundaries.drain_into(&mut batch);
-        if batch.is_empty() {
-            self.boundary_batch = batch;
-            return;
-        }
+        let any = !batch.is_empty();
         for boundary in batch.drain(..) {
             self.input(boundary);
         }
         self.boundary_batch = batch;
         // A reading right after them, so the intervals cut at them are short.
-        if let Some(readings) = &self.boundary_readings {
+        if let Some(readings) = self.boundary_readings.as_ref().filter(|_| any) {
             readings.ask();
         }
     }

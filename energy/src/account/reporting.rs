@@ -275,7 +275,11 @@ impl EnergyAccount {
 
     /// A retired scope's final figures: no interval after its end can reach it, so
     /// nothing is taken back out.
-    pub(super) fn settled_scope(&self, scope: &ScopeAccount, trace: ScopeTrace) -> SettledScope {
+    pub(super) fn settled_scope(
+        &self,
+        scope: &ScopeAccount,
+        trace: Option<ScopeTrace>,
+    ) -> SettledScope {
         let counted = self.counted_domains();
         let figures = ScopeFigures {
             at: Nanos::MAX,
@@ -293,7 +297,7 @@ impl EnergyAccount {
         &self,
         energy: ScopeEnergy,
         scope: &ScopeAccount,
-        trace: ScopeTrace,
+        trace: Option<ScopeTrace>,
     ) -> SettledScope {
         let mut methods: BTreeMap<EnergyDomain, Vec<EnergySource>> = BTreeMap::new();
         let mut meters = Vec::new();
@@ -328,7 +332,7 @@ impl EnergyAccount {
             meters,
             currency: self.settings.config.currency.clone(),
             ended_at_program_exit: false,
-            trace: Some(trace),
+            trace,
             coverage,
         }
     }

@@ -25,7 +25,7 @@ impl EnergyAccount {
                 .iter()
                 .rev()
                 .find(|scope| scope.uuid == parent)
-                .map(|scope| (parent, &scope.trace))
+                .and_then(|scope| Some((parent, scope.trace.as_ref()?)))
         });
         ScopeTrace::resolve(uuid, caller.as_ref(), parent_trace)
     }
