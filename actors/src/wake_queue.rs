@@ -15,12 +15,15 @@
 //! the push), and the actor takes them in batches; an isolated boundary is still taken
 //! at once.
 //!
-//! The queue is two buffers that trade places: pushes append to one under a lock held
-//! only for the append, and a drain swaps it for the actor's emptied one. Both keep
-//! their capacity, so once a queue has seen its busiest batch, a push allocates
-//! nothing and touches no fresh memory (a lock-free segmented queue allocated and
-//! zeroed a block every few dozen items, and on a busy queue that, with the page
-//! faults behind it, was most of a scope's cost to its caller).
+//! The queue is a list of fixed-size chunks: pushes append to the last under a lock
+//! held only for the append, and a drain takes the whole list at once. A full chunk is
+//! never moved or regrown: the next push starts another, taken from the chunks the
+//! actor emptied and gave back. So a queue that grows faster than the actor books it
+//! (a host opening scopes back to back) costs a push one chunk allocation every
+//! [`CHUNK_ITEMS`] items, never a copy of everything queued so far into fresh pages
+//! (a single growing buffer did that at each doubling, and with the page faults behind
+//! it that was a third of a scope's cost to its caller), and once the queue has seen
+//! its busiest batch, a push allocates nothing.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,20 +33,55 @@ use std::time::Duration;
 /// it first, since every message drains the queue).
 pub const HOLD: Duration = Duration::from_millis(1);
 
+/// Items per chunk: small enough that a chunk comes from the allocator's heap, not a
+/// mapping of its own (a scope boundary is about a hundred bytes), large enough that
+/// starting one is rare.
+pub const CHUNK_ITEMS: usize = 256;
+
+/// Emptied chunks kept for the pushers beyond those in use: enough for a burst of
+/// thousands of boundaries without allocating, while a backlog far past that (a loop
+/// much faster than the actor, for a long time) is given back to the allocator once
+/// booked.
+const SPARE_CHUNKS: usize = 64;
+
 /// What both halves share, under one lock.
 struct Shared<T> {
-    /// Pushed, not yet drained, oldest first.
-    items: Vec<T>,
+    /// Full chunks pushed, not yet drained, oldest first.
+    full: Vec<Vec<T>>,
+    /// The chunk pushes append to (capacity [`CHUNK_ITEMS`], or none before the first).
+    filling: Vec<T>,
+    /// Emptied chunks, ready to be filled again.
+    spare: Vec<Vec<T>>,
     /// Set by the first push after the queue was released; cleared by the release.
     wake_pending: bool,
     /// The actor's half is gone: pushes are dropped.
     closed: bool,
 }
 
+impl<T> Shared<T> {
+    /// Makes room for one more item in `filling`: a full chunk joins `full`, and a
+    /// spare (or new) chunk takes its place.
+    fn room_for_one(&mut self) {
+        if self.filling.len() < self.filling.capacity() {
+            return;
+        }
+        let next = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK_ITEMS));
+        let full = std::mem::replace(&mut self.filling, next);
+        if !full.is_empty() {
+            self.full.push(full);
+        }
+    }
+}
+
 /// A new queue: the pushing half for the API, the draining half for the actor.
 pub fn wake_queue<T>() -> (WakeSender<T>, WakeReceiver<T>) {
     let shared = Arc::new(Mutex::new(Shared {
-        items: Vec::new(),
+        full: Vec::new(),
+        filling: Vec::new(),
+        spare: Vec::new(),
         wake_pending: false,
         closed: false,
     }));
@@ -56,7 +94,7 @@ pub fn wake_queue<T>() -> (WakeSender<T>, WakeReceiver<T>) {
     )
 }
 
-/// Locks `shared`; a push or a swap cannot leave it half-done, so a poisoned lock's
+/// Locks `shared`; a push or a drain cannot leave it half-done, so a poisoned lock's
 /// contents are still whole.
 fn lock<T>(shared: &Mutex<Shared<T>>) -> std::sync::MutexGuard<'_, Shared<T>> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
@@ -80,8 +118,42 @@ impl<T> WakeSender<T> {
         if shared.closed {
             return false;
         }
-        shared.items.push(item);
+        shared.room_for_one();
+        shared.filling.push(item);
         !std::mem::replace(&mut shared.wake_pending, true)
+    }
+}
+
+/// What one drain took, oldest first, for the actor to book with [`Batch::take_each`].
+/// Kept between drains: its emptied chunks go back to the pushers at the next one.
+pub struct Batch<T> {
+    /// Drained chunks, not yet booked.
+    chunks: Vec<Vec<T>>,
+    /// Booked chunks, empty, on their way back to the pushers.
+    emptied: Vec<Vec<T>>,
+}
+
+impl<T> Default for Batch<T> {
+    fn default() -> Self {
+        Batch {
+            chunks: Vec::new(),
+            emptied: Vec::new(),
+        }
+    }
+}
+
+impl<T> Batch<T> {
+    /// Whether the drain took nothing (or everything it took is booked).
+    pub fn is_empty(&self) -> bool {
+        self.chunks.iter().all(Vec::is_empty)
+    }
+
+    /// Hands every item to `book`, oldest first, and keeps the emptied chunks.
+    pub fn take_each(&mut self, mut book: impl FnMut(T)) {
+        for mut chunk in self.chunks.drain(..) {
+            chunk.drain(..).for_each(&mut book);
+            self.emptied.push(chunk);
+        }
     }
 }
 
@@ -105,14 +177,28 @@ pub enum AfterWakeUp {
 }
 
 impl<T> WakeReceiver<T> {
-    /// Moves every item queued so far into `batch` (empty: its capacity goes to the
-    /// pushers), oldest first. The wake-up flag is left as it is: a wake-up message
-    /// sent, or the hold, still takes what is pushed next.
-    pub fn drain_into(&mut self, batch: &mut Vec<T>) {
+    /// Moves every item queued so far into `batch` (booked: its emptied chunks go back
+    /// to the pushers), oldest first. The wake-up flag is left as it is: a wake-up
+    /// message sent, or the hold, still takes what is pushed next.
+    pub fn drain_into(&mut self, batch: &mut Batch<T>) {
         debug_assert!(batch.is_empty(), "a batch is booked before the next drain");
-        batch.clear();
-        std::mem::swap(&mut lock(&self.shared).items, batch);
-        self.taken_since_wake_up += batch.len();
+        batch.chunks.clear();
+        let mut surplus = Vec::new();
+        {
+            let mut shared = lock(&self.shared);
+            let room = SPARE_CHUNKS.saturating_sub(shared.spare.len());
+            let kept = batch.emptied.len().min(room);
+            shared.spare.extend(batch.emptied.drain(..kept));
+            surplus.append(&mut batch.emptied);
+            std::mem::swap(&mut shared.full, &mut batch.chunks);
+            if !shared.filling.is_empty() {
+                // The next push takes a spare chunk (or a new one) for itself.
+                batch.chunks.push(std::mem::take(&mut shared.filling));
+            }
+        }
+        // Chunks past the spare count are freed outside the lock.
+        drop(surplus);
+        self.taken_since_wake_up += batch.chunks.iter().map(Vec::len).sum::<usize>();
     }
 
     /// Called for every wake-up message (the pushers' and the actor's own), after
@@ -145,9 +231,11 @@ mod tests {
 
     /// What one drain takes.
     fn drained<T>(receiver: &mut WakeReceiver<T>) -> Vec<T> {
-        let mut batch = Vec::new();
+        let mut batch = Batch::default();
         receiver.drain_into(&mut batch);
-        batch
+        let mut items = Vec::new();
+        batch.take_each(|item| items.push(item));
+        items
     }
 
     #[test]
@@ -173,25 +261,58 @@ mod tests {
     }
 
     #[test]
-    fn the_two_buffers_trade_places_so_a_steady_queue_allocates_nothing() {
+    fn chunks_are_never_regrown_and_come_back_so_a_steady_queue_allocates_nothing() {
         let (sender, mut receiver) = wake_queue();
-        let mut batch = Vec::new();
-        let mut fill_and_drain = |batch: &mut Vec<u64>| {
-            for n in 0..64 {
+        let mut batch = Batch::default();
+        // Three and a half chunks a round; returns the addresses of the chunks drained.
+        let round = 3 * CHUNK_ITEMS + CHUNK_ITEMS / 2;
+        let mut fill_and_drain = |batch: &mut Batch<usize>| {
+            for n in 0..round {
                 let _ = sender.push(n);
             }
             receiver.drain_into(batch);
-            assert_eq!(*batch, (0..64).collect::<Vec<_>>());
-            let buffer = batch.as_ptr();
-            batch.clear();
-            buffer
+            let chunks: Vec<(*const usize, usize)> = batch
+                .chunks
+                .iter()
+                .map(|chunk| (chunk.as_ptr(), chunk.capacity()))
+                .collect();
+            let mut items = Vec::new();
+            batch.take_each(|item| items.push(item));
+            assert_eq!(items, (0..round).collect::<Vec<_>>());
+            chunks
         };
         let first = fill_and_drain(&mut batch);
+        assert_eq!(first.len(), 4);
+        assert!(
+            first.iter().all(|&(_, capacity)| capacity == CHUNK_ITEMS),
+            "no chunk grew past its size: {first:?}"
+        );
+        // The first round's chunks go back at the second drain, so the second round
+        // fills new ones; from the third on, every chunk is one given back.
         let second = fill_and_drain(&mut batch);
-        assert_ne!(first, second, "the pushers got the actor's (empty) buffer");
-        // From here on, each buffer comes back with its capacity: no allocation.
-        assert_eq!(fill_and_drain(&mut batch), first);
-        assert_eq!(fill_and_drain(&mut batch), second);
+        let third = fill_and_drain(&mut batch);
+        let seen: std::collections::HashSet<_> = first
+            .iter()
+            .chain(&second)
+            .map(|&(address, _)| address)
+            .collect();
+        assert!(
+            third.iter().all(|(address, _)| seen.contains(address)),
+            "a chunk was allocated in a steady round: {third:?}"
+        );
+    }
+
+    #[test]
+    fn a_backlog_past_the_spare_count_is_given_back_to_the_allocator() {
+        let (sender, mut receiver) = wake_queue();
+        let mut batch = Batch::default();
+        for n in 0..(SPARE_CHUNKS + 10) * CHUNK_ITEMS {
+            let _ = sender.push(n);
+        }
+        receiver.drain_into(&mut batch);
+        batch.take_each(drop);
+        receiver.drain_into(&mut batch);
+        assert_eq!(lock(&receiver.shared).spare.len(), SPARE_CHUNKS);
     }
 
     #[test]

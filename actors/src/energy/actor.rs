@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use uuid::Uuid;
 use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
@@ -21,7 +21,7 @@ use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
-use crate::wake_queue::{AfterWakeUp, HOLD, WakeReceiver};
+use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
 
@@ -69,11 +69,59 @@ pub struct EnergyState {
     /// Scope boundaries queued by the API.
     boundaries: WakeReceiver<EnergyInput>,
     /// The buffer a drain of `boundaries` is booked from, kept between drains.
-    boundary_batch: Vec<EnergyInput>,
+    boundary_batch: Batch<EnergyInput>,
     /// Empty between calls: settled scopes on their way to the sink.
     settled_batch: Vec<SettledScope>,
     /// Where a reading at the boundaries just taken is asked for.
     boundary_readings: Option<Arc<BoundaryReadings>>,
+    /// When the records being made are recorded: the clock, read once for a run of
+    /// boundaries booked together.
+    record_clock: RecordClock,
+}
+
+/// The instant records are stamped with. Outside a batch of boundaries every record
+/// reads the clock; inside one, a reading is reused for [`RecordClock::REUSES`]
+/// records (a batch books a record in about a microsecond, and reading the clock and
+/// making a calendar time of it for each was a seventh of that).
+#[derive(Default)]
+struct RecordClock {
+    /// Inside a batch: the reading being reused (none yet) and how many more records
+    /// may take it.
+    batch: Option<(Option<DateTime<Utc>>, u32)>,
+}
+
+impl RecordClock {
+    /// Records stamped with one reading inside a batch.
+    const REUSES: u32 = 64;
+
+    /// A batch starts: readings are reused until [`Self::end_batch`].
+    fn start_batch(&mut self) {
+        self.batch = Some((None, 0));
+    }
+
+    /// The batch is booked: every record reads the clock again.
+    fn end_batch(&mut self) {
+        self.batch = None;
+    }
+
+    /// The instant to stamp the next record with.
+    fn now(&mut self) -> DateTime<Utc> {
+        let Some((reading, uses_left)) = &mut self.batch else {
+            return Utc::now();
+        };
+        match reading {
+            Some(at) if *uses_left > 0 => {
+                *uses_left -= 1;
+                *at
+            }
+            _ => {
+                let at = Utc::now();
+                *reading = Some(at);
+                *uses_left = Self::REUSES - 1;
+                at
+            }
+        }
+    }
 }
 
 impl EnergyState {
@@ -81,7 +129,7 @@ impl EnergyState {
     fn record(&mut self, record: EnergyRecord) -> Vec<ClosedInterval> {
         let closed = self.account.apply(&record);
         self.sink.send(PipelineEvent::Energy {
-            timestamp: Utc::now(),
+            timestamp: self.record_clock.now(),
             record,
         });
         self.announce_settled_scopes();
@@ -109,9 +157,9 @@ impl EnergyState {
         let mut batch = std::mem::take(&mut self.boundary_batch);
         self.boundaries.drain_into(&mut batch);
         let any = !batch.is_empty();
-        for boundary in batch.drain(..) {
-            self.input(boundary);
-        }
+        self.record_clock.start_batch();
+        batch.take_each(|boundary| self.input(boundary));
+        self.record_clock.end_batch();
         self.boundary_batch = batch;
         // A reading right after them, so the intervals cut at them are short.
         if let Some(readings) = self.boundary_readings.as_ref().filter(|_| any) {
@@ -291,9 +339,10 @@ impl Actor for EnergyActor {
             metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
             ended_at_program_exit: HashSet::new(),
             boundaries: arguments.boundaries,
-            boundary_batch: Vec::new(),
+            boundary_batch: Batch::default(),
             settled_batch: Vec::new(),
             boundary_readings: arguments.boundary_readings,
+            record_clock: RecordClock::default(),
         })
     }
 
@@ -370,6 +419,33 @@ fn merge_closed(into: &mut Vec<ClosedInterval>, more: Vec<ClosedInterval>) {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    #[test]
+    fn a_batch_reuses_a_reading_for_a_bounded_run_of_records_and_no_longer() {
+        let mut clock = RecordClock::default();
+        // Outside a batch, each record reads the clock: time moves between them.
+        let first = clock.now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(clock.now() > first);
+        clock.start_batch();
+        let stamps: Vec<_> = (0..RecordClock::REUSES + 1)
+            .map(|n| {
+                if n == RecordClock::REUSES {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                clock.now()
+            })
+            .collect();
+        let reused = RecordClock::REUSES as usize;
+        assert!(stamps[..reused].iter().all(|at| *at == stamps[0]));
+        assert!(
+            stamps[reused] > stamps[0],
+            "read again after {reused} records"
+        );
+        clock.end_batch();
+        let after = clock.now();
+        assert!(after >= stamps[reused]);
+    }
 
     use super::*;
     use crate::energy::input::EnergyInbox;

@@ -29,7 +29,7 @@ use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::samplers::{SampleRequest, SamplerFactory};
 use crate::scope::ScopeTarget;
-use crate::wake_queue::{AfterWakeUp, HOLD, WakeReceiver};
+use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
 };
@@ -166,7 +166,7 @@ pub struct MergerState {
     /// the polls, as if each were a message of its own.
     boundaries: WakeReceiver<ScopeBoundary>,
     /// The buffer a drain of `boundaries` is applied from, kept between drains.
-    boundary_batch: Vec<ScopeBoundary>,
+    boundary_batch: Batch<ScopeBoundary>,
     /// The poll whose samplers are being asked, and the poll clock's in-flight signal
     /// (dropped when the poll's marks are out).
     poll_in_flight: Option<(JoinHandle<Snapshot>, oneshot::Sender<()>)>,
@@ -581,9 +581,9 @@ impl MergerState {
     fn take_boundaries(&mut self) {
         let sink = Arc::clone(&self.runner.arguments.sink);
         self.boundaries.drain_into(&mut self.boundary_batch);
-        for boundary in self.boundary_batch.drain(..) {
-            self.scopes.apply(boundary, sink.as_ref());
-        }
+        let scopes = &mut self.scopes;
+        self.boundary_batch
+            .take_each(|boundary| scopes.apply(boundary, sink.as_ref()));
     }
 
     /// Waits for the poll in flight, if any, and sends its marks (none once closed).
@@ -671,7 +671,7 @@ impl Actor for MergerActor {
             closed: false,
             scopes: ScopeTable::new(runner.arguments.root_scope),
             boundaries,
-            boundary_batch: Vec::new(),
+            boundary_batch: Batch::default(),
             runner,
             poll_in_flight: None,
         };
