@@ -10,11 +10,12 @@ pub mod health;
 mod scope_start;
 mod stages;
 pub mod supervisor;
+mod wall_clock;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
@@ -202,6 +203,8 @@ pub struct RunningPipeline {
     root_scope: Uuid,
     root_started: DateTime<Utc>,
     root_ended: AtomicBool,
+    /// Reads the instant of each scope boundary on both clocks.
+    boundary_clock: wall_clock::BoundaryClock,
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
     health: HealthBoard,
@@ -330,6 +333,7 @@ impl RunningPipeline {
             root_scope,
             root_started,
             root_ended: AtomicBool::new(false),
+            boundary_clock: wall_clock::BoundaryClock::default(),
             measuring_until: std::sync::OnceLock::new(),
             sink: spec.sink,
             rapl,
@@ -454,9 +458,9 @@ impl RunningPipeline {
             traceparent,
         } = start;
         // Raw clock readings: the actors make the calendar time.
-        let (at, wall) = (Instant::now(), SystemTime::now());
+        let (at, wall) = self.boundary_clock.now();
         let uuid = new_uuid_at(wall);
-        let name: Arc<str> = Arc::from(name);
+        let name = scope_start::shared_name(name);
         // The merger writes the start event in order with its polls: no mark under
         // this scope comes before it.
         self.to_merger(ScopeBoundary::Started {
@@ -503,7 +507,7 @@ impl RunningPipeline {
             .get()
             .filter(|_| ended_at_program_exit)
             .map_or_else(
-                || (Instant::now(), SystemTime::now()),
+                || self.boundary_clock.now(),
                 |&(at, wall)| (at, wall.into()),
             );
         self.to_merger(ScopeBoundary::Ended {

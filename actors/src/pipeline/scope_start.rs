@@ -1,6 +1,7 @@
 //! What a new Agent scope is, as the pipeline's callers describe it, and this
 //! process's id, which every scope opened here names.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use uuid::Uuid;
@@ -81,6 +82,117 @@ impl<'a> ScopeStart<'a> {
             process_id: Some(current_process_id()),
             weight: None,
             traceparent: None,
+        }
+    }
+}
+
+/// Slots in each thread's table of names it shared lately.
+const NAME_SLOTS: usize = 64;
+
+thread_local! {
+    /// Names this thread shared lately, each in the slot its hash picks: a host opens
+    /// the same few step names over and over, so most scopes find theirs here.
+    static RECENT_NAMES: std::cell::RefCell<[Option<Arc<str>>; NAME_SLOTS]> =
+        const { std::cell::RefCell::new([const { None }; NAME_SLOTS]) };
+}
+
+/// `name` as the actors share it: a name this thread used lately is shared again
+/// (a reference count) instead of copied into a new allocation, which the actors would
+/// free on their own threads, where the caller's allocator never sees it again.
+pub fn shared_name(name: &str) -> Arc<str> {
+    let first = name_slot(name);
+    RECENT_NAMES.with(|recent| {
+        let Ok(mut recent) = recent.try_borrow_mut() else {
+            return Arc::from(name);
+        };
+        // Two slots a name may be in: two names that hash alike both stay.
+        let slots = [first, first ^ 1];
+        for slot in slots {
+            if let Some(known) = &recent[slot]
+                && same_text(known, name)
+            {
+                return Arc::clone(known);
+            }
+        }
+        let shared: Arc<str> = Arc::from(name);
+        // An empty slot of the two, else the second: the first slot's name was the
+        // last to move there, so the older one goes.
+        let slot = slots
+            .into_iter()
+            .find(|&slot| recent[slot].is_none())
+            .unwrap_or(slots[1]);
+        recent[slot] = Some(Arc::clone(&shared));
+        if slot == slots[1] {
+            recent.swap(slots[0], slots[1]);
+        }
+        shared
+    })
+}
+
+/// Whether `a` and `b` are the same text, compared in line: a step's name is a few
+/// bytes, for which a call to `memcmp` costs more than the comparison.
+fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
+/// The slot `name` goes in: FNV-1a over its bytes, both halves folded in.
+fn name_slot(name: &str) -> usize {
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    (hash ^ (hash >> 32)) as usize % NAME_SLOTS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_used_again_is_shared_not_copied() {
+        let first = shared_name("plan");
+        let again = shared_name(&String::from("plan"));
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(&*again, "plan");
+    }
+
+    #[test]
+    fn names_that_differ_in_their_last_character_mostly_keep_their_own_slots() {
+        let slots: std::collections::HashSet<usize> =
+            (0..10).map(|n| name_slot(&format!("step-{n}"))).collect();
+        assert!(slots.len() >= 8, "{slots:?}");
+    }
+
+    #[test]
+    fn same_text_compares_every_byte_and_the_length() {
+        assert!(same_text("step-1", "step-1"));
+        assert!(same_text("", ""));
+        assert!(!same_text("step-1", "step-2"));
+        assert!(!same_text("step-1", "step-10"));
+        assert!(!same_text("xtep-1", "step-1"));
+    }
+
+    #[test]
+    fn two_names_of_one_slot_both_stay_shared() {
+        let first = String::from("collide-0");
+        let second = (1..10_000)
+            .map(|n| format!("collide-{n}"))
+            .find(|name| name_slot(name) == name_slot(&first))
+            .expect("a name in the same slot among 10,000");
+        let (a, b) = (shared_name(&first), shared_name(&second));
+        for _ in 0..3 {
+            assert!(Arc::ptr_eq(&a, &shared_name(&first)));
+            assert!(Arc::ptr_eq(&b, &shared_name(&second)));
+        }
+    }
+
+    #[test]
+    fn every_name_comes_back_as_given_whatever_shares_its_slot() {
+        // Far more names than slots: collisions replace each other, never mix.
+        for round in 0..3 {
+            for n in 0..(4 * NAME_SLOTS) {
+                let name = format!("step-{n}");
+                assert_eq!(&*shared_name(&name), name, "round {round}");
+            }
         }
     }
 }
