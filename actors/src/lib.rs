@@ -21,6 +21,7 @@ pub(crate) mod platform;
 pub(crate) mod readings;
 pub(crate) mod samplers;
 pub mod scope;
+pub mod scope_boundary;
 pub mod wake_queue;
 
 // The API other crates build on, by name: the rest stays reachable through its module

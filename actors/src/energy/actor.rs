@@ -21,6 +21,7 @@ use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
+use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
@@ -36,9 +37,9 @@ pub struct EnergyArguments {
     /// Also emit the semantic-convention `hw.*` names (the `opentelemetry`
     /// component's `metric_names` is `semconv` or `both`).
     pub semconv_metrics: bool,
-    /// Scope boundaries ([`EnergyInbox::send_boundary`](crate::energy::input::EnergyInbox::send_boundary)),
-    /// taken before every message: booked in the order a mailbox would have them.
-    pub boundaries: WakeReceiver<EnergyInput>,
+    /// Scope boundaries (this actor's reader of the queue the merger reads too), taken
+    /// before every message: booked in the order a mailbox would have them.
+    pub boundaries: WakeReceiver<ScopeBoundary>,
     /// Asked for a reading whenever boundaries are taken (`None`: no reader).
     pub boundary_readings: Option<Arc<BoundaryReadings>>,
 }
@@ -67,9 +68,9 @@ pub struct EnergyState {
     /// Scopes their program left open, ended at its exit, not yet settled.
     ended_at_program_exit: HashSet<Uuid>,
     /// Scope boundaries queued by the API.
-    boundaries: WakeReceiver<EnergyInput>,
-    /// The buffer a drain of `boundaries` is booked from, kept between drains.
-    boundary_batch: Batch<EnergyInput>,
+    boundaries: WakeReceiver<ScopeBoundary>,
+    /// The chunks a drain of `boundaries` is booked from, kept until the next drain.
+    boundary_batch: Batch<ScopeBoundary>,
     /// Empty between calls: settled scopes on their way to the sink.
     settled_batch: Vec<SettledScope>,
     /// Where a reading at the boundaries just taken is asked for.
@@ -153,18 +154,74 @@ impl EnergyState {
     /// Books every scope boundary queued so far.
     fn take_boundaries(&mut self) {
         // Drained into a batch first: booking needs the state the receiver is part of.
-        // The batch's buffer is kept and goes back to the pushers at the next drain.
+        // The batch's chunks are kept and go back to the pushers at the next drain.
         let mut batch = std::mem::take(&mut self.boundary_batch);
         self.boundaries.drain_into(&mut batch);
         let any = !batch.is_empty();
         self.record_clock.start_batch();
-        batch.take_each(|boundary| self.input(boundary));
+        batch.take_each(|boundary| self.boundary(boundary));
         self.record_clock.end_batch();
         self.boundary_batch = batch;
         // A reading right after them, so the intervals cut at them are short.
         if let Some(readings) = self.boundary_readings.as_ref().filter(|_| any) {
             readings.ask();
         }
+    }
+
+    /// Books a scope boundary read off the queue the merger reads too (the merger
+    /// keeps its ATOF flags).
+    fn boundary(&mut self, boundary: &ScopeBoundary) {
+        match boundary {
+            ScopeBoundary::Started {
+                uuid,
+                name,
+                parent,
+                process_id,
+                weight,
+                traceparent,
+                at,
+                wall,
+                ..
+            } => {
+                let at = self.epoch.nanos(*at);
+                self.record(EnergyRecord::ScopeStarted {
+                    uuid: *uuid,
+                    name: Arc::clone(name),
+                    at,
+                    wall: (*wall).into(),
+                    parent: *parent,
+                    process_id: *process_id,
+                    weight: *weight,
+                    traceparent: traceparent.clone(),
+                });
+            }
+            ScopeBoundary::Ended {
+                uuid,
+                ended_at_program_exit,
+                at,
+                wall,
+                ..
+            } => self.scope_ended(*uuid, *at, *wall, *ended_at_program_exit),
+        }
+    }
+
+    /// Books the end of scope `uuid` at `at` (`wall` on the wall clock).
+    fn scope_ended(
+        &mut self,
+        uuid: Uuid,
+        at: Instant,
+        wall: std::time::SystemTime,
+        ended_at_program_exit: bool,
+    ) {
+        if ended_at_program_exit {
+            self.ended_at_program_exit.insert(uuid);
+        }
+        let at = self.epoch.nanos(at);
+        self.record(EnergyRecord::ScopeEnded {
+            uuid,
+            at,
+            wall: wall.into(),
+        });
     }
 
     /// Books one producer's input: readings and boundaries become records.
@@ -176,41 +233,12 @@ impl EnergyState {
                 let at = self.epoch.nanos(at);
                 self.record(EnergyRecord::MeasuringFrom { at, wall });
             }
-            EnergyInput::ScopeStarted {
-                uuid,
-                name,
-                parent,
-                process_id,
-                weight,
-                traceparent,
-                at,
-                wall,
-            } => {
-                let at = self.epoch.nanos(at);
-                self.record(EnergyRecord::ScopeStarted {
-                    uuid,
-                    name,
-                    at,
-                    wall: wall.into(),
-                    parent,
-                    process_id,
-                    weight,
-                    traceparent,
-                });
-            }
             EnergyInput::ScopeEnded {
                 uuid,
                 at,
                 wall,
                 ended_at_program_exit,
-            } => {
-                if ended_at_program_exit {
-                    self.ended_at_program_exit.insert(uuid);
-                }
-                let at = self.epoch.nanos(at);
-                let wall = wall.into();
-                self.record(EnergyRecord::ScopeEnded { uuid, at, wall });
-            }
+            } => self.scope_ended(uuid, at, wall, ended_at_program_exit),
             // Statuses are recorded when they change, so the file stays small.
             EnergyInput::GpuStatus { status } => {
                 if self.gpu_status.as_ref() != Some(&status) {
@@ -453,6 +481,7 @@ mod tests {
     use crate::energy::report::EnergyReport;
     use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
     use crate::samplers::gpu::PowerSampleSink;
+    use crate::wake_queue::WakeSender;
     use uuid::Uuid;
     use wattline_model::events::CollectingEventSink;
     use wattline_model::metric_names as names;
@@ -477,11 +506,20 @@ mod tests {
         }
     }
 
-    async fn spawn(semconv: bool) -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
+    /// The actor, its inbox, its sink and its epoch, with the pushing half of its
+    /// boundary queue.
+    async fn spawn_with_boundaries(
+        semconv: bool,
+    ) -> (
+        EnergyInbox,
+        WakeSender<ScopeBoundary>,
+        Arc<CollectingEventSink>,
+        Epoch,
+    ) {
         let sink = Arc::new(CollectingEventSink::default());
         // An epoch a minute back, so every instant below lies after it.
         let epoch = Epoch(Instant::now() - Duration::from_secs(60));
-        let (boundaries, receiver) = crate::wake_queue::wake_queue();
+        let (boundaries, [receiver]) = crate::wake_queue::wake_queue();
         let (actor, _) = Actor::spawn(
             None,
             EnergyActor,
@@ -496,7 +534,12 @@ mod tests {
         )
         .await
         .unwrap();
-        (EnergyInbox::new(actor, boundaries), sink, epoch)
+        (EnergyInbox::new(actor), boundaries, sink, epoch)
+    }
+
+    async fn spawn(semconv: bool) -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
+        let (inbox, _, sink, epoch) = spawn_with_boundaries(semconv).await;
+        (inbox, sink, epoch)
     }
 
     /// Every metric batch's measurements of `name`.
@@ -519,6 +562,22 @@ mod tests {
         named(events, name).map(|m| m.value.as_f64()).collect()
     }
 
+    /// Waits (5 s at most) until the actor has booked the power reading taken `seconds`
+    /// in, and so every message sent before it.
+    async fn booked_power_at(sink: &CollectingEventSink, epoch: Epoch, seconds: f64) {
+        let at = epoch.nanos(epoch.0 + Duration::from_secs_f64(seconds));
+        for _ in 0..5_000 {
+            let booked = sink.events().iter().any(|event| {
+                matches!(event, PipelineEvent::Energy { record: EnergyRecord::Power(power), .. } if power.at == at)
+            });
+            if booked {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("the reading at {seconds} s was never booked");
+    }
+
     async fn report(inbox: &EnergyInbox, epoch: Epoch, seconds: f64) -> EnergyReport {
         let at = epoch.0 + Duration::from_secs_f64(seconds);
         inbox
@@ -529,9 +588,18 @@ mod tests {
 
     #[tokio::test]
     async fn dense_intervals_go_out_with_the_next_gauge_sample_and_every_record_is_kept() {
-        let (inbox, sink, epoch) = spawn(false).await;
+        let (inbox, boundaries, sink, epoch) = spawn_with_boundaries(false).await;
         // The GPU sampler's view of the inbox: a power sample sink.
         let feed: &dyn PowerSampleSink = &inbox;
+        // As the API queues a boundary: the actor takes it before the next message it
+        // handles, so each push waits until the reading sent before it is booked (the
+        // order these instants come in for real).
+        let push = async |after_reading_at: f64, boundary| {
+            booked_power_at(&sink, epoch, after_reading_at).await;
+            if boundaries.push(boundary).includes(0) {
+                inbox.boundaries_queued();
+            }
+        };
         inbox.send(EnergyInput::MeasuringFrom {
             at: epoch.0,
             wall: Utc::now(),
@@ -542,23 +610,33 @@ mod tests {
         let boundary = |seconds: u64| epoch.0 + Duration::from_secs(seconds);
         feed.send(sample(epoch, 0.0, 100.0, false));
         feed.send(sample(epoch, 1.0, 200.0, true));
-        inbox.send(EnergyInput::ScopeStarted {
-            uuid,
-            name: "step".into(),
-            parent: None,
-            process_id: None,
-            weight: None,
-            traceparent: None,
-            at: boundary(1),
-            wall: std::time::SystemTime::now(),
-        });
+        push(
+            1.0,
+            ScopeBoundary::Started {
+                uuid,
+                name: "step".into(),
+                parent: None,
+                attributes: Vec::new(),
+                process_id: None,
+                weight: None,
+                traceparent: None,
+                at: boundary(1),
+                wall: std::time::SystemTime::now(),
+            },
+        )
+        .await;
         feed.send(sample(epoch, 2.0, 200.0, true));
-        inbox.send(EnergyInput::ScopeEnded {
-            uuid,
-            at: boundary(2),
-            wall: std::time::SystemTime::now(),
-            ended_at_program_exit: false,
-        });
+        push(
+            2.0,
+            ScopeBoundary::Ended {
+                uuid,
+                flags: Vec::new(),
+                ended_at_program_exit: false,
+                at: boundary(2),
+                wall: std::time::SystemTime::now(),
+            },
+        )
+        .await;
         feed.send(sample(epoch, 3.0, 200.0, false));
         // A full answer overtaken by the dense readings: its gauges were never sent
         // (older than the newest gauges), nor its energy.

@@ -1,7 +1,6 @@
 //! What the energy stage is told, by every producer (the GPU sampler's power sink, the
 //! energy clock, the pipeline's scope calls), and the one handle they tell it through.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime};
 
@@ -13,7 +12,6 @@ use uuid::Uuid;
 use crate::energy::report::EnergyReport;
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
-use crate::wake_queue::WakeSender;
 
 /// One thing the energy stage learns: a reading, a boundary or a source's status.
 pub enum EnergyInput {
@@ -36,27 +34,9 @@ pub enum EnergyInput {
         /// The same instant on the wall clock.
         wall: DateTime<Utc>,
     },
-    /// An Agent scope went live.
-    ScopeStarted {
-        /// The scope's identity.
-        uuid: Uuid,
-        /// The scope's name.
-        name: Arc<str>,
-        /// The live scope it was opened inside.
-        parent: Option<Uuid>,
-        /// The process that opened it.
-        process_id: Option<u32>,
-        /// Its weight among the scopes live beside it.
-        weight: Option<f64>,
-        /// The caller's W3C `traceparent`, checked.
-        traceparent: Option<String>,
-        /// When it started.
-        at: Instant,
-        /// The same instant on the wall clock (made a calendar time by the actor, not
-        /// the caller).
-        wall: SystemTime,
-    },
-    /// An Agent scope ended.
+    /// An Agent scope ended, outside the boundary queue (every scope still live when
+    /// the pipeline ends them all; starts and ends from the API come by
+    /// [`ScopeBoundary`](crate::scope_boundary::ScopeBoundary)).
     ScopeEnded {
         /// The scope's identity.
         uuid: Uuid,
@@ -84,7 +64,7 @@ pub enum EnergyMessage {
     /// A reading, boundary or status from one of the producers (sent through an
     /// [`EnergyInbox`]).
     Input(EnergyInput),
-    /// Scope boundaries were queued ([`EnergyInbox::send_boundary`]), or the actor's
+    /// Scope boundaries were queued ([`EnergyInbox::boundaries_queued`]), or the actor's
     /// own wake-up while their queue is held: the actor takes them, as it does before
     /// every message.
     BoundariesQueued,
@@ -107,16 +87,12 @@ pub enum EnergyMessage {
 #[derive(Clone)]
 pub struct EnergyInbox {
     actor: ActorRef<EnergyMessage>,
-    /// Scope boundaries, which the actor takes before every message it handles.
-    boundaries: WakeSender<EnergyInput>,
 }
 
 impl EnergyInbox {
-    /// The inbox of the energy actor `actor`, which drains the other half of
-    /// `boundaries` (its
-    /// [`EnergyArguments::boundaries`](crate::energy::actor::EnergyArguments)).
-    pub fn new(actor: ActorRef<EnergyMessage>, boundaries: WakeSender<EnergyInput>) -> Self {
-        Self { actor, boundaries }
+    /// The inbox of the energy actor `actor`.
+    pub fn new(actor: ActorRef<EnergyMessage>) -> Self {
+        Self { actor }
     }
 
     /// Sends `input` without waiting. An actor already gone (the pipeline is shutting
@@ -127,14 +103,11 @@ impl EnergyInbox {
         }
     }
 
-    /// Queues a scope boundary without a message of its own (one wake-up message per
-    /// batch): it is booked before any input sent after this call, as [`Self::send`]
-    /// would have it, at a fraction of the cost.
-    pub fn send_boundary(&self, input: EnergyInput) {
-        if self.boundaries.push(input)
-            && let Err(error) = self.actor.cast(EnergyMessage::BoundariesQueued)
-        {
-            tracing::debug!(%error, "energy actor gone; a scope boundary dropped");
+    /// Wakes the actor for the scope boundaries pushed onto its reader of the boundary
+    /// queue (the push said to: the first since it released the queue).
+    pub fn boundaries_queued(&self) {
+        if let Err(error) = self.actor.cast(EnergyMessage::BoundariesQueued) {
+            tracing::debug!(%error, "energy actor gone; scope boundaries not taken");
         }
     }
 

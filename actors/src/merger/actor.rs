@@ -21,7 +21,7 @@ use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::merger::on_demand::{
     CategoryOutput, Delivery, OnDemandSamplers, OnDemandWorker, SnapshotCallback,
 };
-use crate::merger::scopes::{ScopeBoundary, ScopeTable};
+use crate::merger::scopes::ScopeTable;
 use crate::merger::tick::{finish_tick, prepare_tick};
 use crate::readings::SamplingSeries;
 use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
@@ -29,6 +29,7 @@ use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::samplers::{SampleRequest, SamplerFactory};
 use crate::scope::ScopeTarget;
+use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
@@ -856,7 +857,7 @@ mod tests {
             root_scope: Uuid::now_v7(),
             direct: direct.clone(),
         };
-        let (_boundaries, receiver) = wake_queue();
+        let (_boundaries, [receiver]) = wake_queue();
         let (merger, _) = Actor::spawn(None, MergerActor, (arguments, receiver))
             .await
             .unwrap();

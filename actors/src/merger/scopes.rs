@@ -3,11 +3,12 @@
 //! start and end events, and no lock is shared between the API and the actors.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_model::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
+
+use crate::scope_boundary::ScopeBoundary;
 
 /// The name of the scope every event of a pipeline sits in.
 pub const ROOT_SCOPE_NAME: &str = "wattline";
@@ -66,36 +67,6 @@ pub struct LiveScope {
     pub attributes: Vec<&'static str>,
 }
 
-/// A scope boundary on its way to the merger (through its [`crate::wake_queue`]).
-/// Times are the clock's raw readings: the merger makes them calendar times, so the
-/// caller does not.
-#[derive(Debug)]
-pub enum ScopeBoundary {
-    /// An Agent scope went live: its start event goes out, later marks are copied
-    /// under it.
-    Started {
-        /// Its UUID (the parent of its marks).
-        uuid: Uuid,
-        /// Its name.
-        name: Arc<str>,
-        /// When it started.
-        started: SystemTime,
-        /// The Agent scope it is nested in, if any.
-        parent: Option<Uuid>,
-        /// Its ATOF flags, repeated on its end event.
-        attributes: Vec<&'static str>,
-    },
-    /// An Agent scope ended at `wall`: its end event goes out, with `flags` added.
-    Ended {
-        /// The scope.
-        uuid: Uuid,
-        /// When it ended.
-        wall: SystemTime,
-        /// ATOF flags added to its end event.
-        flags: Vec<&'static str>,
-    },
-}
-
 /// The live Agent scopes, in the order they started.
 pub struct ScopeTable {
     root: Uuid,
@@ -112,26 +83,29 @@ impl ScopeTable {
     }
 
     /// Applies `boundary`: a start or an end event goes out.
-    pub fn apply(&mut self, boundary: ScopeBoundary, sink: &dyn EventSink) {
+    pub fn apply(&mut self, boundary: &ScopeBoundary, sink: &dyn EventSink) {
         match boundary {
             ScopeBoundary::Started {
                 uuid,
                 name,
-                started,
                 parent,
                 attributes,
+                wall,
+                ..
             } => {
                 let scope = LiveScope {
-                    uuid,
-                    name,
-                    started: started.into(),
-                    parent,
-                    attributes,
+                    uuid: *uuid,
+                    name: Arc::clone(name),
+                    started: (*wall).into(),
+                    parent: *parent,
+                    attributes: attributes.clone(),
                 };
                 self.start(scope, sink);
             }
-            ScopeBoundary::Ended { uuid, wall, flags } => {
-                self.end(uuid, wall.into(), &flags, sink);
+            ScopeBoundary::Ended {
+                uuid, wall, flags, ..
+            } => {
+                self.end(*uuid, (*wall).into(), flags, sink);
             }
         }
     }

@@ -38,11 +38,12 @@ use crate::gpu::visible_devices::GpuSelection;
 use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use crate::merger::actor::MergerMessage;
 pub use crate::merger::scopes::ROOT_SCOPE_NAME;
-use crate::merger::scopes::{ScopeBoundary, scope_event, strictly_after};
+use crate::merger::scopes::{scope_event, strictly_after};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
-use crate::wake_queue::WakeSender;
+use crate::scope_boundary::{ENERGY_READER, MERGER_READER, ScopeBoundary};
+use crate::wake_queue::{WakeSender, wake_queue};
 pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid_at};
@@ -208,8 +209,9 @@ pub struct RunningPipeline {
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
     health: HealthBoard,
-    /// Scope boundaries on their way to the merger, which writes their events.
-    merger_boundaries: WakeSender<ScopeBoundary>,
+    /// Scope boundaries on their way to the merger, which writes their events, and the
+    /// energy actor, which books them: one queue both read.
+    boundaries: WakeSender<ScopeBoundary>,
     /// On-demand collections the caller's thread starts itself, when it can.
     direct_collections: crate::merger::actor::DirectCollector,
     /// Scope boundaries' requests for a power reading (one outstanding at a time).
@@ -266,8 +268,15 @@ impl RunningPipeline {
             Vec::new(),
         ));
         let boundary_readings = Arc::new(BoundaryReadings::default());
-        let energy =
-            stages::spawn_energy(stages::energy_arguments(&spec, &boundary_readings)).await?;
+        // One queue of scope boundaries, read by the merger and the energy actor.
+        let (boundaries, boundary_readers) = wake_queue::<ScopeBoundary, 2>();
+        let [merger_boundaries, energy_boundaries] = boundary_readers;
+        let energy = stages::spawn_energy(stages::energy_arguments(
+            &spec,
+            &boundary_readings,
+            energy_boundaries,
+        ))
+        .await?;
         let mut prepared_gpu = spec.prepared_gpu.take();
         if let Some(energy) = &energy {
             stages::send_prepared_readings(energy, spec.measuring_from, prepared_gpu.as_mut());
@@ -281,13 +290,16 @@ impl RunningPipeline {
         let supervisor =
             stages::spawn_supervisor(samplers.factories, &registry, pipeline_diagnostics.as_ref())
                 .await?;
-        let merger = stages::spawn_merger(stages::plan_merger(
-            &spec,
-            samplers.categories,
-            &registry,
-            pipeline_diagnostics.as_ref(),
-            root_scope,
-        ))
+        let merger = stages::spawn_merger(
+            stages::plan_merger(
+                &spec,
+                samplers.categories,
+                &registry,
+                pipeline_diagnostics.as_ref(),
+                root_scope,
+            ),
+            merger_boundaries,
+        )
         .await?;
         if let Some(diagnostics) = &pipeline_diagnostics {
             for note in &spec.command_group_notes {
@@ -318,7 +330,7 @@ impl RunningPipeline {
         });
         Ok(RunningPipeline {
             supervisor,
-            merger_boundaries: merger.boundaries.clone(),
+            boundaries,
             direct_collections: merger.direct.clone(),
             merger: merger.merger,
             resource_enabled: spec.resource.is_some(),
@@ -463,25 +475,17 @@ impl RunningPipeline {
         let name = scope_start::shared_name(name);
         // The merger writes the start event in order with its polls: no mark under
         // this scope comes before it.
-        self.to_merger(ScopeBoundary::Started {
+        self.push_boundary(ScopeBoundary::Started {
             uuid,
-            name: Arc::clone(&name),
-            started: wall,
+            name,
             parent,
             attributes: attributes.to_vec(),
+            process_id,
+            weight,
+            traceparent: traceparent.map(str::to_owned),
+            at,
+            wall,
         });
-        if let Some(energy) = &self.energy {
-            energy.send_boundary(EnergyInput::ScopeStarted {
-                uuid,
-                name,
-                parent,
-                process_id,
-                weight,
-                traceparent: traceparent.map(str::to_owned),
-                at,
-                wall,
-            });
-        }
         uuid
     }
 
@@ -510,26 +514,29 @@ impl RunningPipeline {
                 || self.boundary_clock.now(),
                 |&(at, wall)| (at, wall.into()),
             );
-        self.to_merger(ScopeBoundary::Ended {
+        self.push_boundary(ScopeBoundary::Ended {
             uuid,
-            wall,
             flags: flags.to_vec(),
+            ended_at_program_exit,
+            at,
+            wall,
         });
-        if let Some(energy) = &self.energy {
-            energy.send_boundary(EnergyInput::ScopeEnded {
-                uuid,
-                at,
-                wall,
-                ended_at_program_exit,
-            });
-        }
         true
     }
 
-    /// Queues `boundary` for the merger, waking it when its queue was idle.
-    fn to_merger(&self, boundary: ScopeBoundary) {
-        if self.merger_boundaries.push(boundary) {
+    /// Queues `boundary` for the merger and the energy actor, waking each whose queue
+    /// was idle.
+    fn push_boundary(&self, boundary: ScopeBoundary) {
+        let wakes = self.boundaries.push(boundary);
+        if wakes.includes(MERGER_READER) {
             let _ = self.merger.cast(MergerMessage::ScopeBoundaries);
+        }
+        if let Some(energy) = self
+            .energy
+            .as_ref()
+            .filter(|_| wakes.includes(ENERGY_READER))
+        {
+            energy.boundaries_queued();
         }
     }
 

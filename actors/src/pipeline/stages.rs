@@ -23,12 +23,12 @@ use crate::energy::actor::{EnergyActor, EnergyArguments};
 use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
 use crate::gpu::{GpuSource, PowerSample};
 use crate::merger::actor::{DirectCollector, MergerActor, MergerArguments, MergerMessage};
-use crate::merger::scopes::ScopeBoundary;
 use crate::samplers::CategorySampler;
 use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
-use crate::wake_queue::{WakeSender, wake_queue};
+use crate::scope_boundary::ScopeBoundary;
+use crate::wake_queue::WakeReceiver;
 
 fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
     PipelineError::Spawn(error.to_string())
@@ -40,33 +40,31 @@ fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
 pub(super) fn energy_arguments(
     spec: &PipelineSpec,
     boundary_readings: &Arc<BoundaryReadings>,
-) -> Option<(EnergyArguments, WakeSender<EnergyInput>)> {
-    spec.energy.as_ref().map(|settings| {
-        let (boundaries, receiver) = wake_queue();
-        let arguments = EnergyArguments {
-            settings: settings.clone(),
-            sink: Arc::clone(&spec.sink),
-            epoch: spec.epoch,
-            semconv_metrics: spec.semconv_metrics,
-            boundaries: receiver,
-            boundary_readings: Some(Arc::clone(boundary_readings)),
-        };
-        (arguments, boundaries)
+    boundaries: WakeReceiver<ScopeBoundary>,
+) -> Option<EnergyArguments> {
+    // With the component off, `boundaries` is dropped here: a dropped reader is never
+    // woken and holds no boundary back.
+    spec.energy.as_ref().map(|settings| EnergyArguments {
+        settings: settings.clone(),
+        sink: Arc::clone(&spec.sink),
+        epoch: spec.epoch,
+        semconv_metrics: spec.semconv_metrics,
+        boundaries,
+        boundary_readings: Some(Arc::clone(boundary_readings)),
     })
 }
 
-/// Spawns the energy actor, when it has `arguments` (and the pushing half of its
-/// boundary queue).
+/// Spawns the energy actor, when it has `arguments`.
 pub(super) async fn spawn_energy(
-    arguments: Option<(EnergyArguments, WakeSender<EnergyInput>)>,
+    arguments: Option<EnergyArguments>,
 ) -> Result<Option<EnergyInbox>, PipelineError> {
-    let Some((arguments, boundaries)) = arguments else {
+    let Some(arguments) = arguments else {
         return Ok(None);
     };
     let (actor, _) = Actor::spawn(None, EnergyActor, arguments)
         .await
         .map_err(spawn_error)?;
-    Ok(Some(EnergyInbox::new(actor, boundaries)))
+    Ok(Some(EnergyInbox::new(actor)))
 }
 
 /// Opens the energy window (at `measuring_from`, default now) and hands the energy
@@ -208,8 +206,6 @@ pub(super) struct MergerStage {
     pub merger: ActorRef<MergerMessage>,
     /// The poll period, when resource metrics are on and polled.
     pub poll_period: Option<Duration>,
-    /// Where scope boundaries go to the merger.
-    pub boundaries: WakeSender<ScopeBoundary>,
     /// The merger's on-demand collection, for callers to start themselves.
     pub direct: DirectCollector,
 }
@@ -266,17 +262,18 @@ pub(super) fn plan_merger(
     }
 }
 
-/// Spawns the merger of `plan`.
-pub(super) async fn spawn_merger(plan: MergerPlan) -> Result<MergerStage, PipelineError> {
-    let (boundaries, receiver) = wake_queue();
+/// Spawns the merger of `plan`, reading scope boundaries off `boundaries`.
+pub(super) async fn spawn_merger(
+    plan: MergerPlan,
+    boundaries: WakeReceiver<ScopeBoundary>,
+) -> Result<MergerStage, PipelineError> {
     let direct = plan.arguments.direct.clone();
-    let (merger, _) = Actor::spawn(None, MergerActor, (plan.arguments, receiver))
+    let (merger, _) = Actor::spawn(None, MergerActor, (plan.arguments, boundaries))
         .await
         .map_err(spawn_error)?;
     Ok(MergerStage {
         merger,
         poll_period: plan.poll_period,
-        boundaries,
         direct,
     })
 }
