@@ -28,8 +28,11 @@ use wattline_model::report::EnergyDomain;
 use wattline_model::scope_energy::SettledScope;
 use wattline_model::trace_context::ScopeTrace;
 
+mod domain_joules;
 mod reporting;
 mod settling;
+
+use self::domain_joules::DomainJoules;
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
 /// (the flush call, before its fresh reading arrived) can take their tail back out.
@@ -274,11 +277,11 @@ struct ScopeAccount {
     started_wall: DateTime<Utc>,
     end: Option<(Nanos, DateTime<Utc>)>,
     /// Window energy: every counted domain's energy while the scope was live (J).
-    joules: BTreeMap<EnergyDomain, f64>,
+    joules: DomainJoules,
     /// Attributed energy, its children's included (J).
-    attributed: BTreeMap<EnergyDomain, f64>,
+    attributed: DomainJoules,
     /// Attributed energy received as an innermost scope (J).
-    own: BTreeMap<EnergyDomain, f64>,
+    own: DomainJoules,
     /// Its final figures were announced (see [`EnergyAccount::announce_settled_scopes`]).
     announced: bool,
     /// Where its span sits; moved into its announcement when it is retired (only
@@ -470,9 +473,9 @@ impl EnergyAccount {
                     start: *at,
                     started_wall: *wall,
                     end: None,
-                    joules: BTreeMap::new(),
-                    attributed: BTreeMap::new(),
-                    own: BTreeMap::new(),
+                    joules: DomainJoules::default(),
+                    attributed: DomainJoules::default(),
+                    own: DomainJoules::default(),
                     announced: false,
                     trace: Some(trace),
                     covered: BTreeMap::new(),
@@ -648,7 +651,7 @@ impl EnergyAccount {
         if domain.is_counted() {
             for scope in &mut self.scopes {
                 let (energy, time) = segment.fractions(scope.start, scope.until());
-                *scope.joules.entry(domain).or_default() += segment.best_joules() * energy;
+                scope.joules.add(domain, segment.best_joules() * energy);
                 if time > 0.0 {
                     let covered = seconds(segment.length() * time);
                     // Looked up before inserting: no key is copied for a meter already
@@ -669,10 +672,10 @@ impl EnergyAccount {
                 .zip(division.inclusive.iter().zip(&division.own))
             {
                 if *inclusive != 0.0 {
-                    *scope.attributed.entry(domain).or_default() += inclusive;
+                    scope.attributed.add(domain, *inclusive);
                 }
                 if *own != 0.0 {
-                    *scope.own.entry(domain).or_default() += own;
+                    scope.own.add(domain, *own);
                 }
             }
             *self.unattributed.entry(domain).or_default() += division.unattributed;
@@ -753,7 +756,7 @@ impl EnergyAccount {
 /// taken back out: per scope (in the order given) and unattributed, by domain (J).
 #[derive(Debug, Default)]
 struct LateAttribution {
-    scopes: Vec<BTreeMap<EnergyDomain, f64>>,
+    scopes: Vec<DomainJoules>,
     unattributed: BTreeMap<EnergyDomain, f64>,
 }
 
@@ -763,7 +766,7 @@ impl EnergyAccount {
     fn late_attribution(&self, scopes: &[&ScopeAccount], after: Nanos) -> LateAttribution {
         let claimants: Vec<Claimant> = scopes.iter().map(|scope| scope.claimant()).collect();
         let mut late = LateAttribution {
-            scopes: vec![BTreeMap::new(); scopes.len()],
+            scopes: vec![DomainJoules::default(); scopes.len()],
             unattributed: BTreeMap::new(),
         };
         for ((domain, _), meter) in &self.meters {
@@ -774,7 +777,7 @@ impl EnergyAccount {
                 let division = divide_segment(segment, after, Nanos::MAX, &claimants);
                 for (slot, joules) in late.scopes.iter_mut().zip(&division.inclusive) {
                     if *joules != 0.0 {
-                        *slot.entry(*domain).or_default() += joules;
+                        slot.add(*domain, *joules);
                     }
                 }
                 *late.unattributed.entry(*domain).or_default() += division.unattributed;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use wattline_config::energy::{CarbonIntensity, EnergySettings};
 
+use super::domain_joules::DomainJoules;
 use super::{EnergyAccount, LateAttribution, Meter, ScopeAccount, Tally, seconds};
 use crate::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
 use wattline_model::energy::Nanos;
@@ -227,7 +228,7 @@ impl EnergyAccount {
     fn scope_energy(
         &self,
         scope: &ScopeAccount,
-        late_attributed: &BTreeMap<EnergyDomain, f64>,
+        late_attributed: &DomainJoules,
         figures: &ScopeFigures<'_>,
         pricing: &Pricing,
     ) -> ScopeEnergy {
@@ -244,14 +245,14 @@ impl EnergyAccount {
             }
             for segment in meter.after(at) {
                 let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
-                *joules.entry(*domain).or_default() -= segment.best_joules() * energy;
+                joules.add(*domain, -(segment.best_joules() * energy));
             }
         }
-        let gpu = joules.get(&EnergyDomain::Gpu).copied().map(kwh);
+        let gpu = joules.get(EnergyDomain::Gpu).map(kwh);
         let total = measured.then(|| kwh(joules.values().sum::<f64>()));
         let attributed = |domain: &EnergyDomain| {
-            scope.attributed.get(domain).copied().unwrap_or(0.0)
-                - late_attributed.get(domain).copied().unwrap_or(0.0)
+            scope.attributed.get(*domain).unwrap_or(0.0)
+                - late_attributed.get(*domain).unwrap_or(0.0)
         };
         let attributed_total = measured.then(|| kwh(domains.iter().map(attributed).sum::<f64>()));
         ScopeEnergy {
@@ -287,7 +288,7 @@ impl EnergyAccount {
             gpu_measured: counted.contains(&EnergyDomain::Gpu),
             domains: &counted,
         };
-        let energy = self.scope_energy(scope, &BTreeMap::new(), &figures, &self.pricing);
+        let energy = self.scope_energy(scope, &DomainJoules::default(), &figures, &self.pricing);
         self.settled_with(energy, scope, trace)
     }
 
