@@ -392,6 +392,9 @@ impl Actor for EnergyActor {
                 }
                 AfterWakeUp::Released => state.take_boundaries(),
             },
+            EnergyMessage::Ready(reply) => {
+                let _ = reply.send(());
+            }
             EnergyMessage::Report {
                 at,
                 wall,
@@ -584,6 +587,58 @@ mod tests {
             .report(at, Utc::now(), false)
             .await
             .expect("no report")
+    }
+
+    #[tokio::test]
+    async fn boundaries_pushed_once_ready_are_booked_after_the_readings_sent_before() {
+        // The pipeline's spawn: the window opens and the prepared reading is sent, then
+        // it waits until the actor is ready before any scope can start. (The test's
+        // runtime runs the actor only while the test awaits, so without the wait both
+        // boundaries would be taken first, while the meter had no reading, and the
+        // step would retire with no GPU figure.)
+        let (inbox, boundaries, _sink, epoch) = spawn_with_boundaries(false).await;
+        let feed: &dyn PowerSampleSink = &inbox;
+        inbox.send(EnergyInput::MeasuringFrom {
+            at: epoch.0,
+            wall: Utc::now(),
+        });
+        feed.send(sample(epoch, 0.0, 100.0, false));
+        inbox.ready().await;
+        let uuid = Uuid::now_v7();
+        let at = |seconds: u64| epoch.0 + Duration::from_secs(seconds);
+        for boundary in [
+            ScopeBoundary::Started {
+                uuid,
+                name: "first step".into(),
+                parent: None,
+                attributes: Vec::new(),
+                process_id: None,
+                weight: None,
+                traceparent: None,
+                at: at(1),
+                wall: std::time::SystemTime::now(),
+            },
+            ScopeBoundary::Ended {
+                uuid,
+                flags: Vec::new(),
+                ended_at_program_exit: false,
+                at: at(2),
+                wall: std::time::SystemTime::now(),
+            },
+        ] {
+            if boundaries.push(boundary).includes(0) {
+                inbox.boundaries_queued();
+            }
+        }
+        feed.send(sample(epoch, 3.0, 100.0, false));
+        let report = report(&inbox, epoch, 3.0).await;
+        // 100 W throughout: the step's second holds 100 J.
+        let step = report.agent_scopes[0].gpu_energy_kwh;
+        let expected = 100.0 / JOULES_PER_KILOWATT_HOUR;
+        assert!(
+            step.is_some_and(|kwh| (kwh - expected).abs() < 1e-15),
+            "{step:?}"
+        );
     }
 
     #[tokio::test]

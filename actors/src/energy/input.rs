@@ -68,6 +68,10 @@ pub enum EnergyMessage {
     /// own wake-up while their queue is held: the actor takes them, as it does before
     /// every message.
     BoundariesQueued,
+    /// Answered once every message sent before it is handled: the pipeline asks it
+    /// before any scope can start, so no boundary is booked ahead of the readings the
+    /// pipeline sent at spawn (a boundary is taken before any message not yet handled).
+    Ready(RpcReplyPort<()>),
     /// The report as of an instant (the flush call's).
     Report {
         /// The report's instant.
@@ -108,6 +112,14 @@ impl EnergyInbox {
     pub fn boundaries_queued(&self) {
         if let Err(error) = self.actor.cast(EnergyMessage::BoundariesQueued) {
             tracing::debug!(%error, "energy actor gone; scope boundaries not taken");
+        }
+    }
+
+    /// Returns once the actor has handled every message sent before this call (at
+    /// once when it is gone).
+    pub async fn ready(&self) {
+        if let Err(error) = self.actor.call(EnergyMessage::Ready, None).await {
+            tracing::debug!(%error, "energy actor gone before it was ready");
         }
     }
 

@@ -328,6 +328,12 @@ impl RunningPipeline {
             diagnostics: pipeline_diagnostics.as_ref(),
             cancel: &cancel,
         });
+        // The readings sent above are booked before any scope can start: a boundary
+        // is taken ahead of every message not yet handled, and a scope booked while
+        // its meter has no reading yet would retire with no figure.
+        if let Some(energy) = &energy {
+            energy.ready().await;
+        }
         Ok(RunningPipeline {
             supervisor,
             boundaries,
