@@ -167,10 +167,13 @@ struct Meter {
     power_fields: BTreeSet<String>,
     /// Seen as a MIG-enabled board in any reading (dense reads do not say).
     shared_board: bool,
+    /// Its number in the account, in the order meters were first read: what a scope's
+    /// coverage is kept under.
+    number: u32,
 }
 
 impl Meter {
-    fn new(name: Option<String>, source: &str) -> Self {
+    fn new(name: Option<String>, source: &str, number: u32) -> Self {
         Meter {
             name,
             source: source.to_owned(),
@@ -185,6 +188,7 @@ impl Meter {
             max_watts: None,
             power_fields: BTreeSet::new(),
             shared_board: false,
+            number,
         }
     }
 
@@ -287,11 +291,20 @@ struct ScopeAccount {
     /// Where its span sits; moved into its announcement when it is retired (only
     /// live scopes are parents).
     trace: Option<ScopeTrace>,
-    /// Per counted meter, the seconds of its window that readings covered.
-    covered: BTreeMap<String, f64>,
+    /// Per counted meter (by [`Meter::number`]), the seconds of its window that
+    /// readings covered: a meter or two, found by a scan.
+    covered: Vec<(u32, f64)>,
 }
 
 impl ScopeAccount {
+    /// The seconds of its window that meter `number`'s readings covered.
+    fn covered_seconds(&self, number: u32) -> f64 {
+        self.covered
+            .iter()
+            .find(|(meter, _)| *meter == number)
+            .map_or(0.0, |(_, seconds)| *seconds)
+    }
+
     fn until(&self) -> Nanos {
         self.end.map_or(Nanos::MAX, |(at, _)| at)
     }
@@ -478,7 +491,7 @@ impl EnergyAccount {
                     own: DomainJoules::default(),
                     announced: false,
                     trace: Some(trace),
-                    covered: BTreeMap::new(),
+                    covered: Vec::new(),
                 });
             }
             EnergyRecord::ScopeEnded { uuid, at, wall } => {
@@ -555,10 +568,11 @@ impl EnergyAccount {
         };
         let mut closed = Vec::new();
         for device in devices {
+            let number = next_meter_number(&self.meters);
             let meter = self
                 .meters
                 .entry((EnergyDomain::Gpu, device.id.clone()))
-                .or_insert_with(|| Meter::new(None, &record.source));
+                .or_insert_with(|| Meter::new(None, &record.source, number));
             if device.name.is_some() {
                 meter.name.clone_from(&device.name);
             }
@@ -617,10 +631,11 @@ impl EnergyAccount {
     fn add_rapl(&mut self, at: Nanos, zones: &[RaplZoneReading]) {
         for zone in zones {
             let domain = EnergyDomain::of_rapl_zone(&zone.name);
+            let number = next_meter_number(&self.meters);
             let meter = self
                 .meters
                 .entry((domain, zone.zone.clone()))
-                .or_insert_with(|| Meter::new(Some(zone.name.clone()), "rapl"));
+                .or_insert_with(|| Meter::new(Some(zone.name.clone()), "rapl", number));
             if meter.last.is_some_and(|last| at <= last.at) {
                 continue;
             }
@@ -647,6 +662,7 @@ impl EnergyAccount {
             return;
         };
         meter.book(&segment, from);
+        let number = meter.number;
         // Sub-zones (core, uncore) are inside their package: they count for none.
         if domain.is_counted() {
             for scope in &mut self.scopes {
@@ -654,13 +670,9 @@ impl EnergyAccount {
                 scope.joules.add(domain, segment.best_joules() * energy);
                 if time > 0.0 {
                     let covered = seconds(segment.length() * time);
-                    // Looked up before inserting: no key is copied for a meter already
-                    // there, on every interval, for every live scope.
-                    match scope.covered.get_mut(id) {
-                        Some(seconds) => *seconds += covered,
-                        None => {
-                            scope.covered.insert(id.to_owned(), covered);
-                        }
+                    match scope.covered.iter_mut().find(|(meter, _)| *meter == number) {
+                        Some((_, seconds)) => *seconds += covered,
+                        None => scope.covered.push((number, covered)),
                     }
                 }
             }
@@ -750,6 +762,11 @@ impl EnergyAccount {
             );
         }
     }
+}
+
+/// The number a meter first read now gets: how many there are (none is ever removed).
+fn next_meter_number(meters: &BTreeMap<(EnergyDomain, String), Meter>) -> u32 {
+    u32::try_from(meters.len()).unwrap_or(u32::MAX)
 }
 
 /// The attributed energy of the intervals' parts after a report's instant, to be

@@ -436,6 +436,43 @@ fn a_gap_inside_a_step_lowers_its_coverage() {
     assert!((coverage - 1.0 / 3.0).abs() < 1e-12, "{coverage}");
 }
 
+/// A reading of two GPUs at `nanos`, each at 100 W or failed (`None`).
+fn two_gpus(nanos: Nanos, a: Option<f64>, b: Option<f64>) -> EnergyRecord {
+    let device = |id: &str, watts: Option<f64>| DevicePower {
+        id: id.into(),
+        name: None,
+        watts,
+        counter_millijoules: None,
+        shares: None,
+        mig_enabled: None,
+        at: None,
+    };
+    EnergyRecord::Power(PowerRecord {
+        source: "nvml".into(),
+        at: nanos,
+        devices: Some(vec![device("GPU-a", a), device("GPU-b", b)]),
+        power_field: None,
+    })
+}
+
+#[test]
+fn a_step_is_as_covered_as_its_worst_covered_meter() {
+    // GPU-a is read every second; GPU-b fails at 2 s, so it has no interval in 1–3 s.
+    // The step 0.5–3.5 s: GPU-a covers all 3 s of it, GPU-b 1 s.
+    let steps = [Step::new(1, 0.5, 3.5)];
+    let readings = (0..=4)
+        .map(|s| {
+            let b = (s != 2).then_some(100.0);
+            two_gpus(at(f64::from(s)), Some(100.0), b)
+        })
+        .collect();
+    let (_, settled) = settling(&schedule(&steps, readings));
+    assert_eq!(settled.len(), 1);
+    let coverage = settled[0].1.coverage.unwrap();
+    assert!((coverage - 1.0 / 3.0).abs() < 1e-12, "{coverage}");
+    assert_eq!(settled[0].1.meters, ["GPU-a", "GPU-b"]);
+}
+
 #[test]
 fn the_final_report_settles_what_is_left_with_its_own_figures_and_nothing_twice() {
     // Step 1 (0.5–1.5 s) settles at the 2 s reading; step 2 ends at 2.5 s with no

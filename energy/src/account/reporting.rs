@@ -302,12 +302,15 @@ impl EnergyAccount {
     ) -> SettledScope {
         let mut methods: BTreeMap<EnergyDomain, Vec<EnergySource>> = BTreeMap::new();
         let mut meters = Vec::new();
+        // The seconds of the step the worst-covered meter's readings covered.
+        let mut least_covered = f64::INFINITY;
         for ((domain, id), meter) in &self.meters {
             if meter.readings == 0 || !domain.is_counted() {
                 continue;
             }
             methods.entry(*domain).or_default().push(meter.run.method());
             meters.push(id.clone());
+            least_covered = least_covered.min(scope.covered_seconds(meter.number));
         }
         // The worst-covered meter's share of the window: 1 when readings surround the
         // whole step on every meter, less where a meter had a gap inside it.
@@ -316,13 +319,7 @@ impl EnergyAccount {
             .map(|(end, _)| seconds(end.saturating_sub(scope.start) as f64));
         let coverage = duration
             .filter(|d| *d > 0.0 && !meters.is_empty())
-            .map(|d| {
-                meters
-                    .iter()
-                    .map(|id| scope.covered.get(id).copied().unwrap_or(0.0) / d)
-                    .fold(f64::INFINITY, f64::min)
-                    .clamp(0.0, 1.0)
-            });
+            .map(|d| (least_covered / d).clamp(0.0, 1.0));
         SettledScope {
             energy,
             attribution: SCOPE_ATTRIBUTION.to_owned(),
