@@ -17,7 +17,7 @@ pub const MERGER_READER: usize = 0;
 pub const ENERGY_READER: usize = 1;
 
 /// A scope boundary on its way to the merger and the energy actor.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum ScopeBoundary {
     /// An Agent scope went live: its start event goes out, later marks are copied
     /// under it, and energy is attributed to it.
@@ -45,10 +45,11 @@ pub enum ScopeBoundary {
     Ended {
         /// The scope.
         uuid: Uuid,
-        /// ATOF flags added to its end event.
+        /// ATOF flags added to its end event ([`ENDED_AT_PROGRAM_EXIT`] among them when
+        /// its program exited with it open and wattline ended it then).
+        ///
+        /// [`ENDED_AT_PROGRAM_EXIT`]: wattline_model::events::ENDED_AT_PROGRAM_EXIT
         flags: Vec<&'static str>,
-        /// Its program exited with it open, and wattline ended it then.
-        ended_at_program_exit: bool,
         /// When it ended.
         at: Instant,
         /// The same instant on the wall clock.

@@ -217,9 +217,9 @@ impl<T> Default for Batch<T> {
 }
 
 impl<T> Batch<T> {
-    /// Whether there is nothing left to book.
+    /// Whether there is nothing left to book (a sealed chunk is never empty).
     pub fn is_empty(&self) -> bool {
-        self.unread.iter().all(|chunk| chunk.is_empty())
+        self.unread.is_empty()
     }
 
     /// Hands every item to `book`, oldest first (other readers read the same items:

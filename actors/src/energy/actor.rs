@@ -23,7 +23,7 @@ use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
 use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
-use wattline_model::events::{EventSink, PipelineEvent};
+use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
 
 /// What the energy actor starts with.
@@ -197,11 +197,13 @@ impl EnergyState {
             }
             ScopeBoundary::Ended {
                 uuid,
-                ended_at_program_exit,
+                flags,
                 at,
                 wall,
-                ..
-            } => self.scope_ended(*uuid, *at, *wall, *ended_at_program_exit),
+            } => {
+                let ended_at_program_exit = flags.contains(&ENDED_AT_PROGRAM_EXIT);
+                self.scope_ended(*uuid, *at, *wall, ended_at_program_exit);
+            }
         }
     }
 
@@ -589,6 +591,91 @@ mod tests {
             .expect("no report")
     }
 
+    /// A step's start `from` and end `to` seconds in, `flags` on its end.
+    fn step(
+        uuid: Uuid,
+        epoch: Epoch,
+        (from, to): (f64, f64),
+        flags: Vec<&'static str>,
+    ) -> [ScopeBoundary; 2] {
+        let at = |seconds: f64| epoch.0 + Duration::from_secs_f64(seconds);
+        [
+            ScopeBoundary::Started {
+                uuid,
+                name: "step".into(),
+                parent: None,
+                attributes: Vec::new(),
+                process_id: None,
+                weight: None,
+                traceparent: None,
+                at: at(from),
+                wall: std::time::SystemTime::now(),
+            },
+            ScopeBoundary::Ended {
+                uuid,
+                flags,
+                at: at(to),
+                wall: std::time::SystemTime::now(),
+            },
+        ]
+    }
+
+    /// Queues `boundary` as the API does, waking the actor when the push says to.
+    fn queue(boundaries: &WakeSender<ScopeBoundary>, inbox: &EnergyInbox, boundary: ScopeBoundary) {
+        if boundaries.push(boundary).includes(0) {
+            inbox.boundaries_queued();
+        }
+    }
+
+    /// The actor as the pipeline's spawn leaves it: the window open at the epoch, a
+    /// 100 W reading at 0 s sent, and every message handled.
+    async fn spawned_with_a_first_reading() -> (
+        EnergyInbox,
+        WakeSender<ScopeBoundary>,
+        Arc<CollectingEventSink>,
+        Epoch,
+    ) {
+        let (inbox, boundaries, sink, epoch) = spawn_with_boundaries(false).await;
+        inbox.send(EnergyInput::MeasuringFrom {
+            at: epoch.0,
+            wall: Utc::now(),
+        });
+        PowerSampleSink::send(&inbox, sample(epoch, 0.0, 100.0, false));
+        inbox.ready().await;
+        (inbox, boundaries, sink, epoch)
+    }
+
+    #[tokio::test]
+    async fn a_step_ended_with_the_program_exit_flag_settles_flagged_and_no_other() {
+        // Two steps from 1 s to 2 s, one ended as the API ends a step its program left
+        // open (the ATOF flag on its end), the other plainly; the reading at 3 s
+        // settles both.
+        let (inbox, boundaries, sink, epoch) = spawned_with_a_first_reading().await;
+        let feed: &dyn PowerSampleSink = &inbox;
+        let (left_open, ended) = (Uuid::now_v7(), Uuid::now_v7());
+        let steps = [
+            step(left_open, epoch, (1.0, 2.0), vec![ENDED_AT_PROGRAM_EXIT]),
+            step(ended, epoch, (1.0, 2.0), Vec::new()),
+        ];
+        for boundary in steps.into_iter().flatten() {
+            queue(&boundaries, &inbox, boundary);
+        }
+        feed.send(sample(epoch, 3.0, 100.0, false));
+        let _ = report(&inbox, epoch, 3.0).await;
+        let flagged: std::collections::HashMap<Uuid, bool> = sink
+            .events()
+            .iter()
+            .filter_map(|event| match event {
+                PipelineEvent::ScopeEnergy { settled, .. } => {
+                    Some((settled.energy.uuid, settled.ended_at_program_exit))
+                }
+                _ => None,
+            })
+            .collect();
+        let expected = std::collections::HashMap::from([(left_open, true), (ended, false)]);
+        assert_eq!(flagged, expected);
+    }
+
     #[tokio::test]
     async fn boundaries_pushed_once_ready_are_booked_after_the_readings_sent_before() {
         // The pipeline's spawn: the window opens and the prepared reading is sent, then
@@ -596,39 +683,10 @@ mod tests {
         // runtime runs the actor only while the test awaits, so without the wait both
         // boundaries would be taken first, while the meter had no reading, and the
         // step would retire with no GPU figure.)
-        let (inbox, boundaries, _sink, epoch) = spawn_with_boundaries(false).await;
+        let (inbox, boundaries, _sink, epoch) = spawned_with_a_first_reading().await;
         let feed: &dyn PowerSampleSink = &inbox;
-        inbox.send(EnergyInput::MeasuringFrom {
-            at: epoch.0,
-            wall: Utc::now(),
-        });
-        feed.send(sample(epoch, 0.0, 100.0, false));
-        inbox.ready().await;
-        let uuid = Uuid::now_v7();
-        let at = |seconds: u64| epoch.0 + Duration::from_secs(seconds);
-        for boundary in [
-            ScopeBoundary::Started {
-                uuid,
-                name: "first step".into(),
-                parent: None,
-                attributes: Vec::new(),
-                process_id: None,
-                weight: None,
-                traceparent: None,
-                at: at(1),
-                wall: std::time::SystemTime::now(),
-            },
-            ScopeBoundary::Ended {
-                uuid,
-                flags: Vec::new(),
-                ended_at_program_exit: false,
-                at: at(2),
-                wall: std::time::SystemTime::now(),
-            },
-        ] {
-            if boundaries.push(boundary).includes(0) {
-                inbox.boundaries_queued();
-            }
+        for boundary in step(Uuid::now_v7(), epoch, (1.0, 2.0), Vec::new()) {
+            queue(&boundaries, &inbox, boundary);
         }
         feed.send(sample(epoch, 3.0, 100.0, false));
         let report = report(&inbox, epoch, 3.0).await;
@@ -651,9 +709,7 @@ mod tests {
         // order these instants come in for real).
         let push = async |after_reading_at: f64, boundary| {
             booked_power_at(&sink, epoch, after_reading_at).await;
-            if boundaries.push(boundary).includes(0) {
-                inbox.boundaries_queued();
-            }
+            queue(&boundaries, &inbox, boundary);
         };
         inbox.send(EnergyInput::MeasuringFrom {
             at: epoch.0,
@@ -662,36 +718,12 @@ mod tests {
         // A full answer at 0 s (100 W), dense readings at 1 s and 2 s (200 W), a full
         // answer at 3 s (200 W): 150 + 200 + 200 = 550 J over 3 s go out with it.
         let uuid = Uuid::now_v7();
-        let boundary = |seconds: u64| epoch.0 + Duration::from_secs(seconds);
+        let [start, end] = step(uuid, epoch, (1.0, 2.0), Vec::new());
         feed.send(sample(epoch, 0.0, 100.0, false));
         feed.send(sample(epoch, 1.0, 200.0, true));
-        push(
-            1.0,
-            ScopeBoundary::Started {
-                uuid,
-                name: "step".into(),
-                parent: None,
-                attributes: Vec::new(),
-                process_id: None,
-                weight: None,
-                traceparent: None,
-                at: boundary(1),
-                wall: std::time::SystemTime::now(),
-            },
-        )
-        .await;
+        push(1.0, start).await;
         feed.send(sample(epoch, 2.0, 200.0, true));
-        push(
-            2.0,
-            ScopeBoundary::Ended {
-                uuid,
-                flags: Vec::new(),
-                ended_at_program_exit: false,
-                at: boundary(2),
-                wall: std::time::SystemTime::now(),
-            },
-        )
-        .await;
+        push(2.0, end).await;
         feed.send(sample(epoch, 3.0, 200.0, false));
         // A full answer overtaken by the dense readings: its gauges were never sent
         // (older than the newest gauges), nor its energy.

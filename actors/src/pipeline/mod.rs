@@ -523,7 +523,6 @@ impl RunningPipeline {
         self.push_boundary(ScopeBoundary::Ended {
             uuid,
             flags: flags.to_vec(),
-            ended_at_program_exit,
             at,
             wall,
         });

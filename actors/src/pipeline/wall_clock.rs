@@ -6,8 +6,8 @@
 //! only when the wall clock is set, stepped. So the difference between them is read
 //! once and reused, and read again whenever it is older than [`REREAD_AFTER`]: a
 //! boundary's wall time is then the system's to within a step made in that last
-//! second. A boundary asks the clock once instead of twice (reading a clock was a
-//! fifth of what opening and ending a scope cost its caller).
+//! second. A boundary asks the clock once instead of twice (reading both clocks at each
+//! boundary was a fifth of what opening and ending a scope cost its caller).
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
