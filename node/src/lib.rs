@@ -28,28 +28,88 @@ pub(crate) fn embedded_error(error: EmbeddedError) -> Error {
 }
 
 /// `value` as JSON text with each integer above the safe range written
-/// `{"$bigint": "<digits>"}`.
+/// `{"$bigint": "<digits>"}`, in one pass (no intermediate `serde_json::Value`).
 pub(crate) fn to_tagged_json(value: impl serde::Serialize) -> Result<String> {
-    fn tag(value: &mut serde_json::Value) {
-        match value {
-            serde_json::Value::Number(number) => {
-                let big = number.as_u64().is_some_and(|n| n > MAX_SAFE_INTEGER)
-                    || number
-                        .as_i64()
-                        .is_some_and(|n| n < -(MAX_SAFE_INTEGER as i64));
-                if big {
-                    *value = serde_json::json!({ "$bigint": number.to_string() });
-                }
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(tag),
-            serde_json::Value::Object(fields) => fields.values_mut().for_each(tag),
-            _ => {}
+    let mut text = Vec::with_capacity(4096);
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut text, BigIntTagging::default());
+    value
+        .serialize(&mut serializer)
+        .map_err(|error| failure("WATTLINE_ERROR", error))?;
+    String::from_utf8(text).map_err(|error| failure("WATTLINE_ERROR", error))
+}
+
+/// serde_json's compact output, except that an integer JavaScript cannot hold exactly
+/// is written as a tagged string. An integer map key is written inside quotes already
+/// (it stays a key, as JSON keys are strings).
+#[derive(Default)]
+struct BigIntTagging {
+    in_string: bool,
+}
+
+impl BigIntTagging {
+    /// Writes `digits` tagged when `safe` is false and the integer is not inside a
+    /// string; as they are otherwise.
+    fn write_integer<W: ?Sized + std::io::Write>(
+        &self,
+        writer: &mut W,
+        safe: bool,
+        digits: impl std::fmt::Display,
+    ) -> std::io::Result<()> {
+        if safe || self.in_string {
+            write!(writer, "{digits}")
+        } else {
+            write!(writer, "{{\"$bigint\":\"{digits}\"}}")
         }
     }
-    let mut value =
-        serde_json::to_value(value).map_err(|error| failure("WATTLINE_ERROR", error))?;
-    tag(&mut value);
-    Ok(value.to_string())
+}
+
+impl serde_json::ser::Formatter for BigIntTagging {
+    fn begin_string<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.in_string = true;
+        writer.write_all(b"\"")
+    }
+
+    fn end_string<W: ?Sized + std::io::Write>(&mut self, writer: &mut W) -> std::io::Result<()> {
+        self.in_string = false;
+        writer.write_all(b"\"")
+    }
+
+    fn write_u64<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: u64,
+    ) -> std::io::Result<()> {
+        self.write_integer(writer, value <= MAX_SAFE_INTEGER, value)
+    }
+
+    fn write_i64<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: i64,
+    ) -> std::io::Result<()> {
+        self.write_integer(writer, value.unsigned_abs() <= MAX_SAFE_INTEGER, value)
+    }
+
+    fn write_u128<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: u128,
+    ) -> std::io::Result<()> {
+        self.write_integer(writer, value <= u128::from(MAX_SAFE_INTEGER), value)
+    }
+
+    fn write_i128<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        value: i128,
+    ) -> std::io::Result<()> {
+        self.write_integer(
+            writer,
+            value.unsigned_abs() <= u128::from(MAX_SAFE_INTEGER),
+            value,
+        )
+    }
 }
 
 /// The options every call takes (each optional; camelCase in JavaScript).
@@ -217,5 +277,44 @@ pub mod host {
     #[napi]
     pub async fn host_end_scope(scope_id: String) -> Result<bool> {
         host_scopes::end(&scope_id).await.map_err(host_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_tagged_json;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn integers_past_the_safe_range_are_tagged_wherever_they_are_values() {
+        let text = to_tagged_json(serde_json::json!({
+            "safe": 9_007_199_254_740_991_u64,
+            "above": 9_007_199_254_740_992_u64,
+            "below": -9_007_199_254_740_992_i64,
+            "lowest": i64::MIN,
+            "nested": [u64::MAX, 1, "text 18446744073709551615"],
+        }))
+        .unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"above":{"$bigint":"9007199254740992"},"below":{"$bigint":"-9007199254740992"},"#,
+                r#""lowest":{"$bigint":"-9223372036854775808"},"#,
+                r#""nested":[{"$bigint":"18446744073709551615"},1,"text 18446744073709551615"],"#,
+                r#""safe":9007199254740991}"#
+            )
+        );
+    }
+
+    #[test]
+    fn an_integer_key_stays_a_key_and_wide_integers_are_tagged() {
+        let keys = BTreeMap::from([(u64::MAX, (1_u128 << 64, -(1_i128 << 64))), (2, (3, -4))]);
+        assert_eq!(
+            to_tagged_json(&keys).unwrap(),
+            concat!(
+                r#"{"2":[3,-4],"18446744073709551615":"#,
+                r#"[{"$bigint":"18446744073709551616"},{"$bigint":"-18446744073709551616"}]}"#
+            )
+        );
     }
 }
