@@ -76,6 +76,17 @@ pub fn thread_cpu_seconds() -> f64 {
     time.tv_sec as f64 + time.tv_nsec as f64 / 1e9
 }
 
+/// Minor page faults the calling thread has taken (`getrusage(RUSAGE_THREAD)`): each
+/// a fresh page of memory touched for the first time.
+pub fn thread_minor_faults() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the rusage we own.
+    let status = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    assert_eq!(status, 0, "getrusage failed");
+    u64::try_from(usage.ru_minflt).unwrap_or(0)
+}
+
 /// This process's resident set (`VmRSS` in `/proc/self/status`), in bytes.
 pub fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
