@@ -5,7 +5,8 @@
 //!
 //! Run: `cargo bench --bench soak -- 1h` (the default; also `25m`, `90s`, `3600`).
 //! `cargo bench --bench soak -- scopes 1000000` instead churns that many Agent scopes
-//! as fast as the pipeline takes them and prints RSS growth after a warm-up.
+//! as fast as the pipeline takes them and prints RSS growth after a warm-up and the
+//! process's CPU per scope (`WATTLINE_SOAK_CHURN_ATOF=1`: with an ATOF file written).
 //! `WATTLINE_ROTEL_AGENT` as for the scale benchmark. `WATTLINE_SOAK_SCOPES` (live
 //! scopes, default 10), `WATTLINE_SOAK_CHURN_MS` (one scope ends and a new one starts
 //! this often, default 200), `WATTLINE_SOAK_INTERVAL_MS` (100),
@@ -191,12 +192,20 @@ async fn churn_scopes(count: u64) {
     println!(
         "soak: {count} Agent scopes opened and ended back to back, 10 names, RSS after {warm_up}"
     );
+    // With `WATTLINE_SOAK_CHURN_ATOF=1` every scope's events also go to an ATOF file.
+    let atof = std::env::var_os("WATTLINE_SOAK_CHURN_ATOF")
+        .is_some_and(|value| value == "1")
+        .then(|| tempfile::tempdir().expect("a temp dir"));
     let pipeline = wattline::Pipeline::builder()
-        .config(common::pipeline_config(100, None, None))
+        .config(common::pipeline_config(
+            100,
+            atof.as_ref().map(|directory| directory.path()),
+            None,
+        ))
         .spawn()
         .await
         .expect("the pipeline");
-    let started = Instant::now();
+    let (started, cpu_at_start) = (Instant::now(), common::cpu_seconds());
     let mut at_warm_up = None;
     println!(
         "{:>12} {:>9} {:>8} {:>10}",
@@ -233,6 +242,13 @@ async fn churn_scopes(count: u64) {
         .await
         .expect("shutdown")
         .expect("a report");
+    println!(
+        "process CPU per scope, shutdown included: {:.2} µs",
+        (common::cpu_seconds() - cpu_at_start) * 1e6 / count as f64
+    );
+    for exporter in &report.exporters {
+        println!("exporter: {exporter:?}");
+    }
     let folded: u64 = report.folded_scopes.iter().map(|f| f.count).sum();
     println!(
         "report: {} scopes in detail, {folded} folded into {} names",
