@@ -306,6 +306,55 @@ mod tests {
         );
     }
 
+    /// Each integer writer at both edges of the safe range, −(2^53 − 1) to 2^53 − 1:
+    /// typed fields, so an `i64` or 128-bit value takes its own writer (a `json!` value
+    /// sends every non-negative integer through `write_u64`).
+    #[derive(serde::Serialize)]
+    struct Edges {
+        i64_max_safe: i64,
+        i64_past_max: i64,
+        i64_min_safe: i64,
+        i64_past_min: i64,
+        u128_max_safe: u128,
+        u128_past_max: u128,
+        i128_max_safe: i128,
+        i128_past_max: i128,
+        i128_min_safe: i128,
+        i128_past_min: i128,
+    }
+
+    #[test]
+    fn every_integer_writer_tags_exactly_past_the_safe_range() {
+        const SAFE: i64 = (1 << 53) - 1;
+        let edges = Edges {
+            i64_max_safe: SAFE,
+            i64_past_max: SAFE + 1,
+            i64_min_safe: -SAFE,
+            i64_past_min: -SAFE - 1,
+            u128_max_safe: SAFE as u128,
+            u128_past_max: SAFE as u128 + 1,
+            i128_max_safe: i128::from(SAFE),
+            i128_past_max: i128::from(SAFE) + 1,
+            i128_min_safe: -i128::from(SAFE),
+            i128_past_min: -i128::from(SAFE) - 1,
+        };
+        assert_eq!(
+            to_tagged_json(&edges).unwrap(),
+            concat!(
+                r#"{"i64_max_safe":9007199254740991,"#,
+                r#""i64_past_max":{"$bigint":"9007199254740992"},"#,
+                r#""i64_min_safe":-9007199254740991,"#,
+                r#""i64_past_min":{"$bigint":"-9007199254740992"},"#,
+                r#""u128_max_safe":9007199254740991,"#,
+                r#""u128_past_max":{"$bigint":"9007199254740992"},"#,
+                r#""i128_max_safe":9007199254740991,"#,
+                r#""i128_past_max":{"$bigint":"9007199254740992"},"#,
+                r#""i128_min_safe":-9007199254740991,"#,
+                r#""i128_past_min":{"$bigint":"-9007199254740992"}}"#
+            )
+        );
+    }
+
     #[test]
     fn an_integer_key_stays_a_key_and_wide_integers_are_tagged() {
         let keys = BTreeMap::from([(u64::MAX, (1_u128 << 64, -(1_i128 << 64))), (2, (3, -4))]);

@@ -85,4 +85,9 @@ test('integers are numbers up to MAX_SAFE_INTEGER and bigints above it', () => {
   assert.equal(top.value, 18446744073709551615n, 'u64::MAX exactly');
   const negative = wattline._decode('{"value": -9007199254740993}');
   assert.equal(negative.value, -9007199254740993n);
+  const lowest = wattline._decode('{"safe": -9007199254740991, "past": -9007199254740992}');
+  assert.equal(lowest.safe, -Number.MAX_SAFE_INTEGER);
+  assert.equal(typeof lowest.safe, 'number');
+  assert.equal(lowest.past, -9007199254740992n);
+  assert.equal(typeof lowest.past, 'bigint');
 });
