@@ -7,15 +7,15 @@
 //! and counts the drop. Each task runs its exporter's (possibly blocking) calls on the
 //! blocking thread pool, one at a time, in order; the events waiting when a call starts
 //! (up to 256) go out in that one call, so a lane short of CPU catches up instead of
-//! paying two thread wake-ups per event. Besides its mailbox, a lane holds at most the
-//! events of the call in progress. Failures and drops are counted per
+//! paying two thread wake-ups per event. Besides its mailbox, a lane holds at most what
+//! it last took from it (256 messages at most, and no more than the mailbox held). Failures and drops are counted per
 //! exporter ([`FanOut::stats`]), logged with `tracing` at the first occurrence and then
 //! every `log_every`-th, and handed (with the exact count since the last report) to an
 //! optional [`ExportFailureSink`], such as the pipeline's diagnostics.
 
 use std::num::NonZeroU64;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc::{self, error::TrySendError};
@@ -208,6 +208,8 @@ struct LaneShared {
     log_every: u64,
     sink: Option<Arc<dyn ExportFailureSink>>,
     queued: AtomicUsize,
+    /// Shutdown gave up on the lane: a call in progress stops after its event in hand.
+    stopping: AtomicBool,
     exported: AtomicU64,
     failed: AtomicU64,
     failures_reported: AtomicU64,
@@ -224,6 +226,9 @@ impl LaneShared {
 
     /// Counts `lines` events dropped (a mark's copies are one line each).
     fn note_drop(&self, lines: u64) {
+        if lines == 0 {
+            return;
+        }
         let before = self.dropped.fetch_add(lines, Ordering::Relaxed);
         let total = before + lines;
         // Logged at the first drop and each time the count passes a multiple.
@@ -296,6 +301,11 @@ enum LaneMessage {
     Shutdown(Reply),
 }
 
+/// The lines of `events`: what dropping them loses (a mark's copies are one each).
+fn unexported_lines(events: &[Arc<PipelineEvent>]) -> u64 {
+    events.iter().map(|event| event.line_count()).sum()
+}
+
 /// Drops `value` on the blocking pool: dropping an exporter can block (a meter
 /// provider's last export), which must not stall an async worker.
 fn drop_off_runtime<T: Send + 'static>(value: T) {
@@ -353,7 +363,7 @@ impl LaneTask {
                 };
                 // A request answers after every event queued before it.
                 if !self.export_all(&mut events).await {
-                    self.count_unexported(received);
+                    self.count_unexported(received, Some(reply)).await;
                     return;
                 }
                 let result = if shutdown {
@@ -362,14 +372,13 @@ impl LaneTask {
                     self.call(|exporter| exporter.flush()).await
                 };
                 let Some(result) = result else {
-                    self.count_unexported(received);
+                    self.count_unexported(received, Some(reply)).await;
                     return;
                 };
                 if shutdown {
                     // Closed before answering: once the caller hears back, sends are
                     // drops.
-                    self.receiver.close();
-                    self.count_unexported(received);
+                    self.count_unexported(received, None).await;
                     self.shared.report_remainders();
                     let _ = reply.send(result);
                     return;
@@ -378,51 +387,51 @@ impl LaneTask {
                 let _ = reply.send(result);
             }
             if !self.export_all(&mut events).await {
-                self.count_unexported(std::iter::empty());
+                self.count_unexported(std::iter::empty(), None).await;
                 return;
             }
         }
     }
 
     /// Exports `events` (left empty) in order in one blocking call, counting each one
-    /// exported or failed. `false` when the exporter panicked: the events after the one
-    /// it panicked on are counted as dropped.
+    /// exported or failed. `false` when the exporter panicked: the event it panicked on
+    /// and those after it are counted as dropped. Once shutdown has given up on the
+    /// lane (`stopping`), the call stops after the event in hand and counts the rest.
     async fn export_all(&mut self, events: &mut Vec<Arc<PipelineEvent>>) -> bool {
         if events.is_empty() {
             return true;
         }
         let batch = Arc::new(std::mem::take(events));
-        // How far the call got, kept outside it: a panic takes the call's own state.
-        let reached = Arc::new(AtomicUsize::new(0));
+        // Events the call has finished with, kept outside it: a panic takes the call's
+        // own state.
+        let finished = Arc::new(AtomicUsize::new(0));
         let (call_batch, progress, shared) = (
             Arc::clone(&batch),
-            Arc::clone(&reached),
+            Arc::clone(&finished),
             Arc::clone(&self.shared),
         );
         let outcome = self
             .call(move |exporter| {
                 for (index, event) in call_batch.iter().enumerate() {
-                    progress.store(index, Ordering::Relaxed);
+                    if shared.stopping.load(Ordering::Relaxed) {
+                        shared.note_drop(unexported_lines(&call_batch[index..]));
+                        shared.report_remainders();
+                        break;
+                    }
                     match exporter.export(event) {
                         Ok(()) => {
                             shared.exported.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(error) => shared.note_failure(&error),
                     }
+                    progress.store(index + 1, Ordering::Relaxed);
                 }
                 Ok(())
             })
             .await;
         if outcome.is_none() {
-            let after_the_panic = reached.load(Ordering::Relaxed) + 1;
-            let lines = batch
-                .iter()
-                .skip(after_the_panic)
-                .map(|event| event.line_count())
-                .sum::<u64>();
-            if lines > 0 {
-                self.shared.note_drop(lines);
-            }
+            self.shared
+                .note_drop(unexported_lines(&batch[finished.load(Ordering::Relaxed)..]));
             return false;
         }
         // The list comes back (the call has dropped its handle) for the next batch.
@@ -433,20 +442,32 @@ impl LaneTask {
         true
     }
 
-    /// Counts as dropped the events of `received` and those left in the closed mailbox:
-    /// the exporter stopped before it reached them.
-    fn count_unexported(&mut self, received: impl Iterator<Item = LaneMessage>) {
+    /// Counts as dropped the events of `received` and those left in the mailbox, which
+    /// it closes: the exporter stopped before it reached them. The requests among them
+    /// (and `request`, the one being answered) are dropped after the count, so a caller
+    /// told the lane stopped finds every drop counted.
+    async fn count_unexported(
+        &mut self,
+        received: impl Iterator<Item = LaneMessage>,
+        request: Option<Reply>,
+    ) {
         self.receiver.close();
+        let mut requests: Vec<Reply> = request.into_iter().collect();
         let mut lines = 0;
-        for message in received.chain(std::iter::from_fn(|| self.receiver.try_recv().ok())) {
-            if let LaneMessage::Export(event) = message {
+        let mut count = |message| match message {
+            LaneMessage::Export(event) => {
                 self.shared.queued.fetch_sub(1, Ordering::Relaxed);
                 lines += event.line_count();
             }
+            LaneMessage::Flush(reply) | LaneMessage::Shutdown(reply) => requests.push(reply),
+        };
+        received.for_each(&mut count);
+        // Ends once the mailbox is empty and no send is under way (it is closed).
+        while let Some(message) = self.receiver.recv().await {
+            count(message);
         }
-        if lines > 0 {
-            self.shared.note_drop(lines);
-        }
+        self.shared.note_drop(lines);
+        drop(requests);
     }
 
     /// Runs one exporter call on the blocking pool. `None` when the exporter panicked:
@@ -672,6 +693,7 @@ impl FanOutBuilder {
                 log_every: self.log_every,
                 sink: self.sink.clone(),
                 queued: AtomicUsize::new(0),
+                stopping: AtomicBool::new(false),
                 exported: AtomicU64::new(0),
                 failed: AtomicU64::new(0),
                 failures_reported: AtomicU64::new(0),
@@ -773,9 +795,10 @@ impl FanOut {
     pub async fn shutdown(&self, timeout: Duration) -> FanOutReport {
         let report = self.ask(timeout, LaneMessage::Shutdown).await;
         for (lane, answer) in self.lanes.iter().zip(&report.lanes) {
-            if !matches!(answer.outcome, LaneOutcome::Done | LaneOutcome::Failed(_)) {
+            let given_up = !matches!(answer.outcome, LaneOutcome::Done | LaneOutcome::Failed(_));
+            if given_up {
+                lane.shared.stopping.store(true, Ordering::Relaxed);
                 lane.abort.abort();
-                lane.shared.report_remainders();
             }
             let task = lane
                 .task
@@ -787,6 +810,9 @@ impl FanOut {
                 if tokio::time::timeout(TASK_STOP_GRACE, task).await.is_err() {
                     tracing::warn!(exporter = %lane.shared.name, "exporter task did not end in time");
                 }
+            }
+            if given_up {
+                lane.shared.report_remainders();
             }
         }
         report

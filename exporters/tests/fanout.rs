@@ -213,7 +213,7 @@ async fn a_stuck_exporter_never_delays_the_sender_or_another_exporter() {
     // the mailbox held when the call started).
     let stuck = fanout.stats_of("stuck").unwrap();
     assert!(stuck.dropped >= 10_000 - 2 * 64, "{stuck:?}");
-    assert!(stuck.queued <= 64, "{stuck:?}");
+    assert!(stuck.queued <= 2 * 64, "{stuck:?}");
     assert_eq!(accepted as u64, 10_000 + (10_000 - stuck.dropped));
 
     // The other exporter gets everything, in order, while the first is still stuck.
@@ -301,7 +301,7 @@ async fn failures_are_counted_and_reported_rate_limited_with_exact_totals() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panicking_exporter_stops_alone_and_later_events_count_as_dropped() {
+async fn a_panicking_exporter_stops_alone_and_its_event_and_later_ones_count_as_dropped() {
     let counting = Counting::default();
     let fanout = FanOut::builder()
         .exporter("panicking", Panicking)
@@ -317,7 +317,8 @@ async fn a_panicking_exporter_stops_alone_and_later_events_count_as_dropped() {
         [("panicking", "stopped"), ("counting", "done")]
     );
     assert_eq!(fanout.send(event(2)), 1, "only the live exporter accepts");
-    assert_eq!(fanout.stats_of("panicking").unwrap().dropped, 1);
+    // The event it panicked on was never exported: dropped, as the one after it.
+    assert_eq!(fanout.stats_of("panicking").unwrap().dropped, 2);
     assert_eq!(
         fanout.flush(WAIT).await.summary(),
         [("panicking", "stopped"), ("counting", "done")]
@@ -563,39 +564,62 @@ async fn held_at_event_one(exporter: Scripted) -> FanOut {
     fanout
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_backlog_goes_to_the_exporter_in_one_call_not_one_hand_off_per_event() {
+/// A lane whose exporter took event 1 alone and then events 2 to `last` in one call,
+/// now held at event 2 until `hold` opens.
+struct HeldAtEventTwo {
+    fanout: FanOut,
+    exported: Arc<Mutex<Vec<u64>>>,
+    hold: Gate,
+    _open_at_exit: (OpenOnDrop, OpenOnDrop),
+}
+
+async fn held_at_event_two(last: u64) -> HeldAtEventTwo {
     let exporter = Scripted::new(2, None);
     let (gate, reached, hold) = (
         exporter.gate.clone(),
         Arc::clone(&exporter.reached),
         exporter.hold_announced.clone(),
     );
-    let (_open_gate, _open_hold) = (OpenOnDrop(gate.clone()), OpenOnDrop(hold.clone()));
+    let open_at_exit = (OpenOnDrop(gate.clone()), OpenOnDrop(hold.clone()));
     let exported = Arc::clone(&exporter.exported);
     let fanout = held_at_event_one(exporter).await;
-    // 99 more wait in the mailbox.
-    for n in 2..=100 {
+    for n in 2..=last {
         fanout.send(event(n));
     }
-    assert_eq!(fanout.stats_of("scripted").unwrap().queued, 99);
+    // Behind event 1's held call, in the mailbox.
+    assert_eq!(fanout.stats_of("scripted").unwrap().queued as u64, last - 1);
     gate.open();
     tokio::task::spawn_blocking(move || Scripted::wait_until_announced(&reached))
         .await
         .unwrap();
+    HeldAtEventTwo {
+        fanout,
+        exported,
+        hold,
+        _open_at_exit: open_at_exit,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_goes_to_the_exporter_in_one_call_not_one_hand_off_per_event() {
+    let held = held_at_event_two(100).await;
+    let fanout = &held.fanout;
     // The exporter is at event 2 and the mailbox is already empty: the call it is in
     // took all 99 (one hand-off per event would leave 98 waiting).
     assert_eq!(fanout.stats_of("scripted").unwrap().queued, 0);
-    hold.open();
+    held.hold.open();
     assert!(fanout.flush(WAIT).await.all_done());
-    assert_eq!(*exported.lock().unwrap(), (1..=100).collect::<Vec<_>>());
+    assert_eq!(
+        *held.exported.lock().unwrap(),
+        (1..=100).collect::<Vec<_>>()
+    );
     let stats = fanout.stats_of("scripted").unwrap();
     assert_eq!((stats.exported, stats.dropped, stats.queued), (100, 0, 0));
     assert!(fanout.shutdown(WAIT).await.all_done());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_panic_inside_a_backlog_counts_the_events_after_it_as_dropped() {
+async fn a_panic_inside_a_backlog_counts_its_event_and_those_after_it_as_dropped() {
     let exporter = Scripted::new(0, Some(5));
     let gate = exporter.gate.clone();
     let _open_gate = OpenOnDrop(gate.clone());
@@ -608,12 +632,28 @@ async fn a_panic_inside_a_backlog_counts_the_events_after_it_as_dropped() {
     gate.open();
     let report = fanout.flush(WAIT).await;
     assert_eq!(report.summary(), [("scripted", "stopped")]);
-    // 1 to 4 went out; it panicked at 5; 6 to 10 are dropped, none unaccounted for.
+    // 1 to 4 went out; it panicked at 5; 5 to 10 are dropped, none unaccounted for.
+    // (A flush sent after the lane closed hears so at once: the count may still be
+    // settling.)
+    wait_until(|| fanout.stats_of("scripted").unwrap().dropped == 6).await;
     assert_eq!(*exported.lock().unwrap(), [1, 2, 3, 4]);
     let stats = fanout.stats_of("scripted").unwrap();
-    assert_eq!((stats.exported, stats.dropped, stats.queued), (4, 5, 0));
+    assert_eq!((stats.exported, stats.dropped, stats.queued), (4, 6, 0));
     assert_eq!(fanout.send(event(11)), 0);
-    assert_eq!(fanout.stats_of("scripted").unwrap().dropped, 6);
+    assert_eq!(fanout.stats_of("scripted").unwrap().dropped, 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_that_gives_up_stops_the_call_in_progress_after_its_event_in_hand() {
+    let held = held_at_event_two(10).await;
+    let fanout = &held.fanout;
+    let report = fanout.shutdown(Duration::from_millis(300)).await;
+    assert_eq!(report.summary(), [("scripted", "timed_out")]);
+    held.hold.open();
+    // Event 2, in hand, goes out; 3 to 10 are counted, not exported after shutdown.
+    wait_until(|| fanout.stats_of("scripted").unwrap().dropped == 8).await;
+    assert_eq!(*held.exported.lock().unwrap(), [1, 2]);
+    assert_eq!(fanout.stats_of("scripted").unwrap().exported, 2);
 }
 
 #[tokio::test]
