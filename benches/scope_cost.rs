@@ -24,10 +24,10 @@
 //!
 //! For each: wall time, the calling thread's CPU time (what opening and ending cost
 //! the caller) and this process's CPU time per scope, and the calling thread's minor
-//! page faults per 1,000 rounds (`faults/k`: fresh memory its pushes touched). In bursts, the process's CPU
-//! counts the pauses too, so it includes the pipeline booking every scope, less the
-//! process's CPU over as many pauses without scopes (its idle work); back to back, it
-//! counts the loop only. Asserts nothing.
+//! page faults per 1,000 rounds (`faults/k`: fresh memory its pushes touched). In
+//! bursts, the process's CPU counts the pauses too, so it includes the pipeline
+//! booking every scope, less the process's CPU over as many pauses without scopes (its
+//! idle work); back to back, it counts the loop only. Asserts nothing.
 //!
 //! Run: `cargo bench --bench scope_cost`.
 

@@ -305,6 +305,14 @@ impl ScopeAccount {
             .map_or(0.0, |(_, seconds)| *seconds)
     }
 
+    /// Adds `seconds` covered by meter `number`'s readings.
+    fn add_covered(&mut self, number: u32, seconds: f64) {
+        match self.covered.iter_mut().find(|(meter, _)| *meter == number) {
+            Some((_, covered)) => *covered += seconds,
+            None => self.covered.push((number, seconds)),
+        }
+    }
+
     fn until(&self) -> Nanos {
         self.end.map_or(Nanos::MAX, |(at, _)| at)
     }
@@ -669,11 +677,7 @@ impl EnergyAccount {
                 let (energy, time) = segment.fractions(scope.start, scope.until());
                 scope.joules.add(domain, segment.best_joules() * energy);
                 if time > 0.0 {
-                    let covered = seconds(segment.length() * time);
-                    match scope.covered.iter_mut().find(|(meter, _)| *meter == number) {
-                        Some((_, seconds)) => *seconds += covered,
-                        None => scope.covered.push((number, covered)),
-                    }
+                    scope.add_covered(number, seconds(segment.length() * time));
                 }
             }
             let claimants: Vec<Claimant> = self.scopes.iter().map(ScopeAccount::claimant).collect();
