@@ -6,6 +6,7 @@ mod compare;
 mod config_commands;
 mod csv_file;
 mod doctor;
+mod exit_stamp;
 mod output;
 mod report;
 mod report_output;

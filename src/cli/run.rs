@@ -230,6 +230,7 @@ async fn run_async(
 
     let show_status = !args.quiet && stderr_is_terminal();
     let status_for_summary = Arc::clone(&status);
+    let exit_stamp = super::exit_stamp::ExitStamp::watch(pid);
     let exit = wait_forwarding_signals(
         &mut child,
         pid,
@@ -239,8 +240,10 @@ async fn run_async(
     )
     .await?;
     // The window closes when the command did, not when the shutdown below gets there
-    // (a poll in flight, workers stopping): the report is as of the exit.
-    pipeline.measuring_until(Instant::now());
+    // (a poll in flight, workers stopping), nor when the runtime got round to the
+    // exit: the report is as of the exit.
+    let seen = Instant::now();
+    pipeline.measuring_until(exit_stamp.map_or(seen, |stamp| stamp.window_end(seen)));
     if show_status {
         eprint!("\r\x1b[2K");
     }
