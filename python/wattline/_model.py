@@ -487,12 +487,16 @@ def from_json_value(annotation: Any, value: Any) -> Any:
 
 
 def _converter(annotation: Any) -> Converter:
+    """The converter of ``value`` of ``annotation``, ``None`` included."""
     converter = _CONVERTERS.get(annotation)
     if converter is None:
-        inner = _build_converter(annotation)
+        inner = _inner_converter(annotation)
+        if inner is None:
+            converter = _identity
+        else:
 
-        def converter(value: Any) -> Any:
-            return None if value is None else inner(value)
+            def converter(value: Any) -> Any:
+                return None if value is None else inner(value)
 
         _CONVERTERS[annotation] = converter
     return converter
@@ -500,6 +504,24 @@ def _converter(annotation: Any) -> Converter:
 
 def _identity(value: Any) -> Any:
     return value
+
+
+# The converter of a non-null value of each annotation; ``None`` where the decoded JSON
+# value is already the answer (numbers, strings).
+_INNER: Dict[Any, Optional[Converter]] = {}
+
+
+def _inner_converter(annotation: Any) -> Optional[Converter]:
+    if annotation not in _INNER:
+        if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+            # A class's fields may name the class: they find it here while it is built.
+            built: List[Converter] = []
+            _INNER[annotation] = lambda value: built[0](value)
+            built.append(_dataclass_converter(annotation))
+            _INNER[annotation] = built[0]
+        else:
+            _INNER[annotation] = _build_converter(annotation)
+    return _INNER[annotation]
 
 
 def _enum_converter(annotation: Any) -> Converter:
@@ -513,29 +535,33 @@ def _enum_converter(annotation: Any) -> Converter:
     return convert
 
 
-def _build_converter(annotation: Any) -> Converter:
-    """The converter of a non-null ``value`` of ``annotation``."""
+def _build_converter(annotation: Any) -> Optional[Converter]:
+    """The converter of a non-null ``value`` of ``annotation``; ``None`` for the value
+    itself."""
     origin = typing.get_origin(annotation)
     arguments = typing.get_args(annotation)
     if origin is Union:
         inner = [argument for argument in arguments if argument is not type(None)]
-        return _converter(inner[0]) if len(inner) == 1 else _identity
+        return _inner_converter(inner[0]) if len(inner) == 1 else None
+    # Lists and maps are copied, as before: a caller's own dictionary shares nothing
+    # with the snapshot made of it.
     if origin in (list, List):
+        if _inner_converter(arguments[0]) is None:
+            return list
         item = _converter(arguments[0])
         return lambda value: [item(entry) for entry in value]
     if origin in (dict, Dict):
+        if _inner_converter(arguments[1]) is None:
+            return dict
         item = _converter(arguments[1])
         return lambda value: {key: item(entry) for key, entry in value.items()}
     if origin is Measurement:
-        unit = _converter(arguments[0])
-        return lambda value: _new(Measurement, {"value": value["value"], "unit": unit(value["unit"])})
+        return _measurement_converter(arguments[0])
     if annotation is _datetime.datetime:
         return lambda value: parse_timestamp(value)[0]
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return _enum_converter(annotation)
-    if dataclasses.is_dataclass(annotation):
-        return _dataclass_converter(annotation)
-    return _identity
+    return None
 
 
 def _new(cls: type, attributes: Dict[str, Any]) -> Any:
@@ -546,27 +572,53 @@ def _new(cls: type, attributes: Dict[str, Any]) -> Any:
     return instance
 
 
+def _measurement_converter(unit_annotation: Any) -> Converter:
+    unit = _converter(unit_annotation)
+    new = object.__new__
+
+    def convert(value: Any) -> Any:
+        measurement = new(Measurement)
+        measurement.__dict__.update(value=value["value"], unit=unit(value["unit"]))
+        return measurement
+
+    return convert
+
+
 def _dataclass_converter(cls: type) -> Converter:
+    """A function written for ``cls``: one dictionary display of its fields, each read
+    and converted in place (a snapshot is some sixty objects, each a call of this)."""
     hints = _hints(cls)
-    fields = [
-        (field.name, _converter(hints[field.name]))
-        for field in dataclasses.fields(cls)
-        if not field.name.startswith("_")
-    ]
+    fields = [field for field in dataclasses.fields(cls) if not field.name.startswith("_")]
     defaults = {
         field.name: field.default
         for field in dataclasses.fields(cls)
         if field.name.startswith("_") and field.default is not dataclasses.MISSING
     }
     if hasattr(cls, "__post_init__"):
-        return lambda value: cls(**{name: field(value[name]) for name, field in fields})
-
-    def convert(value: Any) -> Any:
-        attributes = {name: field(value[name]) for name, field in fields}
-        attributes.update(defaults)
-        return _new(cls, attributes)
-
-    return convert
+        converters = [(field.name, _converter(hints[field.name])) for field in fields]
+        return lambda value: cls(**{name: convert(value[name]) for name, convert in converters})
+    namespace: Dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_defaults": defaults}
+    entries = []
+    for index, field in enumerate(fields):
+        name = field.name
+        inner = _inner_converter(hints[name])
+        if inner is None:
+            entries.append(f"{name!r}: value[{name!r}]")
+        else:
+            namespace[f"_convert_{index}"] = inner
+            entries.append(
+                f"{name!r}: None if (field := value[{name!r}]) is None else _convert_{index}(field)"
+            )
+    update_defaults = "\n    instance.__dict__.update(_defaults)" if defaults else ""
+    source = (
+        "def convert(value):\n"
+        "    instance = _new(_cls)\n"
+        "    instance.__dict__.update({" + ", ".join(entries) + "})"
+        f"{update_defaults}\n"
+        "    return instance\n"
+    )
+    exec(compile(source, f"<wattline converter of {cls.__name__}>", "exec"), namespace)
+    return namespace["convert"]
 
 
 def to_json_value(value: Any) -> Any:
