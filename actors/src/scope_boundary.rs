@@ -5,8 +5,9 @@
 //! of them, so the caller does not.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 /// Reader 0 of the boundary queue: the merger.
@@ -16,7 +17,9 @@ pub const MERGER_READER: usize = 0;
 /// never woken, when the energy component is off).
 pub const ENERGY_READER: usize = 1;
 
-/// A scope boundary on its way to the merger and the energy actor.
+/// A scope boundary on its way to the merger and the energy actor. Kept small (the
+/// caller writes one per boundary, and a backlog is as many bytes as it holds):
+/// what few scopes carry is behind one pointer.
 #[derive(Debug)]
 pub enum ScopeBoundary {
     /// An Agent scope went live: its start event goes out, later marks are copied
@@ -28,18 +31,16 @@ pub enum ScopeBoundary {
         name: Arc<str>,
         /// The Agent scope it is nested in, if any.
         parent: Option<Uuid>,
-        /// Its ATOF flags, repeated on its end event.
-        attributes: Vec<&'static str>,
         /// The process that opened it.
         process_id: Option<u32>,
         /// Its weight among the scopes live beside it.
         weight: Option<f64>,
-        /// The caller's W3C `traceparent`, checked.
-        traceparent: Option<String>,
+        /// Its ATOF flags and the caller's `traceparent`, when it has either.
+        extras: Option<Box<ScopeStartExtras>>,
         /// When it started.
         at: Instant,
         /// The same instant on the wall clock.
-        wall: SystemTime,
+        wall: WallNanos,
     },
     /// An Agent scope ended: its end event goes out, with `flags` added.
     Ended {
@@ -53,6 +54,114 @@ pub enum ScopeBoundary {
         /// When it ended.
         at: Instant,
         /// The same instant on the wall clock.
-        wall: SystemTime,
+        wall: WallNanos,
     },
+}
+
+/// What a scope start carries only sometimes (remote scopes, a caller's trace).
+#[derive(Debug, Default)]
+pub struct ScopeStartExtras {
+    /// Its ATOF flags, repeated on its end event.
+    pub attributes: Vec<&'static str>,
+    /// The caller's W3C `traceparent`, checked.
+    pub traceparent: Option<String>,
+}
+
+impl ScopeStartExtras {
+    /// The extras of a start with `attributes` and `traceparent`; `None` when it has
+    /// neither, so a plain scope allocates nothing for them.
+    pub fn of(attributes: &[&'static str], traceparent: Option<&str>) -> Option<Box<Self>> {
+        (!attributes.is_empty() || traceparent.is_some()).then(|| {
+            Box::new(ScopeStartExtras {
+                attributes: attributes.to_vec(),
+                traceparent: traceparent.map(str::to_owned),
+            })
+        })
+    }
+
+    /// The ATOF flags of a start with `extras`.
+    pub fn attributes(extras: Option<&Self>) -> &[&'static str] {
+        extras.map_or(&[], |extras| &extras.attributes)
+    }
+
+    /// The `traceparent` of a start with `extras`.
+    pub fn traceparent(extras: Option<&Self>) -> Option<&str> {
+        extras.and_then(|extras| extras.traceparent.as_deref())
+    }
+}
+
+/// A wall-clock instant as nanoseconds since the Unix epoch: half a `SystemTime`, and
+/// every instant from 1677 to 2262 (one outside is clamped to that range).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallNanos(i64);
+
+impl From<SystemTime> for WallNanos {
+    fn from(wall: SystemTime) -> Self {
+        let nanos = match wall.duration_since(UNIX_EPOCH) {
+            Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+            Err(before) => i64::try_from(before.duration().as_nanos())
+                .map(|nanos| -nanos)
+                .unwrap_or(i64::MIN),
+        };
+        WallNanos(nanos)
+    }
+}
+
+impl From<WallNanos> for DateTime<Utc> {
+    fn from(wall: WallNanos) -> Self {
+        DateTime::from_timestamp_nanos(wall.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_boundary_is_no_more_than_112_bytes() {
+        // Two per scope, written by the caller: 160 bytes each before this layout.
+        assert!(
+            std::mem::size_of::<ScopeBoundary>() <= 112,
+            "{} bytes",
+            std::mem::size_of::<ScopeBoundary>()
+        );
+    }
+
+    #[test]
+    fn wall_nanos_keep_the_instant_to_the_nanosecond() {
+        for wall in [
+            UNIX_EPOCH + Duration::new(1_764_000_000, 123_456_789),
+            UNIX_EPOCH,
+            UNIX_EPOCH - Duration::new(86_400, 1),
+        ] {
+            assert_eq!(
+                DateTime::<Utc>::from(WallNanos::from(wall)),
+                DateTime::<Utc>::from(wall)
+            );
+        }
+    }
+
+    #[test]
+    fn wall_times_past_the_range_are_clamped_to_its_ends() {
+        let far_future = UNIX_EPOCH + Duration::from_secs(400 * 365 * 86_400);
+        let far_past = UNIX_EPOCH - Duration::from_secs(400 * 365 * 86_400);
+        assert_eq!(WallNanos::from(far_future), WallNanos(i64::MAX));
+        assert_eq!(WallNanos::from(far_past), WallNanos(i64::MIN));
+    }
+
+    #[test]
+    fn a_plain_start_has_no_extras_and_one_with_either_keeps_both() {
+        assert!(ScopeStartExtras::of(&[], None).is_none());
+        let extras = ScopeStartExtras::of(&["remote"], None);
+        assert_eq!(ScopeStartExtras::attributes(extras.as_deref()), ["remote"]);
+        assert_eq!(ScopeStartExtras::traceparent(extras.as_deref()), None);
+        let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let extras = ScopeStartExtras::of(&[], Some(traceparent));
+        assert!(ScopeStartExtras::attributes(extras.as_deref()).is_empty());
+        assert_eq!(
+            ScopeStartExtras::traceparent(extras.as_deref()),
+            Some(traceparent)
+        );
+    }
 }

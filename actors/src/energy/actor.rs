@@ -21,7 +21,7 @@ use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
-use crate::scope_boundary::ScopeBoundary;
+use crate::scope_boundary::{ScopeBoundary, ScopeStartExtras};
 use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
@@ -178,10 +178,9 @@ impl EnergyState {
                 parent,
                 process_id,
                 weight,
-                traceparent,
+                extras,
                 at,
                 wall,
-                ..
             } => {
                 let at = self.epoch.nanos(*at);
                 self.record(EnergyRecord::ScopeStarted {
@@ -192,7 +191,8 @@ impl EnergyState {
                     parent: *parent,
                     process_id: *process_id,
                     weight: *weight,
-                    traceparent: traceparent.clone(),
+                    traceparent: ScopeStartExtras::traceparent(extras.as_deref())
+                        .map(str::to_owned),
                 });
             }
             ScopeBoundary::Ended {
@@ -202,7 +202,7 @@ impl EnergyState {
                 wall,
             } => {
                 let ended_at_program_exit = flags.contains(&ENDED_AT_PROGRAM_EXIT);
-                self.scope_ended(*uuid, *at, *wall, ended_at_program_exit);
+                self.scope_ended(*uuid, *at, (*wall).into(), ended_at_program_exit);
             }
         }
     }
@@ -212,18 +212,14 @@ impl EnergyState {
         &mut self,
         uuid: Uuid,
         at: Instant,
-        wall: std::time::SystemTime,
+        wall: DateTime<Utc>,
         ended_at_program_exit: bool,
     ) {
         if ended_at_program_exit {
             self.ended_at_program_exit.insert(uuid);
         }
         let at = self.epoch.nanos(at);
-        self.record(EnergyRecord::ScopeEnded {
-            uuid,
-            at,
-            wall: wall.into(),
-        });
+        self.record(EnergyRecord::ScopeEnded { uuid, at, wall });
     }
 
     /// Books one producer's input: readings and boundaries become records.
@@ -240,7 +236,7 @@ impl EnergyState {
                 at,
                 wall,
                 ended_at_program_exit,
-            } => self.scope_ended(uuid, at, wall, ended_at_program_exit),
+            } => self.scope_ended(uuid, at, wall.into(), ended_at_program_exit),
             // Statuses are recorded when they change, so the file stays small.
             EnergyInput::GpuStatus { status } => {
                 if self.gpu_status.as_ref() != Some(&status) {
@@ -604,18 +600,17 @@ mod tests {
                 uuid,
                 name: "step".into(),
                 parent: None,
-                attributes: Vec::new(),
                 process_id: None,
                 weight: None,
-                traceparent: None,
+                extras: None,
                 at: at(from),
-                wall: std::time::SystemTime::now(),
+                wall: std::time::SystemTime::now().into(),
             },
             ScopeBoundary::Ended {
                 uuid,
                 flags,
                 at: at(to),
-                wall: std::time::SystemTime::now(),
+                wall: std::time::SystemTime::now().into(),
             },
         ]
     }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_model::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
 
-use crate::scope_boundary::ScopeBoundary;
+use crate::scope_boundary::{ScopeBoundary, ScopeStartExtras};
 
 /// The name of the scope every event of a pipeline sits in.
 pub const ROOT_SCOPE_NAME: &str = "wattline";
@@ -89,7 +89,7 @@ impl ScopeTable {
                 uuid,
                 name,
                 parent,
-                attributes,
+                extras,
                 wall,
                 ..
             } => {
@@ -98,7 +98,7 @@ impl ScopeTable {
                     name: Arc::clone(name),
                     started: (*wall).into(),
                     parent: *parent,
-                    attributes: attributes.clone(),
+                    attributes: ScopeStartExtras::attributes(extras.as_deref()).to_vec(),
                 };
                 self.start(scope, sink);
             }

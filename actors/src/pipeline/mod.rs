@@ -42,7 +42,7 @@ use crate::merger::scopes::{scope_event, strictly_after};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
-use crate::scope_boundary::{ENERGY_READER, MERGER_READER, ScopeBoundary};
+use crate::scope_boundary::{ENERGY_READER, MERGER_READER, ScopeBoundary, ScopeStartExtras};
 use crate::wake_queue::{WakeSender, wake_queue};
 pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
@@ -485,12 +485,11 @@ impl RunningPipeline {
             uuid,
             name,
             parent,
-            attributes: attributes.to_vec(),
             process_id,
             weight,
-            traceparent: traceparent.map(str::to_owned),
+            extras: ScopeStartExtras::of(attributes, traceparent),
             at,
-            wall,
+            wall: wall.into(),
         });
         uuid
     }
@@ -524,7 +523,7 @@ impl RunningPipeline {
             uuid,
             flags: flags.to_vec(),
             at,
-            wall,
+            wall: wall.into(),
         });
         true
     }
