@@ -573,15 +573,30 @@ def _new(cls: type, attributes: Dict[str, Any]) -> Any:
 
 
 def _measurement_converter(unit_annotation: Any) -> Converter:
-    unit = _converter(unit_annotation)
     new = object.__new__
+    if not (isinstance(unit_annotation, type) and issubclass(unit_annotation, enum.Enum)):
+        unit = _converter(unit_annotation)
 
-    def convert(value: Any) -> Any:
+        def convert(value: Any) -> Any:
+            measurement = new(Measurement)
+            measurement.__dict__.update(value=value["value"], unit=unit(value["unit"]))
+            return measurement
+
+        return convert
+
+    # Half a snapshot's objects are measurements: their unit is looked up in place.
+    members = dict(unit_annotation._value2member_map_)
+
+    def convert_with_unit(value: Any) -> Any:
         measurement = new(Measurement)
-        measurement.__dict__.update(value=value["value"], unit=unit(value["unit"]))
+        unit = value["unit"]
+        member = members.get(unit) if unit.__class__ is str else None
+        if member is None and unit is not None:
+            member = unit_annotation(unit)  # the enum's own error for an unknown unit
+        measurement.__dict__.update(value=value["value"], unit=member)
         return measurement
 
-    return convert
+    return convert_with_unit
 
 
 def _dataclass_converter(cls: type) -> Converter:
