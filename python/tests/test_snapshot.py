@@ -98,6 +98,11 @@ def test_to_dict_is_the_json_of_wattline_collect_for_the_same_reading(wattline_b
     assert snapshot.to_dict() == reading
     # Nanoseconds survive the round trip although a datetime holds microseconds.
     assert snapshot.to_dict()["timestamp"] == reading["timestamp"]
+    # A unit the spec does not name is refused, by the enum's own error.
+    bad_unit = json.loads(printed)
+    bad_unit["cpu"]["total_time"]["unit"] = "fortnights"
+    with pytest.raises(ValueError, match="fortnights"):
+        wattline.Snapshot.from_dict(bad_unit)
     # The snapshot shares no list or map with the dictionary it was made of.
     reading["process_sampling"]["field_sampled_processes"]["cpu.total_time"] = -1
     reading["cpu"]["total_time"]["value"] = -1
