@@ -51,8 +51,24 @@ const KIB: u64 = 1024;
 /// as pressure files booted with `psi=0`). Other failures map through
 /// [`ReadError::from_io`].
 pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Result<bool, ReadError> {
+    read_file_to(path, buf, FileEnd::EmptyRead)
+}
+
+/// How a read shows that a file has no more to give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FileEnd {
+    /// A read returns 0: any file.
+    EmptyRead,
+    /// A read returns less than was asked: a file the kernel writes in one piece (a
+    /// `/proc/PID` file from one `show`, such as `stat`, `status`, `io`, `cgroup`,
+    /// `smaps_rollup`; or a regular file), whose read gives everything it holds up to
+    /// the size asked. One syscall a file fewer; a poll makes three a process.
+    ShortRead,
+}
+
+fn read_file_to(path: &Path, buf: &mut Vec<u8>, end: FileEnd) -> Result<bool, ReadError> {
     buf.clear();
-    let result = File::open(path).and_then(|mut file| read_unsized(&mut file, buf));
+    let result = File::open(path).and_then(|mut file| read_to(&mut file, buf, end));
     match result {
         Ok(_) => Ok(true),
         Err(err) if is_absent(&err) => Ok(false),
@@ -64,12 +80,21 @@ pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Result<bool, ReadError> {
 /// asks the file's size (`statx`, `lseek`): `/proc` and sysfs files report 0 or a
 /// page whatever they hold, so for them that is two wasted syscalls per read.
 pub fn read_unsized(file: &mut File, buf: &mut Vec<u8>) -> io::Result<usize> {
+    read_to(file, buf, FileEnd::EmptyRead)
+}
+
+fn read_to(file: &mut File, buf: &mut Vec<u8>, end: FileEnd) -> io::Result<usize> {
     let start = buf.len();
     let mut chunk = [0u8; 4096];
     loop {
         match file.read(&mut chunk) {
             Ok(0) => return Ok(buf.len() - start),
-            Ok(read) => buf.extend_from_slice(&chunk[..read]),
+            Ok(read) => {
+                buf.extend_from_slice(&chunk[..read]);
+                if end == FileEnd::ShortRead && read < chunk.len() {
+                    return Ok(buf.len() - start);
+                }
+            }
             Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
             Err(error) => return Err(error),
         }
@@ -83,7 +108,9 @@ pub fn proc_pid_dir(root: &Path, pid: u32) -> PathBuf {
     dir
 }
 
-/// Reads `root/proc/PID/<name>` into `buf` (cleared first).
+/// Reads `root/proc/PID/<name>`, a file the kernel writes in one piece (`stat`,
+/// `status`, `io`, `cgroup`, `smaps_rollup`; not `task/TID/children`, whose records
+/// come a page at a time), into `buf` (cleared first).
 ///
 /// Returns `Ok(true)` when read, `Ok(false)` when the file is absent but `/proc/PID`
 /// still exists (a kernel without that feature), and [`ReadError::Gone`] when
@@ -96,7 +123,7 @@ pub fn read_pid_file(
 ) -> Result<bool, ReadError> {
     let dir = proc_pid_dir(root, pid);
     let path = dir.join(name);
-    if read_file(&path, buf)? {
+    if read_file_to(&path, buf, FileEnd::ShortRead)? {
         return Ok(true);
     }
     if matches!(dir.try_exists(), Ok(true)) {
@@ -169,4 +196,53 @@ pub(crate) fn set_kib(
 ) -> Result<(), ParseError> {
     *slot = Some(parse_kib_value(field, value)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixture `root/proc/42/status` of `size` bytes, each line numbered.
+    fn fixture_status(size: usize) -> (tempfile::TempDir, Vec<u8>) {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("proc/42");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut text = Vec::new();
+        let mut line = 0;
+        while text.len() < size {
+            text.extend_from_slice(format!("Line{line}:\t{line}\n").as_bytes());
+            line += 1;
+        }
+        text.truncate(size);
+        std::fs::write(dir.join("status"), &text).unwrap();
+        (root, text)
+    }
+
+    #[test]
+    fn a_pid_file_longer_than_one_read_comes_whole() {
+        // Shorter than a read, exactly one, one and a byte, several.
+        for size in [100, 4096, 4097, 10_000] {
+            let (root, text) = fixture_status(size);
+            let mut buf = b"left over".to_vec();
+            assert!(read_pid_file(root.path(), 42, "status", &mut buf).unwrap());
+            assert_eq!(buf, text, "{size} bytes");
+        }
+    }
+
+    #[test]
+    fn a_pid_file_of_this_process_comes_whole() {
+        let mut buf = Vec::new();
+        assert!(read_pid_file(Path::new("/"), std::process::id(), "status", &mut buf).unwrap());
+        let text = String::from_utf8(buf).unwrap();
+        // The kernel's last line of `status`, so nothing was cut.
+        let whole = std::fs::read_to_string("/proc/self/status").unwrap();
+        let last_key = |text: &str| {
+            text.lines()
+                .last()
+                .and_then(|line| line.split(':').next())
+                .map(str::to_owned)
+        };
+        assert_eq!(last_key(&text), last_key(&whole));
+        assert!(text.ends_with('\n'));
+    }
 }
