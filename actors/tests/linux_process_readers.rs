@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use wattline_actors::ReadErrorClass;
 use wattline_actors::platform::linux::cgroup::read_proc_cgroup;
-use wattline_actors::platform::linux::fd_count::read_fd_count;
+use wattline_actors::platform::linux::fd_count::{FdCountSource, fd_count_source, read_fd_count};
 use wattline_actors::platform::linux::process_io::{ProcessIo, parse_process_io, read_process_io};
 use wattline_actors::platform::linux::process_status::{ProcessStatus, read_process_status};
 use wattline_actors::platform::linux::smaps_rollup::read_smaps_rollup;
@@ -164,9 +164,17 @@ fn fd_count_counts_entries_without_following_links() {
         std::os::unix::fs::symlink(target, fx.path(&format!("proc/10/fd/{name}"))).unwrap();
     }
     fx.file("proc/10/fd/255", "");
-    assert_eq!(read_fd_count(fx.root(), 10).expect("ok"), Some(4));
-    assert_eq!(read_fd_count(fx.root(), 11).expect("ok"), None);
-    let err = read_fd_count(fx.root(), 12).expect_err("gone");
+    // A fixture tree is no procfs: its directories' sizes are not counts.
+    assert_eq!(fd_count_source(fx.root()), FdCountSource::Listing);
+    assert_eq!(
+        read_fd_count(fx.root(), 10, FdCountSource::Listing).expect("ok"),
+        Some(4)
+    );
+    assert_eq!(
+        read_fd_count(fx.root(), 11, FdCountSource::Listing).expect("ok"),
+        None
+    );
+    let err = read_fd_count(fx.root(), 12, FdCountSource::Listing).expect_err("gone");
     assert!(matches!(err, ReadError::Gone { .. }));
     assert_eq!(err.path(), fx.path("proc/12/fd"));
 }
@@ -207,12 +215,23 @@ fn real_child_fd_count_and_status() {
         assert!(Instant::now() < deadline, "child never exec'd");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let fds = read_fd_count(root, pid);
+    let listed = read_fd_count(root, pid, FdCountSource::Listing);
+    let source = fd_count_source(root);
+    let from_source = read_fd_count(root, pid, source);
     let mut buf = Vec::new();
     let status = read_process_status(root, pid, &mut buf);
     child.kill().expect("kill our child");
     child.wait().expect("reap our child");
-    assert_eq!(fds.expect("read").expect("present"), 3 + inherited);
+    assert_eq!(listed.expect("read").expect("present"), 3 + inherited);
+    assert_eq!(
+        from_source.expect("read").expect("present"),
+        3 + inherited,
+        "{source:?}"
+    );
+    if kernel_at_least(6, 2) {
+        // The kernel gives the count as the directory's size from 6.2.
+        assert_eq!(source, FdCountSource::DirectorySize);
+    }
     let status = status.expect("read").expect("present");
     assert_eq!(status.threads, 1);
     let rss = status.vm_rss_bytes.expect("live process has VmRSS");
@@ -232,11 +251,21 @@ fn real_self_status_and_fd() {
     assert!(status.vm_size_bytes.expect("VmSize") >= status.vm_rss_bytes.expect("VmRSS"));
     // stdin/stdout/stderr at least.
     assert!(
-        read_fd_count(Path::new("/"), pid)
+        read_fd_count(Path::new("/"), pid, fd_count_source(Path::new("/")))
             .expect("ok")
             .expect("present")
             >= 3
     );
+}
+
+/// Whether the running kernel is `major.minor` or later (`uname -r`).
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|part| part.parse::<u32>().ok());
+    let running = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+    running >= (major, minor)
 }
 
 /// A reaped child has no `/proc/PID`: every per-process reader says `Gone`.
@@ -259,10 +288,12 @@ fn real_vanished_process_is_gone() {
         read_smaps_rollup(root, pid, &mut buf),
         Err(ReadError::Gone { .. })
     ));
-    assert!(matches!(
-        read_fd_count(root, pid),
-        Err(ReadError::Gone { .. })
-    ));
+    for source in [FdCountSource::Listing, fd_count_source(root)] {
+        assert!(matches!(
+            read_fd_count(root, pid, source),
+            Err(ReadError::Gone { .. })
+        ));
+    }
     assert!(matches!(
         read_proc_cgroup(root, pid, &mut buf),
         Err(ReadError::Gone { .. })
@@ -291,7 +322,8 @@ fn real_zombie_process() {
     let mut buf = Vec::new();
     let status = read_process_status(root, pid, &mut buf);
     let rollup = read_smaps_rollup(root, pid, &mut buf);
-    let fds = read_fd_count(root, pid);
+    let fds = read_fd_count(root, pid, FdCountSource::Listing);
+    let fds_from_source = read_fd_count(root, pid, fd_count_source(root));
     child.wait().expect("reap");
     assert_eq!(
         status.expect("read").expect("present"),
@@ -304,6 +336,7 @@ fn real_zombie_process() {
     );
     assert!(matches!(rollup, Err(ReadError::Gone { .. })), "{rollup:?}");
     assert_eq!(fds.expect("read").expect("present"), 0);
+    assert_eq!(fds_from_source.expect("read").expect("present"), 0);
 }
 
 // ---------------------------------------------------------------------------------

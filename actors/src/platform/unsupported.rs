@@ -191,8 +191,24 @@ pub mod fd_count {
 
     use super::{ReadError, unsupported};
 
+    /// How a root tells descriptor counts (only by listing, where there is any).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum FdCountSource {
+        /// Counted from a listing.
+        Listing,
+    }
+
+    /// Always [`FdCountSource::Listing`] here.
+    pub fn fd_count_source(_root: &Path) -> FdCountSource {
+        FdCountSource::Listing
+    }
+
     /// Not supported on this OS.
-    pub fn read_fd_count(root: &Path, _pid: u32) -> Result<Option<u64>, ReadError> {
+    pub fn read_fd_count(
+        root: &Path,
+        _pid: u32,
+        _source: FdCountSource,
+    ) -> Result<Option<u64>, ReadError> {
         Err(unsupported(root))
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::per_process::{from_stats, read_per_process};
 use super::{ReadProblems, SampleRequest, SamplerOutput};
-use crate::platform::os::fd_count::read_fd_count;
+use crate::platform::os::fd_count::{FdCountSource, fd_count_source, read_fd_count};
 use crate::readings::FieldCoverage;
 use crate::scope::ScopeTarget;
 use wattline_model::snapshot::{LimitEventKind, LimitResource};
@@ -22,12 +22,15 @@ pub const WINDOWS_HANDLE_FIELD: &str = "process.windows_handle_count";
 #[derive(Debug)]
 pub struct ProcessSampler {
     root: PathBuf,
+    /// How `root`'s `/proc` tells descriptor counts, asked once.
+    fd_counts: FdCountSource,
 }
 
 impl ProcessSampler {
     /// A sampler reading the OS under `root`.
     pub fn new(root: PathBuf) -> Self {
-        ProcessSampler { root }
+        let fd_counts = fd_count_source(&root);
+        ProcessSampler { root, fd_counts }
     }
 
     /// Samples the process category for one tick.
@@ -39,8 +42,9 @@ impl ProcessSampler {
         }
         let threads = from_stats(scope, |p| p.thread_count);
         let (thread_count, thread_supplied) = threads.sum(|count| Some(*count));
-        let root = &self.root;
-        let descriptors = read_per_process(scope, &mut problems, |pid| read_fd_count(root, pid));
+        let (root, source) = (&self.root, self.fd_counts);
+        let descriptors =
+            read_per_process(scope, &mut problems, |pid| read_fd_count(root, pid, source));
         let (descriptor_count, descriptor_supplied) = descriptors.sum(|count| Some(*count));
         let descendant_count = match scope.target {
             ScopeTarget::Global => None,
