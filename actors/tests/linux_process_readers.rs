@@ -218,6 +218,7 @@ fn real_child_fd_count_and_status() {
     let listed = read_fd_count(root, pid, FdCountSource::Listing);
     let source = fd_count_source(root);
     let from_source = read_fd_count(root, pid, source);
+    let directory_size = fs::metadata(format!("/proc/{pid}/fd")).map(|m| m.len());
     let mut buf = Vec::new();
     let status = read_process_status(root, pid, &mut buf);
     child.kill().expect("kill our child");
@@ -231,6 +232,7 @@ fn real_child_fd_count_and_status() {
     if kernel_at_least(6, 2) {
         // The kernel gives the count as the directory's size from 6.2.
         assert_eq!(source, FdCountSource::DirectorySize);
+        assert_eq!(directory_size.expect("stat fd"), 3 + inherited);
     }
     let status = status.expect("read").expect("present");
     assert_eq!(status.threads, 1);

@@ -13,6 +13,7 @@ import dataclasses
 import datetime as _datetime
 import enum
 import sys
+import threading
 import typing
 from typing import Any, Dict, Generic, List, Optional, TypeVar, Union
 
@@ -511,17 +512,32 @@ def _identity(value: Any) -> Any:
 _INNER: Dict[Any, Optional[Converter]] = {}
 
 
+# Converters are built once, by one thread at a time (a class under construction is
+# reachable from its own fields only on the thread building it).
+_BUILDING = threading.RLock()
+
+
 def _inner_converter(annotation: Any) -> Optional[Converter]:
-    if annotation not in _INNER:
-        if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
-            # A class's fields may name the class: they find it here while it is built.
-            built: List[Converter] = []
-            _INNER[annotation] = lambda value: built[0](value)
-            built.append(_dataclass_converter(annotation))
-            _INNER[annotation] = built[0]
-        else:
+    try:
+        return _INNER[annotation]
+    except KeyError:
+        pass
+    with _BUILDING:
+        if annotation in _INNER:
+            return _INNER[annotation]
+        if not (dataclasses.is_dataclass(annotation) and isinstance(annotation, type)):
             _INNER[annotation] = _build_converter(annotation)
-    return _INNER[annotation]
+            return _INNER[annotation]
+        # A class's fields may name the class: they find it here while it is built.
+        built: List[Converter] = []
+        _INNER[annotation] = lambda value: built[0](value)
+        try:
+            built.append(_dataclass_converter(annotation))
+        except BaseException:
+            del _INNER[annotation]  # the next call meets the same error, not this stand-in
+            raise
+        _INNER[annotation] = built[0]
+        return built[0]
 
 
 def _enum_converter(annotation: Any) -> Converter:
@@ -564,15 +580,9 @@ def _build_converter(annotation: Any) -> Optional[Converter]:
     return None
 
 
-def _new(cls: type, attributes: Dict[str, Any]) -> Any:
-    """A frozen dataclass instance holding ``attributes``, as its ``__init__`` leaves
-    one (these classes have no ``__post_init__``) but without a ``setattr`` per field."""
-    instance = object.__new__(cls)
-    instance.__dict__.update(attributes)
-    return instance
-
-
 def _measurement_converter(unit_annotation: Any) -> Converter:
+    # A frozen instance made as its ``__init__`` would leave it (no ``__post_init__``),
+    # without a ``setattr`` per field.
     new = object.__new__
     if not (isinstance(unit_annotation, type) and issubclass(unit_annotation, enum.Enum)):
         unit = _converter(unit_annotation)
@@ -612,7 +622,7 @@ def _dataclass_converter(cls: type) -> Converter:
     if hasattr(cls, "__post_init__"):
         converters = [(field.name, _converter(hints[field.name])) for field in fields]
         return lambda value: cls(**{name: convert(value[name]) for name, convert in converters})
-    namespace: Dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_defaults": defaults}
+    namespace: Dict[str, Any] = {"_cls": cls, "_allocate": object.__new__, "_defaults": defaults}
     entries = []
     for index, field in enumerate(fields):
         name = field.name
@@ -627,7 +637,7 @@ def _dataclass_converter(cls: type) -> Converter:
     update_defaults = "\n    instance.__dict__.update(_defaults)" if defaults else ""
     source = (
         "def convert(value):\n"
-        "    instance = _new(_cls)\n"
+        "    instance = _allocate(_cls)\n"
         "    instance.__dict__.update({" + ", ".join(entries) + "})"
         f"{update_defaults}\n"
         "    return instance\n"

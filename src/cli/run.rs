@@ -216,6 +216,7 @@ async fn run_async(
         mut child,
         pid,
         started,
+        exit_stamp,
     } = started_command;
     let (target, pipeline) = match start_pipeline(prepared, setting, pid, started).await {
         Ok(running) => running,
@@ -230,7 +231,6 @@ async fn run_async(
 
     let show_status = !args.quiet && stderr_is_terminal();
     let status_for_summary = Arc::clone(&status);
-    let exit_stamp = super::exit_stamp::ExitStamp::watch(pid);
     let exit = wait_forwarding_signals(
         &mut child,
         pid,
@@ -369,6 +369,8 @@ struct StartedCommand {
     pid: u32,
     /// When it had exec'd: the measured window opens here.
     started: Instant,
+    /// When it exits, as a thread waiting on it sees (`None` when none could start).
+    exit_stamp: Option<super::exit_stamp::ExitStamp>,
 }
 
 /// Starts the command in its cgroup with the host's environment, reading GPU power
@@ -394,6 +396,8 @@ async fn start_command(
     // The window opens when the command runs: `spawn` returns once it has exec'd,
     // after joining its cgroup (which can take milliseconds on v1), not before.
     let started = Instant::now();
+    // Watched from now, so a command that ends at once is stamped at its exit too.
+    let exit_stamp = child.id().and_then(super::exit_stamp::ExitStamp::watch);
     prepared.read_gpu_power_now().await;
     let pid = child
         .id()
@@ -402,6 +406,7 @@ async fn start_command(
         child,
         pid,
         started,
+        exit_stamp,
     })
 }
 

@@ -2,12 +2,12 @@
 //! `/proc/PID/fd` (Linux 6.2 and later), or from that directory's entries.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::{ReadError, is_absent, proc_pid_dir};
 
 /// `statfs`'s filesystem type of procfs.
+#[cfg(target_os = "linux")]
 const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 
 /// How a root's `/proc` tells a process's descriptor count.
@@ -24,28 +24,37 @@ pub enum FdCountSource {
 
 /// Which source `root/proc` offers: [`FdCountSource::DirectorySize`] when it is a
 /// procfs mount whose `self/fd` has a size (this process always holds a descriptor).
+/// The readers build on every OS for their fixture tests; off Linux this is
+/// [`FdCountSource::Listing`].
 pub fn fd_count_source(root: &Path) -> FdCountSource {
     let proc_dir = root.join("proc");
-    let is_procfs = std::ffi::CString::new(proc_dir.as_os_str().as_encoded_bytes())
-        .ok()
-        .is_some_and(|path| {
-            // SAFETY: statfs is plain data, zeroed is valid; `path` is NUL-terminated
-            // and outlives the call.
-            let mut info: libc::statfs = unsafe { std::mem::zeroed() };
-            // SAFETY: as above; `info` is writable for the call's duration.
-            let result = unsafe { libc::statfs(path.as_ptr(), &mut info) };
-            // `f_type` is i64 on x86_64 glibc, narrower elsewhere.
-            #[allow(clippy::useless_conversion)]
-            let filesystem = i64::from(info.f_type);
-            result == 0 && filesystem == PROC_SUPER_MAGIC
-        });
-    let sized = is_procfs
+    let sized = is_procfs(&proc_dir)
         && fs::metadata(proc_dir.join("self/fd")).is_ok_and(|metadata| metadata.len() > 0);
     if sized {
         FdCountSource::DirectorySize
     } else {
         FdCountSource::Listing
     }
+}
+
+#[cfg(target_os = "linux")]
+fn is_procfs(path: &Path) -> bool {
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs is plain data, zeroed is valid.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and outlives the call; `info` is writable.
+    let result = unsafe { libc::statfs(path.as_ptr(), &mut info) };
+    // `f_type` is i64 on x86_64 glibc, narrower elsewhere.
+    #[allow(clippy::useless_conversion)]
+    let filesystem = i64::from(info.f_type);
+    result == 0 && filesystem == PROC_SUPER_MAGIC
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_procfs(_path: &Path) -> bool {
+    false
 }
 
 /// Counts the open descriptors of `root/proc/PID`, from `source`. A directory size is
@@ -74,10 +83,7 @@ pub fn read_fd_count(
     if source == FdCountSource::DirectorySize {
         match fs::metadata(&path) {
             Ok(metadata) => {
-                // SAFETY: geteuid cannot fail.
-                let user = unsafe { libc::geteuid() };
-                let listable = pid == std::process::id()
-                    || listing_allowed(metadata.uid(), metadata.mode(), user);
+                let listable = pid == std::process::id() || owner_may_list(&metadata);
                 if metadata.is_dir() && metadata.len() > 0 && listable {
                     return Ok(Some(metadata.len()));
                 }
@@ -102,6 +108,21 @@ pub fn read_fd_count(
         }
     }
     Ok(Some(count))
+}
+
+/// Whether this process's user owns the directory `metadata` describes and its owner
+/// bits let it list it.
+#[cfg(unix)]
+fn owner_may_list(metadata: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let user = unsafe { libc::geteuid() };
+    listing_allowed(metadata.uid(), metadata.mode(), user)
+}
+
+#[cfg(not(unix))]
+fn owner_may_list(_metadata: &fs::Metadata) -> bool {
+    false
 }
 
 /// Whether `user` may list a directory owned by `owner` with `mode` by its owner bits
