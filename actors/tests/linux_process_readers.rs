@@ -195,26 +195,40 @@ fn inheritable_fds_above_2() -> u64 {
     count
 }
 
+/// `sleep 30` with null stdio, as `configure` sets it up, once it sleeps: after its
+/// exec (the forked Rust child may still hold a pipe fd before) and its start-up
+/// (which opens locale files for a moment).
+fn sleeping_child(configure: impl FnOnce(&mut Command)) -> std::process::Child {
+    let mut command = Command::new("sleep");
+    command
+        .arg("30")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    configure(&mut command);
+    let child = command.spawn().expect("spawn sleep");
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let asleep = || {
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let wchan = fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        comm == "sleep\n" && wchan.contains("nanosleep")
+    };
+    while !asleep() {
+        assert!(Instant::now() < deadline, "child never fell asleep");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
 /// Spawns `sleep` with null stdio: it holds fds 0, 1, 2 plus whatever non-close-on-exec
 /// fds it inherits from this process, and one thread.
 #[test]
 fn real_child_fd_count_and_status() {
     let inherited = inheritable_fds_above_2();
-    let mut child = Command::new("sleep")
-        .arg("30")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn sleep");
+    let mut child = sleeping_child(|_| {});
     let pid = child.id();
     let root = Path::new("/");
-    // Wait until the child has exec'd sleep (the forked Rust child may still hold a pipe fd).
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "sleep\n" {
-        assert!(Instant::now() < deadline, "child never exec'd");
-        std::thread::sleep(Duration::from_millis(10));
-    }
     let listed = read_fd_count(root, pid, FdCountSource::Listing);
     let source = fd_count_source(root);
     let from_source = read_fd_count(root, pid, source);
@@ -231,7 +245,10 @@ fn real_child_fd_count_and_status() {
     );
     if kernel_at_least(6, 2) {
         // The kernel gives the count as the directory's size from 6.2.
-        assert_eq!(source, FdCountSource::DirectorySize);
+        assert!(
+            matches!(source, FdCountSource::DirectorySize { .. }),
+            "{source:?}"
+        );
         assert_eq!(directory_size.expect("stat fd"), 3 + inherited);
     }
     let status = status.expect("read").expect("present");
@@ -258,6 +275,45 @@ fn real_self_status_and_fd() {
             .expect("present")
             >= 3
     );
+}
+
+/// Another user's process: as root, a child running as `nobody` is counted from either
+/// source alike; as any other user, PID 1 (root's) is denied from either, never taken
+/// at its directory's size.
+#[test]
+fn another_users_process_is_counted_alike_or_denied_alike() {
+    let root = Path::new("/");
+    let source = fd_count_source(root);
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        for source in [FdCountSource::Listing, source] {
+            let denied = read_fd_count(root, 1, source);
+            assert!(
+                matches!(denied, Err(ReadError::PermissionDenied { .. })),
+                "{source:?}: {denied:?}"
+            );
+        }
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let mut child = sleeping_child(|command| {
+        command.uid(65534).gid(65534);
+    });
+    let pid = child.id();
+    let listed = read_fd_count(root, pid, FdCountSource::Listing);
+    let from_source = read_fd_count(root, pid, source);
+    let owner_only = read_fd_count(root, pid, FdCountSource::DirectorySize { any_owner: false });
+    child.kill().expect("kill our child");
+    child.wait().expect("reap our child");
+    let listed = listed
+        .expect("root lists any fd directory")
+        .expect("present");
+    assert_eq!(
+        from_source.expect("read").expect("present"),
+        listed,
+        "{source:?}"
+    );
+    assert_eq!(owner_only.expect("read").expect("present"), listed);
 }
 
 /// Whether the running kernel is `major.minor` or later (`uname -r`).

@@ -16,25 +16,61 @@ pub enum FdCountSource {
     /// `stat` of `/proc/PID/fd` gives the count as the directory's size: procfs on
     /// Linux 6.2 or later. One syscall a process instead of five (open, `fstat`, two
     /// `getdents64`, close).
-    DirectorySize,
+    DirectorySize {
+        /// This process may list every process's `fd` directory, whoever owns it: it
+        /// holds `CAP_DAC_READ_SEARCH` or `CAP_DAC_OVERRIDE` and every user id is
+        /// mapped (an agent running as root). Otherwise a size is taken only where
+        /// the owner bits let this user list the directory.
+        any_owner: bool,
+    },
     /// The entries of `/proc/PID/fd`, counted: older kernels (whose `fd` directories
     /// have size 0) and fixture trees (whose directories' sizes are not counts).
     Listing,
 }
 
 /// Which source `root/proc` offers: [`FdCountSource::DirectorySize`] when it is a
-/// procfs mount whose `self/fd` has a size (this process always holds a descriptor).
-/// The readers build on every OS for their fixture tests; off Linux this is
-/// [`FdCountSource::Listing`].
+/// procfs mount whose `self/fd` has a size (this process always holds a descriptor),
+/// with whether this process may list any process's (its `self/status` capabilities
+/// and `self/uid_map`). The readers build on every OS for their fixture tests; off
+/// Linux this is [`FdCountSource::Listing`].
 pub fn fd_count_source(root: &Path) -> FdCountSource {
     let proc_dir = root.join("proc");
     let sized = is_procfs(&proc_dir)
         && fs::metadata(proc_dir.join("self/fd")).is_ok_and(|metadata| metadata.len() > 0);
-    if sized {
-        FdCountSource::DirectorySize
-    } else {
-        FdCountSource::Listing
+    if !sized {
+        return FdCountSource::Listing;
     }
+    let status = fs::read_to_string(proc_dir.join("self/status")).unwrap_or_default();
+    let uid_map = fs::read_to_string(proc_dir.join("self/uid_map")).unwrap_or_default();
+    FdCountSource::DirectorySize {
+        any_owner: effective_capabilities(&status).is_some_and(may_read_any_directory)
+            && maps_every_user_id(&uid_map),
+    }
+}
+
+/// The `CapEff:` mask of a `/proc/PID/status` text.
+fn effective_capabilities(status: &str) -> Option<u64> {
+    let mask = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(mask.trim(), 16).ok()
+}
+
+/// Whether `capabilities` let a process read and search any directory.
+fn may_read_any_directory(capabilities: u64) -> bool {
+    const CAP_DAC_OVERRIDE: u32 = 1;
+    const CAP_DAC_READ_SEARCH: u32 = 2;
+    capabilities & (1 << CAP_DAC_OVERRIDE | 1 << CAP_DAC_READ_SEARCH) != 0
+}
+
+/// Whether a `/proc/PID/uid_map` text maps every user id to itself (the initial user
+/// namespace's map): a capability then covers every process's files.
+fn maps_every_user_id(uid_map: &str) -> bool {
+    let mut lines = uid_map.lines().filter(|line| !line.trim().is_empty());
+    let identity = lines.next().is_some_and(|line| {
+        line.split_ascii_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"]
+    });
+    identity && lines.next().is_none()
 }
 
 #[cfg(target_os = "linux")]
@@ -80,10 +116,10 @@ pub fn read_fd_count(
             Err(ReadError::Gone { path })
         }
     };
-    if source == FdCountSource::DirectorySize {
+    if let FdCountSource::DirectorySize { any_owner } = source {
         match fs::metadata(&path) {
             Ok(metadata) => {
-                let listable = pid == std::process::id() || owner_may_list(&metadata);
+                let listable = any_owner || pid == std::process::id() || owner_may_list(&metadata);
                 if metadata.is_dir() && metadata.len() > 0 && listable {
                     return Ok(Some(metadata.len()));
                 }
@@ -135,6 +171,33 @@ fn listing_allowed(owner: u32, mode: u32, user: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_with_every_capability_in_the_initial_namespace_may_list_any_directory() {
+        let status = "Name:\tagent\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n";
+        let capabilities = effective_capabilities(status).unwrap();
+        assert!(may_read_any_directory(capabilities));
+        assert!(maps_every_user_id("         0          0 4294967295\n"));
+    }
+
+    #[test]
+    fn a_user_without_the_capabilities_or_in_a_mapped_namespace_may_not() {
+        let status = "CapEff:\t0000000000000000\n";
+        assert!(!may_read_any_directory(
+            effective_capabilities(status).unwrap()
+        ));
+        // CAP_DAC_READ_SEARCH or CAP_DAC_OVERRIDE alone is enough; CAP_CHOWN is not.
+        assert!(may_read_any_directory(1 << 2));
+        assert!(may_read_any_directory(1 << 1));
+        assert!(!may_read_any_directory(1));
+        assert_eq!(effective_capabilities("Name:\tx\n"), None);
+        assert_eq!(effective_capabilities("CapEff:\tnot-hex\n"), None);
+        // A container's namespace maps a range: a capability there does not cover
+        // files of users it does not map.
+        assert!(!maps_every_user_id("         0     100000      65536\n"));
+        assert!(!maps_every_user_id("0 0 1000\n1000 2000 1\n"));
+        assert!(!maps_every_user_id(""));
+    }
 
     #[test]
     fn only_an_owner_with_read_and_search_bits_is_taken_at_the_size() {
