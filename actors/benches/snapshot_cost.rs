@@ -3,7 +3,8 @@
 //! ratios from one run; asserts nothing (machines are shared and noisy).
 //!
 //! Run: `cargo bench -p wattline-actors --bench snapshot_cost`
-//! (`WATTLINE_BENCH_ROUNDS` sets the rounds per figure, default 30.)
+//! (`WATTLINE_BENCH_ROUNDS` sets the rounds per figure, default 30;
+//! `WATTLINE_BENCH_TREE_ONLY=1` runs only the 10-process tree.)
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -124,7 +125,10 @@ fn main() {
         "extra N", "processes", "wattline µs", "floor µs", "floor µs/proc", "ratio"
     );
     let mut buffer = Vec::with_capacity(4096);
-    for extra in [0usize, 500, 2000] {
+    // `WATTLINE_BENCH_TREE_ONLY=1`: only the 10-process tree (to profile it alone).
+    let tree_only = std::env::var("WATTLINE_BENCH_TREE_ONLY").is_ok_and(|value| value == "1");
+    let extras: &[usize] = if tree_only { &[] } else { &[0, 500, 2000] };
+    for &extra in extras {
         let children = spawn_idle(extra);
         std::thread::sleep(Duration::from_millis(300));
         let processes = std::fs::read_dir("/proc")
