@@ -36,7 +36,7 @@ pub enum ScopeBoundary {
         /// Its weight among the scopes live beside it.
         weight: Option<f64>,
         /// Its ATOF flags and the caller's `traceparent`, when it has either.
-        extras: Option<Box<ScopeStartExtras>>,
+        extras: ScopeStartExtras,
         /// When it started.
         at: Instant,
         /// The same instant on the wall clock.
@@ -58,35 +58,44 @@ pub enum ScopeBoundary {
     },
 }
 
-/// What a scope start carries only sometimes (remote scopes, a caller's trace).
+/// What a scope start carries only sometimes (remote scopes, a caller's trace): one
+/// pointer, null for a plain scope, so a plain start allocates nothing for it.
 #[derive(Debug, Default)]
-pub struct ScopeStartExtras {
-    /// Its ATOF flags, repeated on its end event.
-    pub attributes: Vec<&'static str>,
-    /// The caller's W3C `traceparent`, checked.
-    pub traceparent: Option<String>,
+pub struct ScopeStartExtras(Option<Box<StartExtras>>);
+
+#[derive(Debug)]
+struct StartExtras {
+    attributes: Vec<&'static str>,
+    traceparent: Option<String>,
 }
 
 impl ScopeStartExtras {
-    /// The extras of a start with `attributes` and `traceparent`; `None` when it has
-    /// neither, so a plain scope allocates nothing for them.
-    pub fn of(attributes: &[&'static str], traceparent: Option<&str>) -> Option<Box<Self>> {
-        (!attributes.is_empty() || traceparent.is_some()).then(|| {
-            Box::new(ScopeStartExtras {
+    /// The extras of a start with `attributes` and `traceparent`.
+    pub fn new(attributes: &[&'static str], traceparent: Option<&str>) -> Self {
+        let any = !attributes.is_empty() || traceparent.is_some();
+        ScopeStartExtras(any.then(|| {
+            Box::new(StartExtras {
                 attributes: attributes.to_vec(),
                 traceparent: traceparent.map(str::to_owned),
             })
-        })
+        }))
     }
 
-    /// The ATOF flags of a start with `extras`.
-    pub fn attributes(extras: Option<&Self>) -> &[&'static str] {
-        extras.map_or(&[], |extras| &extras.attributes)
+    /// Its ATOF flags, repeated on its end event.
+    pub fn attributes(&self) -> &[&'static str] {
+        self.0.as_ref().map_or(&[], |extras| &extras.attributes)
     }
 
-    /// The `traceparent` of a start with `extras`.
-    pub fn traceparent(extras: Option<&Self>) -> Option<&str> {
-        extras.and_then(|extras| extras.traceparent.as_deref())
+    /// The caller's W3C `traceparent`, checked.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.0
+            .as_ref()
+            .and_then(|extras| extras.traceparent.as_deref())
+    }
+
+    /// Whether it holds nothing (a plain scope's).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
     }
 }
 
@@ -152,16 +161,14 @@ mod tests {
 
     #[test]
     fn a_plain_start_has_no_extras_and_one_with_either_keeps_both() {
-        assert!(ScopeStartExtras::of(&[], None).is_none());
-        let extras = ScopeStartExtras::of(&["remote"], None);
-        assert_eq!(ScopeStartExtras::attributes(extras.as_deref()), ["remote"]);
-        assert_eq!(ScopeStartExtras::traceparent(extras.as_deref()), None);
+        assert!(ScopeStartExtras::new(&[], None).is_empty());
+        let extras = ScopeStartExtras::new(&["remote"], None);
+        assert!(!extras.is_empty());
+        assert_eq!(extras.attributes(), ["remote"]);
+        assert_eq!(extras.traceparent(), None);
         let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-        let extras = ScopeStartExtras::of(&[], Some(traceparent));
-        assert!(ScopeStartExtras::attributes(extras.as_deref()).is_empty());
-        assert_eq!(
-            ScopeStartExtras::traceparent(extras.as_deref()),
-            Some(traceparent)
-        );
+        let extras = ScopeStartExtras::new(&[], Some(traceparent));
+        assert!(extras.attributes().is_empty());
+        assert_eq!(extras.traceparent(), Some(traceparent));
     }
 }

@@ -21,7 +21,7 @@ use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
-use crate::scope_boundary::{ScopeBoundary, ScopeStartExtras};
+use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
@@ -191,8 +191,7 @@ impl EnergyState {
                     parent: *parent,
                     process_id: *process_id,
                     weight: *weight,
-                    traceparent: ScopeStartExtras::traceparent(extras.as_deref())
-                        .map(str::to_owned),
+                    traceparent: extras.traceparent().map(str::to_owned),
                 });
             }
             ScopeBoundary::Ended {
@@ -602,7 +601,7 @@ mod tests {
                 parent: None,
                 process_id: None,
                 weight: None,
-                extras: None,
+                extras: crate::scope_boundary::ScopeStartExtras::default(),
                 at: at(from),
                 wall: std::time::SystemTime::now().into(),
             },

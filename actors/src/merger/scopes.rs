@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_model::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
 
-use crate::scope_boundary::{ScopeBoundary, ScopeStartExtras};
+use crate::scope_boundary::ScopeBoundary;
 
 /// The name of the scope every event of a pipeline sits in.
 pub const ROOT_SCOPE_NAME: &str = "wattline";
@@ -98,7 +98,7 @@ impl ScopeTable {
                     name: Arc::clone(name),
                     started: (*wall).into(),
                     parent: *parent,
-                    attributes: ScopeStartExtras::attributes(extras.as_deref()).to_vec(),
+                    attributes: extras.attributes().to_vec(),
                 };
                 self.start(scope, sink);
             }

@@ -487,7 +487,7 @@ impl RunningPipeline {
             parent,
             process_id,
             weight,
-            extras: ScopeStartExtras::of(attributes, traceparent),
+            extras: ScopeStartExtras::new(attributes, traceparent),
             at,
             wall: wall.into(),
         });
