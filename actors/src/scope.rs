@@ -221,7 +221,8 @@ fn resolve_tree(root: &Path, target: ScopeTarget, identity: ProcessIdentity) -> 
     };
     let mut children = Vec::new();
     match read_children(root, identity.pid, &mut children) {
-        Ok(()) if children_files_supported(root, identity.pid) => {
+        // Children read are proof enough that the files exist.
+        Ok(()) if !children.is_empty() || children_files_supported(root, identity.pid) => {
             resolve_tree_by_children(root, target, root_stat, children)
         }
         // Kernels built without CONFIG_PROC_CHILDREN have no `children` files: find
