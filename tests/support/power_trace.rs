@@ -365,7 +365,10 @@ pub fn run_measured(gpu: &Gpu, seconds: f64, extra: &[&str]) -> Run {
     command
         .args(["run", "--quiet", "--report", "json"])
         .args(extra);
-    let script = format!("date +%s.%N; sleep {seconds}; date +%s.%N");
+    // The last stamp is the command's last act (`exec`): the shell does not outlive it
+    // waiting for `date` and exiting, which under CI's load took milliseconds the
+    // window rightly counts and the stamps did not.
+    let script = format!("date +%s.%N; sleep {seconds}; exec date +%s.%N");
     command.args(["--", "sh", "-c", &script]);
     let child = command
         .stdout(std::process::Stdio::piped())
