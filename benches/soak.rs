@@ -185,9 +185,9 @@ async fn main() {
 /// pipeline takes them (polling every 100 ms, no exporter unless
 /// `WATTLINE_SOAK_CHURN_ATOF=1` adds an ATOF file), and prints RSS after a warm-up of
 /// a tenth of them (at least the 10,000 kept in detail) and then every tenth, and the
-/// process's CPU per scope at the end, with a flush every 10,000 scopes (it waits until the pipeline has taken
-/// every scope asked so far): past the warm-up the energy account folds finished
-/// scopes into per-name aggregates, so RSS should stay flat.
+/// process's CPU per scope at the end, with a flush every 10,000 scopes (it waits until
+/// the pipeline has taken every scope asked so far): past the warm-up the energy
+/// account folds finished scopes into per-name aggregates, so RSS should stay flat.
 async fn churn_scopes(count: u64) {
     let warm_up = (count / 10).max(20_000);
     println!(

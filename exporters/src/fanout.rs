@@ -8,10 +8,11 @@
 //! blocking thread pool, one at a time, in order; the events waiting when a call starts
 //! (up to 256) go out in that one call, so a lane short of CPU catches up instead of
 //! paying two thread wake-ups per event. Besides its mailbox, a lane holds at most what
-//! it last took from it (256 messages at most, and no more than the mailbox held). Failures and drops are counted per
-//! exporter ([`FanOut::stats`]), logged with `tracing` at the first occurrence and then
-//! every `log_every`-th, and handed (with the exact count since the last report) to an
-//! optional [`ExportFailureSink`], such as the pipeline's diagnostics.
+//! it last took from it (256 messages at most, and no more than the mailbox held).
+//! Failures and drops are counted per exporter ([`FanOut::stats`]), logged with
+//! `tracing` at the first occurrence and then every `log_every`-th, and handed (with
+//! the exact count since the last report) to an optional [`ExportFailureSink`], such
+//! as the pipeline's diagnostics.
 
 use std::num::NonZeroU64;
 use std::sync::Arc;

@@ -94,9 +94,10 @@ fn is_procfs(_path: &Path) -> bool {
 }
 
 /// Counts the open descriptors of `root/proc/PID`, from `source`. A directory size is
-/// taken only where a listing would be allowed too (this process, or one whose `fd`
-/// directory this user owns and may read), so a process the caller may not inspect
-/// is [`ReadError::PermissionDenied`] either way; otherwise the entries are counted,
+/// taken only where a listing would be allowed too (any process, for an agent that may
+/// list every one; else this process, or one whose `fd` directory this user owns and
+/// may read), so a process the caller may not inspect is
+/// [`ReadError::PermissionDenied`] either way; otherwise the entries are counted,
 /// without following or stat-ing them.
 ///
 /// `Ok(None)` when the `fd` directory is absent but `/proc/PID` exists;
