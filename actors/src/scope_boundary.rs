@@ -5,7 +5,7 @@
 //! of them, so the caller does not.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -104,6 +104,13 @@ impl ScopeStartExtras {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WallNanos(i64);
 
+impl WallNanos {
+    /// `nanos` since 1970.
+    pub(crate) fn from_nanos(nanos: i64) -> Self {
+        WallNanos(nanos)
+    }
+}
+
 impl From<SystemTime> for WallNanos {
     fn from(wall: SystemTime) -> Self {
         let nanos = match wall.duration_since(UNIX_EPOCH) {
@@ -116,6 +123,17 @@ impl From<SystemTime> for WallNanos {
     }
 }
 
+impl From<WallNanos> for SystemTime {
+    fn from(wall: WallNanos) -> Self {
+        let since_1970 = Duration::from_nanos(wall.0.unsigned_abs());
+        if wall.0 >= 0 {
+            UNIX_EPOCH + since_1970
+        } else {
+            UNIX_EPOCH - since_1970
+        }
+    }
+}
+
 impl From<WallNanos> for DateTime<Utc> {
     fn from(wall: WallNanos) -> Self {
         DateTime::from_timestamp_nanos(wall.0)
@@ -125,7 +143,6 @@ impl From<WallNanos> for DateTime<Utc> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn a_boundary_is_no_more_than_112_bytes() {
@@ -148,6 +165,7 @@ mod tests {
                 DateTime::<Utc>::from(WallNanos::from(wall)),
                 DateTime::<Utc>::from(wall)
             );
+            assert_eq!(SystemTime::from(WallNanos::from(wall)), wall);
         }
     }
 

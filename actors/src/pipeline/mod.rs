@@ -477,7 +477,7 @@ impl RunningPipeline {
         } = start;
         // Raw clock readings: the actors make the calendar time.
         let (at, wall) = self.boundary_clock.now();
-        let uuid = new_uuid_at(wall);
+        let uuid = new_uuid_at(wall.into());
         let name = scope_start::shared_name(name);
         // The merger writes the start event in order with its polls: no mark under
         // this scope comes before it.
@@ -489,7 +489,7 @@ impl RunningPipeline {
             weight,
             extras: ScopeStartExtras::new(attributes, traceparent),
             at,
-            wall: wall.into(),
+            wall,
         });
         uuid
     }
@@ -517,13 +517,13 @@ impl RunningPipeline {
             .filter(|_| ended_at_program_exit)
             .map_or_else(
                 || self.boundary_clock.now(),
-                |&(at, wall)| (at, wall.into()),
+                |&(at, wall)| (at, std::time::SystemTime::from(wall).into()),
             );
         self.push_boundary(ScopeBoundary::Ended {
             uuid,
             flags: flags.to_vec(),
             at,
-            wall: wall.into(),
+            wall,
         });
         true
     }

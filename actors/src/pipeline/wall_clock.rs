@@ -12,6 +12,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::scope_boundary::WallNanos;
+
 /// How long one reading of the two clocks' difference is reused.
 pub const REREAD_AFTER: Duration = Duration::from_secs(1);
 
@@ -39,18 +41,19 @@ impl Default for BoundaryClock {
 }
 
 impl BoundaryClock {
-    /// This instant on the monotonic clock and on the wall clock.
-    pub fn now(&self) -> (Instant, SystemTime) {
+    /// This instant on the monotonic clock and on the wall clock (as a boundary keeps
+    /// it: worked out in nanoseconds, never through a `SystemTime`).
+    pub fn now(&self) -> (Instant, WallNanos) {
         let at = Instant::now();
         let since_epoch = nanos(at.saturating_duration_since(self.epoch));
         let read_at = self.read_at_nanos.load(Ordering::Relaxed);
         if read_at != u64::MAX && since_epoch.saturating_sub(read_at) < nanos(REREAD_AFTER) {
             let offset = self.offset_nanos.load(Ordering::Relaxed);
-            if let Some(wall) = wall_time(since_epoch, offset) {
-                return (at, wall);
+            if let Some(wall) = wall_nanos(since_epoch, offset) {
+                return (at, WallNanos::from_nanos(wall));
             }
         }
-        (at, self.read_offset(since_epoch))
+        (at, self.read_offset(since_epoch).into())
     }
 
     /// Reads the wall clock now (monotonic `since_epoch`), keeps the two clocks'
@@ -79,13 +82,14 @@ fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The wall-clock time `since_epoch` monotonic nanoseconds in, given the clocks'
-/// difference `offset`; `None` where it would fall outside what a `SystemTime` after
-/// 1970 holds.
-fn wall_time(since_epoch: u64, offset: i64) -> Option<SystemTime> {
-    let wall_nanos = i64::try_from(since_epoch).ok()?.checked_add(offset)?;
-    let wall_nanos = u64::try_from(wall_nanos).ok()?;
-    UNIX_EPOCH.checked_add(Duration::from_nanos(wall_nanos))
+/// The wall-clock time, nanoseconds since 1970, `since_epoch` monotonic nanoseconds
+/// in, given the clocks' difference `offset`; `None` where it would fall before 1970 or
+/// past 2262 (the clock is then read instead).
+fn wall_nanos(since_epoch: u64, offset: i64) -> Option<i64> {
+    i64::try_from(since_epoch)
+        .ok()?
+        .checked_add(offset)
+        .filter(|wall| *wall >= 0)
 }
 
 #[cfg(test)]
@@ -107,6 +111,7 @@ mod tests {
             let before = SystemTime::now();
             let (_, wall) = clock.now();
             let after = SystemTime::now();
+            let wall = SystemTime::from(wall);
             assert!(
                 within(wall, before, after),
                 "{wall:?} not in {before:?}..{after:?}"
@@ -132,7 +137,7 @@ mod tests {
             .store(true_offset + nanos(hour) as i64, Ordering::Relaxed);
         let (_, wall) = clock.now();
         assert!(
-            wall > SystemTime::now() + hour - Duration::from_secs(1),
+            SystemTime::from(wall) > SystemTime::now() + hour - Duration::from_secs(1),
             "the offset is reused within {REREAD_AFTER:?}"
         );
         // Its reading made older than the reuse limit: the next boundary reads again.
@@ -145,6 +150,7 @@ mod tests {
         let before = SystemTime::now();
         let (_, wall) = clock.now();
         let after = SystemTime::now();
+        let wall = SystemTime::from(wall);
         assert!(within(wall, before, after), "read again: {wall:?}");
         assert!((clock.offset_nanos.load(Ordering::Relaxed) - true_offset).abs() < 1_000_000);
     }
@@ -156,8 +162,8 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         let (second_at, second_wall) = clock.now();
         let monotonic = second_at - first_at;
-        let wall = second_wall
-            .duration_since(first_wall)
+        let wall = SystemTime::from(second_wall)
+            .duration_since(SystemTime::from(first_wall))
             .expect("later on the wall clock too");
         // The same reading, so the same interval on both (to rounding).
         let difference = monotonic.abs_diff(wall);
@@ -165,12 +171,10 @@ mod tests {
     }
 
     #[test]
-    fn wall_times_outside_what_a_system_time_holds_are_refused() {
-        assert_eq!(wall_time(0, -1), None);
-        assert_eq!(wall_time(u64::MAX, 0), None);
-        assert_eq!(
-            wall_time(5, 10),
-            Some(UNIX_EPOCH + Duration::from_nanos(15))
-        );
+    fn wall_times_before_1970_or_past_2262_are_refused() {
+        assert_eq!(wall_nanos(0, -1), None);
+        assert_eq!(wall_nanos(u64::MAX, 0), None);
+        assert_eq!(wall_nanos(1, i64::MAX), None);
+        assert_eq!(wall_nanos(5, 10), Some(15));
     }
 }
