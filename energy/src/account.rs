@@ -4,8 +4,9 @@
 //! Every figure is the same sum over the same intervals, clipped to a window: the run
 //! from [`EnergyRecord::MeasuringFrom`] to the report's instant, each scope from its
 //! start to its end. An interval that straddles a boundary contributes the part of its
-//! energy inside it (power taken as linear between the interval's ends; by time for
-//! a counter-only meter), so a boundary reading makes that part exact and a scope that
+//! energy inside it (power taken as linear between the interval's ends, or shaped by
+//! the counter's energy where there is one: [`power_shape`]; by time for a
+//! counter-only meter), so a boundary reading makes that part exact and a scope that
 //! spans the whole run equals the run's total.
 //!
 //! A reading is taken once: a source's reading no later than its newest one (a cached
@@ -29,10 +30,12 @@ use wattline_model::scope_energy::SettledScope;
 use wattline_model::trace_context::ScopeTrace;
 
 mod domain_joules;
+mod power_shape;
 mod reporting;
 mod settling;
 
 use self::domain_joules::DomainJoules;
+use self::power_shape::PowerShape;
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
 /// (the flush call, before its fresh reading arrived) can take their tail back out.
@@ -77,22 +80,40 @@ impl Segment {
     }
 
     /// The fractions of this interval's energy and of its time inside `[from, to]`.
-    fn fractions(&self, from: Nanos, to: Nanos) -> (f64, f64) {
+    fn fractions(&self, from: Nanos, to: Nanos) -> Fractions {
         let (a, b) = (from.max(self.start.at), to.min(self.end.at));
         if b <= a {
-            return (0.0, 0.0);
+            return Fractions::default();
         }
         let length = self.length();
-        let time = (b - a) as f64 / length;
-        let energy = match (self.start.watts, self.end.watts) {
-            (Some(p0), Some(p1)) if p0 + p1 > 0.0 => {
-                let power_at = |t: Nanos| p0 + (p1 - p0) * ((t - self.start.at) as f64 / length);
-                (power_at(a) + power_at(b)) / (p0 + p1) * time
-            }
-            _ => time,
-        };
-        (energy, time)
+        let (a, b) = (
+            (a - self.start.at) as f64 / length,
+            (b - self.start.at) as f64 / length,
+        );
+        let (p0, p1) = (self.start.watts, self.end.watts);
+        let linear = PowerShape::linear(p0, p1);
+        let counted = self
+            .counter_joules
+            .and_then(|joules| PowerShape::with_mean(p0, p1, joules / seconds(length)));
+        let by = |shape: Option<PowerShape>| shape.map_or(b - a, |s| s.energy_between(a, b));
+        Fractions {
+            energy: by(counted.or(linear)),
+            linear_energy: by(linear),
+            time: b - a,
+        }
     }
+}
+
+/// The part of one interval inside a window.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Fractions {
+    /// Of its best energy (and its counter's): cut by the power's shape, which a
+    /// counter's energy refines (see [`power_shape`]).
+    energy: f64,
+    /// Of its trapezoid's energy: cut with power linear, the trapezoid's own shape.
+    linear_energy: f64,
+    /// Of its length.
+    time: f64,
 }
 
 /// Sums over the intervals (or parts of intervals) inside one window.
@@ -108,14 +129,15 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, segment: &Segment, (energy, time): (f64, f64), sign: f64) {
-        if time <= 0.0 {
+    fn add(&mut self, segment: &Segment, fractions: Fractions, sign: f64) {
+        if fractions.time <= 0.0 {
             return;
         }
-        self.best_joules += sign * segment.best_joules() * energy;
-        self.trapezoid_joules += sign * segment.trapezoid_joules.unwrap_or(0.0) * energy;
-        self.counter_joules += sign * segment.counter_joules.unwrap_or(0.0) * energy;
-        self.covered_nanos += sign * segment.length() * time;
+        self.best_joules += sign * segment.best_joules() * fractions.energy;
+        self.trapezoid_joules +=
+            sign * segment.trapezoid_joules.unwrap_or(0.0) * fractions.linear_energy;
+        self.counter_joules += sign * segment.counter_joules.unwrap_or(0.0) * fractions.energy;
+        self.covered_nanos += sign * segment.length() * fractions.time;
         // A part taken back out still leaves part of the interval in the window.
         if sign > 0.0 {
             self.intervals += 1;
@@ -250,13 +272,13 @@ impl Meter {
     fn book(&mut self, segment: &Segment, from: Nanos) {
         let fractions = segment.fractions(from, Nanos::MAX);
         self.run.add(segment, fractions, 1.0);
-        if fractions.1 <= 0.0 {
+        if fractions.time <= 0.0 {
             return;
         }
         if let Some(shares) = &segment.shares {
             for (pid, share) in &shares.processes {
                 *self.processes.entry(*pid).or_default() +=
-                    segment.best_joules() * fractions.0 * share;
+                    segment.best_joules() * fractions.energy * share;
             }
         }
     }
@@ -674,7 +696,7 @@ impl EnergyAccount {
         // Sub-zones (core, uncore) are inside their package: they count for none.
         if domain.is_counted() {
             for scope in &mut self.scopes {
-                let (energy, time) = segment.fractions(scope.start, scope.until());
+                let Fractions { energy, time, .. } = segment.fractions(scope.start, scope.until());
                 scope.joules.add(domain, segment.best_joules() * energy);
                 if time > 0.0 {
                     scope.add_covered(number, seconds(segment.length() * time));
@@ -819,7 +841,7 @@ fn divide_segment(
     divide(
         from.max(segment.start.at),
         to.min(segment.end.at),
-        |a, b| joules * segment.fractions(a, b).0,
+        |a, b| joules * segment.fractions(a, b).energy,
         claimants,
         segment.shares.as_ref().map(|shares| &shares.processes),
     )

@@ -588,22 +588,23 @@ fn a_replayed_clock_at_the_end_of_time_is_the_edge_not_a_panic() {
 }
 
 #[test]
-fn an_interval_cut_by_the_window_keeps_the_energy_of_its_part_with_power_linear() {
+fn an_interval_cut_by_the_window_keeps_the_energy_of_its_part_with_power_linear_or_shaped_by_its_counter()
+ {
     // 100 W rising to 300 W over 10 s (2000 J by the trapezoid, 2400 J by the
-    // counter); the window opens at 5 s, where the power is 200 W: the part inside
-    // holds (200 + 300) / 2 × 5 = 1250 J, 0.625 of the trapezoid, not half by time.
+    // counter); the window opens at 5 s. The trapezoid's part, power linear (200 W at
+    // 5 s): (200 + 300) / 2 × 5 = 1250 J. The counter's mean, 240 W, says the power
+    // rose early: a step giving it lies at 3 s (100 × 3 + 300 × 7 = 2400), and the
+    // widest rise centred there that fits is over 0 to 6 s (100 → 300 W, then 300 W;
+    // 1200 + 1200 = 2400 J). Its part from 5 s: (266.67 + 300) / 2 × 1 + 300 × 4.
     let mut feed = Feed::new(settings(false));
     feed.power("nvml", 0.0, &[("GPU-a", 100.0, Some(1_000_000))]);
     feed.from(5.0);
     feed.power("nvml", 10.0, &[("GPU-a", 300.0, Some(3_400_000))]);
     let report = feed.report(10.0);
     let device = &report.devices[0];
-    assert!(close(device.energy_kwh, kwh(2400.0 * 0.625), 1e-12));
-    assert!(close(
-        device.counter_kwh.unwrap(),
-        kwh(2400.0 * 0.625),
-        1e-12
-    ));
+    let counted = (100.0 + 200.0 * 5.0 / 6.0 + 300.0) / 2.0 + 300.0 * 4.0;
+    assert!(close(device.energy_kwh, kwh(counted), 1e-12));
+    assert!(close(device.counter_kwh.unwrap(), kwh(counted), 1e-12));
     assert!(close(device.trapezoid_kwh.unwrap(), kwh(1250.0), 1e-12));
     assert!((device.covered_seconds - 5.0).abs() < 1e-9);
     // Cut at both ends: 2.5 s to 7.5 s, power 150 W to 250 W: 1000 J of the 2000.
@@ -621,6 +622,33 @@ fn an_interval_cut_by_the_window_keeps_the_energy_of_its_part_with_power_linear(
     feed.power("nvml", 10.0, &[("GPU-a", 200.0, None)]);
     let report = feed.report(10.0);
     assert!(close(report.devices[0].energy_kwh, kwh(750.0), 1e-12));
+}
+
+#[test]
+fn a_window_closing_just_before_a_reading_gets_the_power_after_a_step_not_an_average() {
+    // A job's power steps from 90 W to 640 W 50 ms into a 1 s interval, and the
+    // window closes 40 ms before its end reading (a command exits; `run` reads right
+    // after). The counter holds 90 × 0.05 + 640 × 0.95 = 612.5 J; the window's part is
+    // 90 × 0.05 + 640 × 0.91 = 586.9 J. Power linear between the readings would have
+    // given the last 40 ms (618 + 640) / 2 W instead of 640 W, and scaled the rest
+    // down to fit the counter: 570.3 J, 2.8% short.
+    let mut feed = Feed::new(settings(false));
+    feed.power("nvml", 0.0, &[("GPU-a", 90.0, Some(1_000_000))]);
+    feed.from(0.0);
+    feed.power("nvml", 1.0, &[("GPU-a", 640.0, Some(1_612_500))]);
+    let report = feed.report(0.96);
+    let device = &report.devices[0];
+    assert!(close(
+        device.energy_kwh,
+        kwh(90.0 * 0.05 + 640.0 * 0.91),
+        1e-9
+    ));
+    // The trapezoid's own figure keeps its shape: (90 + 618) / 2 × 0.96 of 365 J.
+    assert!(close(
+        device.trapezoid_kwh.unwrap(),
+        kwh((90.0 + 618.0) / 2.0 * 0.96),
+        1e-9
+    ));
 }
 
 #[test]

@@ -244,7 +244,7 @@ impl EnergyAccount {
                 continue;
             }
             for segment in meter.after(at) {
-                let (energy, _) = segment.fractions(at.max(scope.start), scope.until());
+                let energy = segment.fractions(at.max(scope.start), scope.until()).energy;
                 joules.add(*domain, -(segment.best_joules() * energy));
             }
         }
@@ -373,14 +373,14 @@ impl Meter {
         for segment in self.after(at) {
             let fractions = segment.fractions(at.max(from), Nanos::MAX);
             run.add(segment, fractions, -1.0);
-            if fractions.1 > 0.0 && fractions.1 >= segment.fractions(from, Nanos::MAX).1 {
+            if fractions.time > 0.0 && fractions.time >= segment.fractions(from, Nanos::MAX).time {
                 // The whole of its part in the window lies after the report.
                 run.forget(segment);
             }
             if let Some(shares) = &segment.shares {
                 for (pid, share) in &shares.processes {
                     *process_joules.entry(*pid).or_default() -=
-                        segment.best_joules() * fractions.0 * share;
+                        segment.best_joules() * fractions.energy * share;
                 }
             }
         }
