@@ -86,6 +86,8 @@ impl Segment {
             return Fractions::default();
         }
         let length = self.length();
+        // The time from the nanoseconds themselves: exact, however short the part.
+        let time = (b - a) as f64 / length;
         let (a, b) = (
             (a - self.start.at) as f64 / length,
             (b - self.start.at) as f64 / length,
@@ -95,11 +97,11 @@ impl Segment {
         let counted = self
             .counter_joules
             .and_then(|joules| PowerShape::with_mean(p0, p1, joules / seconds(length)));
-        let by = |shape: Option<PowerShape>| shape.map_or(b - a, |s| s.energy_between(a, b));
+        let by = |shape: Option<PowerShape>| shape.map_or(time, |s| s.energy_between(a, b));
         Fractions {
             energy: by(counted.or(linear)),
             linear_energy: by(linear),
-            time: b - a,
+            time,
         }
     }
 }

@@ -2,8 +2,8 @@
 //! window's or a scope's edge. Two power readings bound an interval; between them the
 //! power is unknown. Without a counter the trapezoid's own assumption holds: power
 //! linear from one reading to the other. With a counter the interval's energy is
-//! known too, and says *where* the power changed: a mean above the trapezoid's means
-//! the change came early, below it late. A GPU's power mostly moves in steps (a
+//! known too, and says *where* the power changed: a mean nearer the end reading means
+//! the change came early, nearer the start reading late. A GPU's power mostly moves in steps (a
 //! kernel starts, a job ends), and an interval cut a few milliseconds from a reading
 //! (the reading `run` takes right after a command exits) would, under the linear
 //! assumption, give that sliver the average of both readings' power instead of the
@@ -12,8 +12,12 @@
 //! The shape used with a counter: the start power, a linear change to the end power
 //! centred where a single step would give the counter's energy, as wide as fits
 //! inside the interval, then the end power. A change centred in the middle is the
-//! linear shape itself (so a ramp cuts exactly); one near an end is nearly a step
-//! there (so a cut farther from the step than the step is from its reading is exact).
+//! linear shape itself (so a ramp whose counter agrees with its trapezoid cuts
+//! exactly); one near an end is nearly a step there (so a cut farther from the step
+//! than the step is from its reading is exact). A mean beyond both readings (the
+//! power went past them in between, or the readings are averages that lag a step)
+//! is taken at the nearer reading: a step at that end, so the shape moves
+//! continuously with the counter, never jumping back to linear.
 //! Whatever the shape, every cut is a difference of one cumulative function whose
 //! total is the interval's energy: the parts of an interval add up to it exactly.
 
@@ -44,9 +48,9 @@ impl PowerShape {
     }
 
     /// The shape that gives the interval `mean_watts` (a counter's energy over its
-    /// length): the change centred where a step would give that mean, as wide as fits.
-    /// The linear shape where the readings are equal or the mean lies outside them
-    /// (the power went beyond both in between: nothing says where).
+    /// length), taken within the readings: the change centred where a step would give
+    /// that mean, as wide as fits. The linear shape where the readings are equal (no
+    /// change to place) or the mean is not a positive number.
     pub(super) fn with_mean(
         start_watts: Option<f64>,
         end_watts: Option<f64>,
@@ -57,12 +61,10 @@ impl PowerShape {
             linear.start_watts.min(linear.end_watts),
             linear.start_watts.max(linear.end_watts),
         );
-        if linear.start_watts == linear.end_watts
-            || !(low..=high).contains(&mean_watts)
-            || mean_watts <= 0.0
-        {
+        if linear.start_watts == linear.end_watts || mean_watts.is_nan() || mean_watts <= 0.0 {
             return Some(linear);
         }
+        let mean_watts = mean_watts.clamp(low, high);
         // A step at `centre` gives start × centre + end × (1 − centre) = mean.
         let centre = (linear.end_watts - mean_watts) / (linear.end_watts - linear.start_watts);
         let half_width = centre.min(1.0 - centre);
@@ -77,13 +79,13 @@ impl PowerShape {
     fn cumulative(&self, x: f64) -> f64 {
         let change = self.end_watts - self.start_watts;
         let width = self.change_to - self.change_from;
-        let base = self.start_watts * x;
         if x <= self.change_from {
-            base
+            self.start_watts * x
         } else if x >= self.change_to {
-            base + change * (x - (self.change_from + self.change_to) / 2.0)
+            // start × x + change × (x − centre), without the cancellation.
+            self.end_watts * x - change * (self.change_from + self.change_to) / 2.0
         } else {
-            base + change * (x - self.change_from).powi(2) / (2.0 * width)
+            self.start_watts * x + change * (x - self.change_from).powi(2) / (2.0 * width)
         }
     }
 
@@ -134,34 +136,56 @@ mod tests {
     }
 
     #[test]
-    fn the_parts_of_an_interval_add_up_to_it() {
+    fn the_whole_is_the_counters_energy_continuous_and_its_parts_add_up_to_it() {
+        // Mean 300 W between 90 and 640 W: a step (640 − 300) / 550 = 0.618 of the way
+        // would give it; the change is centred there, as wide as fits: 0.236 to 1.
         let shape = PowerShape::with_mean(Some(90.0), Some(640.0), 300.0).unwrap();
+        assert!(close(shape.cumulative(1.0), 300.0));
+        let centre = (640.0 - 300.0) / 550.0;
+        let (from, to) = (centre - (1.0 - centre), 1.0);
+        assert!(close(shape.change_from, from) && close(shape.change_to, to));
+        // Falling power: a step at (50 − 320) / (50 − 500) = 0.6 would give 320 W; the
+        // change spans 0.2 to 1, and the power is continuous where it begins.
+        let falling = PowerShape::with_mean(Some(500.0), Some(50.0), 320.0).unwrap();
+        assert!(close(falling.change_from, 0.2));
+        assert!(close(falling.cumulative(1.0), 320.0));
+        let (below, above) = (
+            falling.cumulative(0.2 - 1e-9),
+            falling.cumulative(0.2 + 1e-9),
+        );
+        assert!((above - below - 500.0 * 2e-9).abs() < 1e-9, "a jump at 0.2");
         let cuts = [0.0, 0.013, 0.2, 0.37, 0.5, 0.81, 1.0];
-        let sum: f64 = cuts
-            .windows(2)
-            .map(|pair| shape.energy_between(pair[0], pair[1]))
-            .sum();
-        assert!(close(sum, 1.0));
-        for pair in cuts.windows(2) {
-            assert!(shape.energy_between(pair[0], pair[1]) >= 0.0);
+        for shape in [shape, falling] {
+            let parts: Vec<f64> = cuts
+                .windows(2)
+                .map(|pair| shape.energy_between(pair[0], pair[1]))
+                .collect();
+            assert!(close(parts.iter().sum(), 1.0));
+            assert!(parts.iter().all(|part| *part >= 0.0));
         }
     }
 
     #[test]
-    fn a_mean_outside_the_readings_or_equal_readings_keep_the_linear_shape() {
-        let linear = PowerShape::linear(Some(100.0), Some(300.0)).unwrap();
-        assert_eq!(
-            PowerShape::with_mean(Some(100.0), Some(300.0), 450.0),
-            Some(linear)
-        );
-        assert_eq!(
-            PowerShape::with_mean(Some(100.0), Some(300.0), 40.0),
-            Some(linear)
-        );
+    fn a_mean_beyond_the_readings_is_a_step_at_the_nearer_one_and_equal_readings_stay_linear() {
+        // 450 W above readings of 100 and 300 W: taken as 300 W, the power at the end
+        // reading from the start on, so the cut goes by time.
+        let above = PowerShape::with_mean(Some(100.0), Some(300.0), 450.0).unwrap();
+        assert!(close(above.energy_between(0.0, 0.25), 0.25));
+        // 40 W below both: the start reading's power throughout.
+        let below = PowerShape::with_mean(Some(100.0), Some(300.0), 40.0).unwrap();
+        assert!(close(below.energy_between(0.0, 0.25), 0.25));
+        // Continuous as the mean crosses a reading: just inside gives nearly the same.
+        let inside = PowerShape::with_mean(Some(100.0), Some(300.0), 299.999).unwrap();
+        assert!((inside.energy_between(0.0, 0.25) - 0.25).abs() < 1e-4);
         let flat = PowerShape::linear(Some(100.0), Some(100.0)).unwrap();
         assert_eq!(
             PowerShape::with_mean(Some(100.0), Some(100.0), 105.0),
             Some(flat)
+        );
+        let linear = PowerShape::linear(Some(100.0), Some(300.0)).unwrap();
+        assert_eq!(
+            PowerShape::with_mean(Some(100.0), Some(300.0), f64::NAN),
+            Some(linear)
         );
         // No power to weigh by: no shape, the cut goes by time.
         assert_eq!(PowerShape::with_mean(Some(0.0), Some(0.0), 10.0), None);
