@@ -11,6 +11,9 @@ use pyo3::create_exception;
 use pyo3::prelude::*;
 use wattline::embedded::{self, ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
 
+use crate::completions::Completions;
+
+mod completions;
 mod plugin_host;
 #[cfg(unix)]
 mod worker;
@@ -188,25 +191,14 @@ impl NativePipeline {
         json(self.run(py, |pipeline| async move { pipeline.collect().await })?)
     }
 
-    /// Starts one on-demand snapshot and returns at once; `done(json, None)`, or
-    /// `done(None, error)`, is called on the thread that finished it (the pipeline's
-    /// reader thread, usually; this one, for an error found at once). For the event
-    /// loop: no thread waits on the runtime, and none is woken only to pass the
-    /// snapshot on.
-    fn collect_json_then(&self, done: Py<PyAny>) -> PyResult<()> {
+    /// Starts one on-demand snapshot and returns at once; its JSON, or its error,
+    /// is left in `completions` under `token` for the event loop to take. No thread
+    /// waits on the runtime, and no runtime thread takes the GIL to pass it on.
+    fn collect_json_into(&self, completions: &Completions, token: u64) {
+        let completion = completions.sender(token);
         self.inner.collect_then(move |snapshot| {
-            // Not while the interpreter shuts down: nobody waits then.
-            Python::try_attach(|py| {
-                let called = match snapshot.map_err(embedded_error).and_then(json) {
-                    Ok(text) => done.call1(py, (text, py.None())),
-                    Err(error) => done.call1(py, (py.None(), error.into_value(py))),
-                };
-                if let Err(error) = called {
-                    error.write_unraisable(py, None);
-                }
-            });
+            completion.finish(snapshot.map_err(embedded_error).and_then(json));
         });
-        Ok(())
     }
 
     /// Starts an Agent scope; its UUID.
@@ -295,6 +287,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         module.add_function(wrap_pyfunction!(host_end_scope, module)?)?;
     }
     module.add_class::<NativePipeline>()?;
+    module.add_class::<Completions>()?;
     plugin_host::add_to(module)?;
     #[cfg(unix)]
     worker::add_to(module)?;

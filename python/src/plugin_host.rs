@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use pyo3::prelude::*;
 use wattline::plugin::{HeldActivation, PluginError};
 
+use crate::completions::Completions;
 use crate::{block_on, config_error, python_gpu_source, wattline_error};
 
 fn plugin_error(error: PluginError) -> PyErr {
@@ -68,30 +69,21 @@ impl NativePluginHost {
 }
 
 /// Starts one snapshot on the active host's on-demand series and returns at once;
-/// `done(json, None)` or `done(None, error)` is called on the thread that finished
-/// the snapshot.
+/// its JSON, or its error, is left in `completions` under `token`.
 #[pyfunction]
-fn host_collect_json_then(done: Py<PyAny>) -> PyResult<()> {
+fn host_collect_json_into(completions: &Completions, token: u64) {
+    let completion = completions.sender(token);
     wattline::api::resource_metrics::collect_then(move |snapshot| {
-        // Not while the interpreter shuts down: nobody waits then.
-        Python::try_attach(|py| {
-            let text = snapshot
+        completion.finish(
+            snapshot
                 .map_err(plugin_error)
-                .and_then(|snapshot| serde_json::to_string(&snapshot).map_err(wattline_error));
-            let called = match text {
-                Ok(text) => done.call1(py, (text, py.None())),
-                Err(error) => done.call1(py, (py.None(), error.into_value(py))),
-            };
-            if let Err(error) = called {
-                error.write_unraisable(py, None);
-            }
-        });
+                .and_then(|snapshot| serde_json::to_string(&snapshot).map_err(wattline_error)),
+        );
     });
-    Ok(())
 }
 
 pub(crate) fn add_to(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativePluginHost>()?;
-    module.add_function(wrap_pyfunction!(host_collect_json_then, module)?)?;
+    module.add_function(wrap_pyfunction!(host_collect_json_into, module)?)?;
     Ok(())
 }

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
 import time
 
 import pytest
@@ -122,6 +124,69 @@ async def test_a_cancelled_wait_leaves_the_pipeline_working(quiet_home):
         async with scope:
             pass
     assert [step.name for step in pipeline.report.agent_scopes] == ["after-cancel"]
+
+
+async def test_concurrent_collects_each_get_their_own_snapshot_and_a_cancelled_one_harms_none(
+    quiet_home,
+):
+    async with wattline.Pipeline(gpu=False) as pipeline:
+        waits = [asyncio.ensure_future(pipeline.collect()) for _ in range(12)]
+        waits[3].cancel()
+        results = await asyncio.gather(*waits, return_exceptions=True)
+    assert isinstance(results[3], asyncio.CancelledError)
+    snapshots = [result for index, result in enumerate(results) if index != 3]
+    assert all(isinstance(snapshot, wattline.Snapshot) for snapshot in snapshots), results
+    # Each is a collection of its own, not one result handed to every waiter.
+    assert len({id(snapshot) for snapshot in snapshots}) == len(snapshots)
+
+
+def test_collects_on_two_event_loops_in_two_threads_settle_on_their_own_loops(quiet_home):
+    failures = []
+
+    def run_loop() -> None:
+        async def collect_twice() -> None:
+            async with wattline.Pipeline(gpu=False) as pipeline:
+                for _ in range(5):
+                    snapshot = await pipeline.collect()
+                    assert snapshot.cpu is not None
+
+        try:
+            asyncio.run(collect_twice())
+        except BaseException as error:  # reported below, from the test's thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=run_loop) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
+
+
+async def test_a_snapshot_is_handed_over_without_the_gil(quiet_home):
+    """The runtime thread that finishes a collection leaves it for the loop without
+    taking the GIL: it is waiting though this thread never lets the GIL go."""
+    from wattline import _native
+
+    async with wattline.Pipeline(gpu=False) as pipeline:
+        await pipeline.collect()  # the first sample's baselines
+        completions = _native.Completions()
+        interval = sys.getswitchinterval()
+        # No other thread may take the GIL from this one for the next minute.
+        sys.setswitchinterval(60.0)
+        try:
+            pipeline._running().collect_json_into(completions, 7)
+            deadline = time.monotonic() + 20.0
+            taken = []
+            while not taken and time.monotonic() < deadline:
+                taken = completions.take()  # holds the GIL throughout
+        finally:
+            sys.setswitchinterval(interval)
+    assert len(taken) == 1, "no snapshot within 20 s while this thread held the GIL"
+    token, text, error = taken[0]
+    assert (token, error) == (7, None)
+    assert "cpu" in json.loads(text)
 
 
 async def test_a_pipeline_starts_once(quiet_home):

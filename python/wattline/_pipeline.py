@@ -15,10 +15,12 @@ import asyncio
 import atexit
 import functools
 import inspect
+import itertools
 import json
 import math
 import os
 import threading
+import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
 
 from . import _gpu, _native
@@ -63,30 +65,64 @@ async def _in_thread(function: Callable[..., Any], *arguments: Any, **named: Any
     return await loop.run_in_executor(None, functools.partial(function, *arguments, **named))
 
 
-async def _on_runtime(start: Callable[[Callable[[Any, Any], None]], None]) -> Any:
-    """Awaits a native call that runs on wattline's runtime and reports to a callback
-    (``start(done)``), with no worker thread of the loop's waiting on it."""
-    loop = asyncio.get_running_loop()
-    future = loop.create_future()
+class _Completions:
+    """Where wattline's runtime leaves the results of native calls for one event loop
+    (``_native.Completions``): a finished call queues its result and wakes the loop
+    through a pipe the loop watches, without taking the GIL on the runtime's thread."""
 
-    def done(result: Any, error: Optional[BaseException]) -> None:
-        # On a runtime thread: the loop settles its own future.
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.queue = _native.Completions()
+        self._loop = loop
+        self._waiting: Dict[int, "asyncio.Future[Any]"] = {}
+        self._tokens = itertools.count()
+        self._wake = self.queue.fileno()
+        os.set_blocking(self._wake, False)
+        loop.add_reader(self._wake, self._settle_ready)
+
+    def start(self, start: Callable[[Any, int], None]) -> "asyncio.Future[Any]":
+        """A future of the native call ``start(queue, token)`` makes."""
+        token = next(self._tokens)
+        future = self._loop.create_future()
+        self._waiting[token] = future
         try:
-            loop.call_soon_threadsafe(_settle, future, result, error)
-        except RuntimeError:
-            pass  # the loop is closed: nobody awaits any more
+            start(self.queue, token)
+        except BaseException:
+            del self._waiting[token]
+            raise
+        return future
 
-    start(done)
-    return await future
+    def _settle_ready(self) -> None:
+        # The pipe first, then the queue: a result queued after this read wakes the
+        # loop again; none is left behind.
+        try:
+            os.read(self._wake, 64)
+        except BlockingIOError:
+            pass
+        for token, result, error in self.queue.take():
+            future = self._waiting.pop(token, None)
+            if future is None or future.done():
+                continue  # cancelled: the call completed all the same
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
 
 
-def _settle(future: "asyncio.Future[Any]", result: Any, error: Optional[BaseException]) -> None:
-    if future.done():
-        return  # cancelled: the call completed all the same
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+# One per event loop, gone with it.
+_COMPLETIONS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Completions]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _on_runtime(start: Callable[[Any, int], None]) -> Any:
+    """Awaits a native call that runs on wattline's runtime and leaves its result in
+    the loop's completions (``start(queue, token)``): no worker thread of the loop's
+    waits on it, and no runtime thread takes the GIL to hand it over."""
+    loop = asyncio.get_running_loop()
+    completions = _COMPLETIONS.get(loop)
+    if completions is None:
+        completions = _COMPLETIONS[loop] = _Completions(loop)
+    return await completions.start(start)
 
 
 async def collect(
@@ -314,7 +350,7 @@ class Pipeline:
 
     async def collect(self) -> Snapshot:
         """One snapshot on the on-demand series (no mark)."""
-        text = await _on_runtime(self._running().collect_json_then)
+        text = await _on_runtime(self._running().collect_json_into)
         return Snapshot.from_dict(json.loads(text))
 
     def agent_scope(

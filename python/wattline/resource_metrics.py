@@ -46,5 +46,5 @@ async def collect() -> Snapshot:
     """One snapshot on the active host's on-demand series (no mark): the first has no
     rates, later ones do. Needs an active ``resource_metrics`` component
     (``plugin.activate``), as in the reference; ``WattlineError`` otherwise."""
-    text = await _on_runtime(_native.host_collect_json_then)
+    text = await _on_runtime(_native.host_collect_json_into)
     return Snapshot.from_dict(json.loads(text))
