@@ -5,7 +5,7 @@
 //! from [`EnergyRecord::MeasuringFrom`] to the report's instant, each scope from its
 //! start to its end. An interval that straddles a boundary contributes the part of its
 //! energy inside it (power taken as linear between the interval's ends, or shaped by
-//! the counter's energy where there is one: [`power_shape`]; by time for a
+//! the counter's energy where there is one: `power_shape`; by time for a
 //! counter-only meter), so a boundary reading makes that part exact and a scope that
 //! spans the whole run equals the run's total.
 //!
@@ -110,7 +110,7 @@ impl Segment {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Fractions {
     /// Of its best energy (and its counter's): cut by the power's shape, which a
-    /// counter's energy refines (see [`power_shape`]).
+    /// counter's energy refines (see `power_shape`).
     energy: f64,
     /// Of its trapezoid's energy: cut with power linear, the trapezoid's own shape.
     linear_energy: f64,
