@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 import time
@@ -162,6 +163,25 @@ def test_collects_on_two_event_loops_in_two_threads_settle_on_their_own_loops(qu
         thread.join(60)
     assert not any(thread.is_alive() for thread in threads)
     assert failures == []
+
+
+def test_event_loops_run_one_after_another_leave_no_pipes_behind(quiet_home):
+    """Each loop gets a pipe of its own for finished collections; a closed loop's is
+    closed when the next loop gets one, not left for the cyclic collector."""
+
+    def one_loop() -> None:
+        async def collect() -> None:
+            async with wattline.Pipeline(gpu=False) as pipeline:
+                await pipeline.collect()
+
+        asyncio.run(collect())
+
+    one_loop()
+    descriptors = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        one_loop()
+    # Two per loop kept would be forty more.
+    assert len(os.listdir("/proc/self/fd")) <= descriptors + 2
 
 
 async def test_a_snapshot_is_handed_over_without_the_gil(quiet_home):

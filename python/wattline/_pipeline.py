@@ -71,18 +71,21 @@ class _Completions:
     through a pipe the loop watches, without taking the GIL on the runtime's thread."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        # Not the loop itself: the loop's reader holds this, and a reference back would
+        # keep both (and the pipe) until the cyclic collector came round.
         self.queue = _native.Completions()
-        self._loop = loop
         self._waiting: Dict[int, "asyncio.Future[Any]"] = {}
         self._tokens = itertools.count()
         self._wake = self.queue.fileno()
         os.set_blocking(self._wake, False)
         loop.add_reader(self._wake, self._settle_ready)
 
-    def start(self, start: Callable[[Any, int], None]) -> "asyncio.Future[Any]":
-        """A future of the native call ``start(queue, token)`` makes."""
+    def start(
+        self, loop: asyncio.AbstractEventLoop, start: Callable[[Any, int], None]
+    ) -> "asyncio.Future[Any]":
+        """A future on ``loop`` (this one's) of the native call ``start(queue, token)``."""
         token = next(self._tokens)
-        future = self._loop.create_future()
+        future = loop.create_future()
         self._waiting[token] = future
         try:
             start(self.queue, token)
@@ -108,10 +111,24 @@ class _Completions:
                 future.set_result(result)
 
 
-# One per event loop, gone with it.
+# One per event loop. A closed loop's goes (its pipe closed) when the next loop gets
+# one, not only when the loop itself is freed: a program that runs many short loops
+# (``asyncio.run`` per call) keeps no pipes behind.
 _COMPLETIONS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Completions]" = (
     weakref.WeakKeyDictionary()
 )
+_COMPLETIONS_LOCK = threading.Lock()
+
+
+def _completions_of(loop: asyncio.AbstractEventLoop) -> _Completions:
+    completions = _COMPLETIONS.get(loop)
+    if completions is not None:
+        return completions
+    with _COMPLETIONS_LOCK:
+        for closed in [other for other in list(_COMPLETIONS.keys()) if other.is_closed()]:
+            _COMPLETIONS.pop(closed, None)
+        completions = _COMPLETIONS[loop] = _Completions(loop)
+    return completions
 
 
 async def _on_runtime(start: Callable[[Any, int], None]) -> Any:
@@ -119,10 +136,7 @@ async def _on_runtime(start: Callable[[Any, int], None]) -> Any:
     the loop's completions (``start(queue, token)``): no worker thread of the loop's
     waits on it, and no runtime thread takes the GIL to hand it over."""
     loop = asyncio.get_running_loop()
-    completions = _COMPLETIONS.get(loop)
-    if completions is None:
-        completions = _COMPLETIONS[loop] = _Completions(loop)
-    return await completions.start(start)
+    return await _completions_of(loop).start(loop, start)
 
 
 async def collect(
