@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -132,13 +133,41 @@ async def test_concurrent_collects_each_get_their_own_snapshot_and_a_cancelled_o
 ):
     async with wattline.Pipeline(gpu=False) as pipeline:
         waits = [asyncio.ensure_future(pipeline.collect()) for _ in range(12)]
+        await asyncio.sleep(0)  # every native call has started
         waits[3].cancel()
-        results = await asyncio.gather(*waits, return_exceptions=True)
+        results = await asyncio.wait_for(asyncio.gather(*waits, return_exceptions=True), 60)
     assert isinstance(results[3], asyncio.CancelledError)
     snapshots = [result for index, result in enumerate(results) if index != 3]
     assert all(isinstance(snapshot, wattline.Snapshot) for snapshot in snapshots), results
     # Each is a collection of its own, not one result handed to every waiter.
-    assert len({id(snapshot) for snapshot in snapshots}) == len(snapshots)
+    assert len({snapshot.timestamp for snapshot in snapshots}) == len(snapshots)
+
+
+async def test_many_collects_cancelled_at_random_moments_all_settle(quiet_home):
+    """Rounds of collects, some cancelled before they start, some while their native
+    call runs: every other one gets its snapshot, none is left waiting."""
+    from wattline import _pipeline
+
+    chooser = random.Random(20261203)
+    loop = asyncio.get_running_loop()
+    async with wattline.Pipeline(gpu=False) as pipeline:
+        for _ in range(8):
+            waits = [asyncio.ensure_future(pipeline.collect()) for _ in range(40)]
+            cancelled = set(chooser.sample(range(40), 12))
+            for index in sorted(cancelled)[:4]:
+                waits[index].cancel()  # before it starts
+            await asyncio.sleep(0)
+            for index in sorted(cancelled)[4:]:
+                loop.call_later(chooser.uniform(0, 0.02), waits[index].cancel)
+            results = await asyncio.wait_for(
+                asyncio.gather(*waits, return_exceptions=True), 60
+            )
+            for index, result in enumerate(results):
+                if index in cancelled and isinstance(result, asyncio.CancelledError):
+                    continue  # a late cancel may find it done: then it has its snapshot
+                assert isinstance(result, wattline.Snapshot), (index, result)
+        await asyncio.sleep(0.5)  # the cancelled calls' results arrive and are dropped
+        assert _pipeline._completions_of(loop)._waiting == {}
 
 
 def test_collects_on_two_event_loops_in_two_threads_settle_on_their_own_loops(quiet_home):
@@ -156,7 +185,7 @@ def test_collects_on_two_event_loops_in_two_threads_settle_on_their_own_loops(qu
         except BaseException as error:  # reported below, from the test's thread
             failures.append(error)
 
-    threads = [threading.Thread(target=run_loop) for _ in range(2)]
+    threads = [threading.Thread(target=run_loop, daemon=True) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -167,21 +196,25 @@ def test_collects_on_two_event_loops_in_two_threads_settle_on_their_own_loops(qu
 
 def test_event_loops_run_one_after_another_leave_no_pipes_behind(quiet_home):
     """Each loop gets a pipe of its own for finished collections; a closed loop's is
-    closed when the next loop gets one, not left for the cyclic collector."""
+    closed, even when the loop closed with a collection in flight."""
 
     def one_loop() -> None:
         async def collect() -> None:
             async with wattline.Pipeline(gpu=False) as pipeline:
                 await pipeline.collect()
+                asyncio.ensure_future(pipeline.collect())  # in flight at the close
+                await asyncio.sleep(0)
 
         asyncio.run(collect())
 
     one_loop()
-    descriptors = len(os.listdir("/proc/self/fd"))
+    time.sleep(0.5)  # the last call in flight ends
+    descriptors = len(os.listdir("/dev/fd"))
     for _ in range(20):
         one_loop()
+    time.sleep(0.5)
     # Two per loop kept would be forty more.
-    assert len(os.listdir("/proc/self/fd")) <= descriptors + 2
+    assert len(os.listdir("/dev/fd")) <= descriptors + 2
 
 
 async def test_a_snapshot_is_handed_over_without_the_gil(quiet_home):

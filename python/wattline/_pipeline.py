@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import functools
 import inspect
 import itertools
@@ -21,7 +22,7 @@ import math
 import os
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union
 
 from . import _gpu, _native
 from ._model import Snapshot
@@ -68,13 +69,19 @@ async def _in_thread(function: Callable[..., Any], *arguments: Any, **named: Any
 class _Completions:
     """Where wattline's runtime leaves the results of native calls for one event loop
     (``_native.Completions``): a finished call queues its result and wakes the loop
-    through a pipe the loop watches, without taking the GIL on the runtime's thread."""
+    through a pipe the loop watches, without taking the GIL on the runtime's thread.
+    Needs a loop that watches file descriptors (``add_reader``: asyncio's loops on
+    Linux and macOS, uvloop)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         # Not the loop itself: the loop's reader holds this, and a reference back would
-        # keep both (and the pipe) until the cyclic collector came round.
+        # keep both (and the pipe) alive.
         self.queue = _native.Completions()
         self._waiting: Dict[int, "asyncio.Future[Any]"] = {}
+        # Taken from the queue, not settled yet (an exception stopped the last batch).
+        self._pending: "collections.deque[Tuple[int, Optional[str], Any]]" = (
+            collections.deque()
+        )
         self._tokens = itertools.count()
         self._wake = self.queue.fileno()
         os.set_blocking(self._wake, False)
@@ -87,10 +94,13 @@ class _Completions:
         token = next(self._tokens)
         future = loop.create_future()
         self._waiting[token] = future
+        # Forgotten once done (a cancelled one too): a loop that never runs again is
+        # not kept alive through a future waiting here for its result.
+        future.add_done_callback(functools.partial(_forget, self._waiting, token))
         try:
             start(self.queue, token)
         except BaseException:
-            del self._waiting[token]
+            self._waiting.pop(token, None)
             raise
         return future
 
@@ -101,14 +111,24 @@ class _Completions:
             os.read(self._wake, 64)
         except BlockingIOError:
             pass
-        for token, result, error in self.queue.take():
-            future = self._waiting.pop(token, None)
-            if future is None or future.done():
-                continue  # cancelled: the call completed all the same
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(result)
+        self._pending.extend(self.queue.take())
+        try:
+            while self._pending:
+                token, result, error = self._pending.popleft()
+                future = self._waiting.pop(token, None)
+                if future is None or future.done():
+                    continue  # cancelled: the call completed all the same
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)
+        finally:
+            if self._pending:  # interrupted (KeyboardInterrupt): the rest next turn
+                asyncio.get_running_loop().call_soon(self._settle_ready)
+
+
+def _forget(waiting: "Dict[int, asyncio.Future[Any]]", token: int, _future: Any) -> None:
+    waiting.pop(token, None)
 
 
 # One per event loop. A closed loop's goes (its pipe closed) when the next loop gets
@@ -125,9 +145,14 @@ def _completions_of(loop: asyncio.AbstractEventLoop) -> _Completions:
     if completions is not None:
         return completions
     with _COMPLETIONS_LOCK:
-        for closed in [other for other in list(_COMPLETIONS.keys()) if other.is_closed()]:
-            _COMPLETIONS.pop(closed, None)
-        completions = _COMPLETIONS[loop] = _Completions(loop)
+        completions = _COMPLETIONS.get(loop)
+        if completions is None:
+            # keyrefs(): a copy made in one call, safe from removals by other threads.
+            for reference in _COMPLETIONS.keyrefs():
+                other = reference()
+                if other is not None and other.is_closed():
+                    _COMPLETIONS.pop(other, None)
+            completions = _COMPLETIONS[loop] = _Completions(loop)
     return completions
 
 
