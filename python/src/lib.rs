@@ -4,7 +4,7 @@
 //! Python layer turns into frozen dataclasses. No measurement logic lives here.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::create_exception;
@@ -42,20 +42,28 @@ pub(crate) fn config_error(error: impl std::fmt::Display) -> PyErr {
 }
 
 /// The one runtime every pipeline of the process runs on: its threads are made once,
-/// so pipelines started again and again (a notebook) leave no threads behind.
+/// so pipelines started again and again (a notebook) leave no threads behind. A forked
+/// child gets a runtime of its own: the parent's threads do not survive the fork, and
+/// a future given to the parent's runtime there would wait for ever. The parent's is
+/// left as it is in the child (dropping it would wait for threads that are not there).
 pub(crate) fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("wattline")
-                .enable_all()
-                .build()
-                .map_err(|error| error.to_string())
-        })
-        .as_ref()
-        .map_err(|error| wattline_error(format!("cannot start the async runtime: {error}")))
+    static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
+    let mut current = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let process = std::process::id();
+    if let Some((owner, runtime)) = *current
+        && owner == process
+    {
+        return Ok(runtime);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("wattline")
+        .enable_all()
+        .build()
+        .map_err(|error| wattline_error(format!("cannot start the async runtime: {error}")))?;
+    let runtime: &'static tokio::runtime::Runtime = Box::leak(Box::new(runtime));
+    *current = Some((process, runtime));
+    Ok(runtime)
 }
 
 /// Runs `future` on the runtime with the GIL released.

@@ -217,6 +217,42 @@ def test_event_loops_run_one_after_another_leave_no_pipes_behind(quiet_home):
     assert len(os.listdir("/dev/fd")) <= descriptors + 2
 
 
+def test_a_forked_child_starts_and_uses_a_pipeline_of_its_own(quiet_home):
+    """The parent's runtime threads do not survive a fork: the child's pipeline runs on
+    a runtime of its own (on the parent's, starting it waited for ever), and so does
+    the module-level collect()."""
+
+    async def one_pipeline() -> None:
+        async with wattline.Pipeline(gpu=False) as pipeline:
+            assert (await pipeline.collect()).cpu is not None
+
+    async def module_level() -> None:
+        assert (await wattline.collect()).cpu is not None
+
+    asyncio.run(one_pipeline())
+    asyncio.run(module_level())
+    child = os.fork()
+    if child == 0:  # the child: its exit status is the verdict
+        code = 1
+        try:
+            asyncio.run(one_pipeline())
+            asyncio.run(module_level())
+            code = 0
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
+        pytest.fail("the child's pipeline did not start within 60 s")
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 async def test_a_snapshot_is_handed_over_without_the_gil(quiet_home):
     """The runtime thread that finishes a collection leaves it for the loop without
     taking the GIL: it is waiting though this thread never lets the GIL go."""
