@@ -49,7 +49,8 @@ pub(crate) fn config_error(error: impl std::fmt::Display) -> PyErr {
 pub(crate) fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
     static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
     let mut current = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
-    let process = std::process::id();
+    // Cached, no system call: this is asked on every scope's start and end.
+    let process = wattline::current_process_id();
     if let Some((owner, runtime)) = *current
         && owner == process
     {

@@ -74,11 +74,7 @@ impl NativePluginHost {
 fn host_collect_json_into(completions: &Completions, token: u64) {
     let completion = completions.sender(token);
     wattline::api::resource_metrics::collect_then(move |snapshot| {
-        completion.finish(
-            snapshot
-                .map_err(plugin_error)
-                .and_then(|snapshot| serde_json::to_string(&snapshot).map_err(wattline_error)),
-        );
+        completion.finish(snapshot.map_err(plugin_error).and_then(crate::json));
     });
 }
 
