@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gpu_support::build_fake_nvml;
-use wattline_actors::gpu::nvml::{NvmlConfig, NvmlSource};
+use wattline_actors::gpu::nvml::{NvmlConfig, NvmlPowerProbe, NvmlSource};
 use wattline_actors::gpu::{
-    CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, GpuVendor, ProcessScope,
-    SamplingSeries,
+    CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, GpuVendor, PowerProbe,
+    ProcessScope, SamplingSeries,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -310,5 +310,177 @@ fn init_that_always_fails_and_a_missing_library() {
     );
     assert!(
         matches!(&sink.events()[..], [GpuEvent::NvmlUnavailable { detail }] if detail.contains("no-such-libnvidia-ml"))
+    );
+}
+
+/// A fake driver whose power follows a square wave of a one-second period: device 0
+/// draws 100 W for the first half of each second (from the trace's epoch, now) and
+/// 600 W for the second, device 1 the other way round. Without the energy symbol, so
+/// each reading is stamped at its power call. The mean of any last second is 350 W.
+fn square_wave_library(dir: &Path, extra: &[&str]) -> (std::path::PathBuf, f64) {
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let trace = dir.join("trace");
+    std::fs::write(
+        &trace,
+        format!("epoch {epoch:.6}\nperiod 1\n0 100 600\n0.5 100 600\n0.5 600 100\n1 600 100\n"),
+    )
+    .unwrap();
+    let mut defines = vec![
+        "-DFAKE_POWER_TRACE".to_owned(),
+        "-DFAKE_NO_ENERGY_SYMBOL".to_owned(),
+        format!("-DFAKE_POWER_TRACE_FILE=\"{}\"", trace.display()),
+    ];
+    defines.extend(extra.iter().map(|define| (*define).to_owned()));
+    (build_fake_nvml(dir, &defines), epoch)
+}
+
+/// The square wave's power for `device` at `wall` seconds, or `None` within 30 ms of
+/// a step (a reading's stamp is the middle of its call, and the fake samples at its
+/// end, up to 23 ms later when the call stalls).
+fn square_wave_watts(device: usize, epoch: f64, wall: f64) -> Option<f64> {
+    let phase = (wall - epoch).rem_euclid(1.0);
+    if phase < 0.03 || (0.47..0.53).contains(&phase) || phase > 0.97 {
+        return None;
+    }
+    let low_first = phase < 0.5;
+    Some(if low_first == (device == 0) {
+        100.0
+    } else {
+        600.0
+    })
+}
+
+/// Wall-clock seconds of `at`, from one pairing of the two clocks.
+fn wall_seconds(at: std::time::Instant, pair: (std::time::Instant, f64)) -> f64 {
+    if at >= pair.0 {
+        pair.1 + at.duration_since(pair.0).as_secs_f64()
+    } else {
+        pair.1 - pair.0.duration_since(at).as_secs_f64()
+    }
+}
+
+fn clock_pair() -> (std::time::Instant, f64) {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    (std::time::Instant::now(), wall)
+}
+
+/// Readings (device, stamp in wall seconds, watts) of `reads` dense reads ~20 ms apart.
+fn dense_readings(probe: &mut dyn PowerProbe, reads: usize) -> Vec<(usize, f64, f64)> {
+    let pair = clock_pair();
+    let mut readings = Vec::new();
+    for _ in 0..reads {
+        let sample = probe.read().expect("the fake answers");
+        for (device, reading) in sample.devices.iter().enumerate() {
+            let at = reading.power_read_at.expect("NVML stamps each device");
+            let watts = reading.power_draw_watts.expect("power read");
+            readings.push((device, wall_seconds(at, pair), watts));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    readings
+}
+
+#[test]
+fn dense_reads_take_the_instant_power_where_power_usage_is_a_one_second_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let (library, epoch) = square_wave_library(dir.path(), &[]);
+    let config = NvmlConfig {
+        library_path: Some(library),
+        retry_delay: Duration::from_secs(60),
+    };
+    let mut probe = NvmlPowerProbe::open(&config, &[]).expect("the fake opens");
+    assert_eq!(probe.power_field(), "NVML_FI_DEV_POWER_INSTANT");
+    let readings = dense_readings(&mut probe, 60);
+    let mut checked = [[0_usize; 2]; 2];
+    for (device, wall, watts) in readings {
+        let Some(expected) = square_wave_watts(device, epoch, wall) else {
+            continue;
+        };
+        // The one-second mean would read 350 W throughout.
+        assert!(
+            (watts - expected).abs() <= 0.5,
+            "device {device} at phase {:.3}: {watts} W, the trace {expected} W",
+            (wall - epoch).rem_euclid(1.0)
+        );
+        checked[device][usize::from(expected > 350.0)] += 1;
+    }
+    assert!(
+        checked.iter().flatten().all(|count| *count >= 5),
+        "each device read on both halves of the wave: {checked:?}"
+    );
+}
+
+#[test]
+fn full_reads_keep_power_usage_for_the_gauge_and_give_the_instant_power_to_the_integral() {
+    let dir = tempfile::tempdir().unwrap();
+    let (library, epoch) = square_wave_library(dir.path(), &[]);
+    let (mut nvml, sink) = source(&library, Duration::from_secs(60));
+    let pair = clock_pair();
+    let mut checked = 0;
+    for _ in 0..20 {
+        let sample = nvml
+            .sample(&GpuSampleRequest::all(SamplingSeries::Polling))
+            .expect("NVML loads");
+        for (device, reading) in sample.devices.iter().enumerate() {
+            // The mean of the last second of a wave with a one-second period.
+            let gauge = reading.power_draw_watts.expect("power usage read");
+            assert!((gauge - 350.0).abs() <= 0.5, "device {device}: {gauge} W");
+            let at = wall_seconds(reading.power_read_at.expect("stamped"), pair);
+            let instant = reading.instant_power_watts.expect("instant power read");
+            if let Some(expected) = square_wave_watts(device, epoch, at) {
+                assert!(
+                    (instant - expected).abs() <= 0.5,
+                    "device {device}: {instant} W, the trace {expected} W"
+                );
+                checked += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(37));
+    }
+    assert!(checked >= 10, "{checked} readings away from the steps");
+    assert_eq!(
+        not_supported(&sink, "power_usage"),
+        0,
+        "no call reported unsupported"
+    );
+}
+
+#[test]
+fn a_driver_without_the_instant_field_is_read_through_power_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (library, _) = square_wave_library(dir.path(), &["-DFAKE_NO_POWER_INSTANT"]);
+    let config = NvmlConfig {
+        library_path: Some(library.clone()),
+        retry_delay: Duration::from_secs(60),
+    };
+    let mut probe = NvmlPowerProbe::open(&config, &[]).expect("the fake opens");
+    assert_eq!(probe.power_field(), "nvmlDeviceGetPowerUsage");
+    for (device, _, watts) in dense_readings(&mut probe, 10) {
+        assert!((watts - 350.0).abs() <= 0.5, "device {device}: {watts} W");
+    }
+    let (mut nvml, sink) = source(&library, Duration::from_secs(60));
+    for _ in 0..3 {
+        let sample = nvml
+            .sample(&GpuSampleRequest::all(SamplingSeries::Polling))
+            .expect("NVML loads");
+        for reading in &sample.devices {
+            assert_eq!(reading.instant_power_watts, None);
+            assert!((reading.power_draw_watts.unwrap() - 350.0).abs() <= 0.5);
+        }
+    }
+    // The field's absence is no failure worth a diagnostic: the source falls back.
+    assert!(
+        !sink.events().iter().any(|event| matches!(
+            event,
+            GpuEvent::NvmlCallNotSupported { call } if call.contains("power")
+        )),
+        "{:?}",
+        sink.events()
     );
 }

@@ -148,7 +148,8 @@ pub struct DeviceEnergy {
     /// gCO2e of `energy_kwh`; present only with CO2 tracking on.
     pub co2_grams: Option<f64>,
     /// The backends' names for the power figures read (`power.draw.instant`,
-    /// `power.draw`, `nvmlDeviceGetPowerUsage`), where known.
+    /// `power.draw`, `NVML_FI_DEV_POWER_INSTANT`, `nvmlDeviceGetPowerUsage`), where
+    /// known.
     pub power_fields: Vec<String>,
     /// What process shares are shares of; `None` when no process was seen on it.
     pub attribution: Option<ShareBasis>,

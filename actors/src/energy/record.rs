@@ -27,7 +27,7 @@ pub fn power_record(
             .map(|device| DevicePower {
                 id: device.device_identifier.clone(),
                 name: device.name.clone(),
-                watts: device.power_draw_watts,
+                watts: device.instant_power_watts.or(device.power_draw_watts),
                 counter_millijoules: device.total_energy_millijoules,
                 shares: shares_read
                     .then(|| process_shares(sample, &device.device_identifier))
@@ -150,6 +150,25 @@ mod tests {
 
     fn share(shares: &ProcessShares, pid: u32) -> f64 {
         shares.processes[&pid]
+    }
+
+    #[test]
+    fn the_record_takes_the_instant_power_over_the_gauges_figure() {
+        let mut averaged = device("a", None);
+        averaged.power_draw_watts = Some(350.0);
+        averaged.instant_power_watts = Some(600.0);
+        let mut gauge_only = device("b", None);
+        gauge_only.power_draw_watts = Some(250.0);
+        let epoch = Epoch::now();
+        let taken = sample(vec![averaged, gauge_only], Vec::new());
+        let record = power_record("nvml", epoch, taken.taken_at, Some(&taken), false, None);
+        let watts: Vec<_> = record
+            .devices
+            .unwrap()
+            .iter()
+            .map(|device| device.watts)
+            .collect();
+        assert_eq!(watts, [Some(600.0), Some(250.0)]);
     }
 
     #[test]

@@ -127,7 +127,7 @@ pub struct PowerSample {
     /// A dense power reading (a probe's): integrated, but no gauge of its own.
     pub dense: bool,
     /// The backend's name for the power figure (`power.draw.instant`, `power.draw`,
-    /// `nvmlDeviceGetPowerUsage`), where known.
+    /// `NVML_FI_DEV_POWER_INSTANT`, `nvmlDeviceGetPowerUsage`), where known.
     pub power_field: Option<&'static str>,
 }
 

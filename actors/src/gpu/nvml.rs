@@ -18,8 +18,10 @@ use nvml_wrapper::Device;
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, MemoryError, TemperatureSensor};
-use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::enums::device::{SampleValue, UsedGpuMemory};
 use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
 
 use super::dense_power::{DensePower, DenseSampling};
 use super::events::{GpuEvent, GpuEventSink};
@@ -105,6 +107,9 @@ pub struct NvmlSource {
     baselines: HashMap<(SamplingSeries, String), u64>,
     /// Why the library is not in use, in words, while it is not.
     unavailable: Option<String>,
+    /// Devices (UUIDs) whose driver does not give the instantaneous power field: not
+    /// asked again.
+    without_instant_power: HashSet<String>,
 }
 
 impl std::fmt::Debug for NvmlSource {
@@ -131,6 +136,7 @@ impl NvmlSource {
             },
             baselines: HashMap::new(),
             unavailable: None,
+            without_instant_power: HashSet::new(),
         }
     }
 
@@ -201,6 +207,7 @@ impl NvmlSource {
         };
         let reporter = &mut self.reporter;
         let baselines = &mut self.baselines;
+        let without_instant_power = &mut self.without_instant_power;
         let count = nvml.device_count()?;
         let mut sample = GpuSample {
             devices: Vec::new(),
@@ -233,7 +240,8 @@ impl NvmlSource {
                 continue;
             }
             if request.device_metrics {
-                let mut reading = read_device(reporter, &device, &uuid, index);
+                let mut reading =
+                    read_device(reporter, &device, &uuid, index, without_instant_power);
                 reading.mig_enabled = mig.enabled;
                 sample.devices.push(reading);
             }
@@ -316,6 +324,9 @@ pub struct NvmlPowerProbe {
     nvml: Nvml,
     /// NVML position, UUID and name of each selected device.
     devices: Vec<(u32, String, Option<String>)>,
+    /// Whether power is read from the instantaneous field (every selected device gave
+    /// it when the probe opened), else from `nvmlDeviceGetPowerUsage`.
+    instant_power: bool,
 }
 
 impl NvmlPowerProbe {
@@ -345,7 +356,16 @@ impl NvmlPowerProbe {
                 devices.push((position, uuid, device.name().ok()));
             }
         }
-        Ok(NvmlPowerProbe { nvml, devices })
+        let instant_power = devices.iter().all(|(position, _, _)| {
+            nvml.device_by_index(*position)
+                .and_then(|device| read_instant_power(&device))
+                .is_ok()
+        });
+        Ok(NvmlPowerProbe {
+            nvml,
+            devices,
+            instant_power,
+        })
     }
 }
 
@@ -355,7 +375,11 @@ impl PowerProbe for NvmlPowerProbe {
     }
 
     fn power_field(&self) -> &'static str {
-        "nvmlDeviceGetPowerUsage"
+        if self.instant_power {
+            INSTANT_POWER_NAME
+        } else {
+            "nvmlDeviceGetPowerUsage"
+        }
     }
 
     fn read(&mut self) -> Option<GpuSample> {
@@ -370,8 +394,14 @@ impl PowerProbe for NvmlPowerProbe {
             let (counter, counter_at) =
                 timed_again_if_slow(|| device.total_energy_consumption(), SLOW_COUNTER_READ);
             reading.total_energy_millijoules = counter.ok();
-            let (power, power_at) = timed(|| device.power_usage());
-            reading.power_draw_watts = power.ok().map(milliwatts_to_watts);
+            let (power, power_at) = if self.instant_power {
+                let (power, at) = timed(|| read_instant_power(&device));
+                (power.ok(), at)
+            } else {
+                let (power, at) = timed(|| device.power_usage());
+                (power.ok().map(milliwatts_to_watts), at)
+            };
+            reading.power_draw_watts = power;
             reading.power_read_at = Some(energy_read_at(&reading, counter_at, power_at));
             devices.push(reading);
         }
@@ -459,11 +489,53 @@ fn energy_read_at(reading: &GpuDeviceReading, counter_at: Instant, power_at: Ins
     }
 }
 
+/// NVML's field for the board's power at the instant it is read, mW. The energy stage
+/// takes it over `nvmlDeviceGetPowerUsage`, which on Ampere (but GA100) and newer
+/// boards is the mean of the last second: a step in power reaches it over a second,
+/// and the readings cut intervals 100 ms long by the shape they draw.
+const INSTANT_POWER_FIELD: FieldId = FieldId(NVML_FI_DEV_POWER_INSTANT);
+
+/// The name the reports give the instantaneous power field.
+const INSTANT_POWER_NAME: &str = "NVML_FI_DEV_POWER_INSTANT";
+
+/// Reads `device`'s instantaneous power, W.
+fn read_instant_power(device: &Device<'_>) -> Result<f64, NvmlError> {
+    let mut values = device.field_values_for(&[INSTANT_POWER_FIELD])?;
+    let sample = values.pop().ok_or(NvmlError::NotSupported)??;
+    sample_milliwatts_to_watts(sample.value?).ok_or(NvmlError::NotSupported)
+}
+
+/// A field's value in milliwatts, whatever type the driver gave it, as watts; `None`
+/// where it cannot be power (negative, not finite).
+fn sample_milliwatts_to_watts(value: SampleValue) -> Option<f64> {
+    let milliwatts = match value {
+        SampleValue::F64(value) => value,
+        SampleValue::U32(value) => f64::from(value),
+        SampleValue::U64(value) => value as f64,
+        SampleValue::I64(value) => value as f64,
+    };
+    (milliwatts.is_finite() && milliwatts >= 0.0).then(|| milliwatts / 1000.0)
+}
+
+/// Whether `error` says the driver or the board does not give a field (so it is not
+/// asked again), rather than that this one read failed. A driver older than the field
+/// answers "invalid argument" for its id.
+fn driver_lacks_field(error: &NvmlError) -> bool {
+    matches!(
+        error,
+        NvmlError::NotSupported
+            | NvmlError::InvalidArg
+            | NvmlError::FailedToLoadSymbol(_)
+            | NvmlError::UnexpectedVariant(_)
+    )
+}
+
 fn read_device(
     reporter: &mut CallReporter,
     device: &Device<'_>,
     uuid: &str,
     index: Option<u32>,
+    without_instant_power: &mut HashSet<String>,
 ) -> GpuDeviceReading {
     let mut reading = GpuDeviceReading::new(GpuVendor::Nvidia, uuid);
     reading.device_index = index;
@@ -472,10 +544,26 @@ fn read_device(
     let (counter, counter_at) =
         timed_again_if_slow(|| device.total_energy_consumption(), SLOW_COUNTER_READ);
     reading.total_energy_millijoules = reporter.value("total_energy_consumption", counter);
+    let instant = (!without_instant_power.contains(uuid))
+        .then(|| timed(|| read_instant_power(device)))
+        .and_then(|(instant, at)| match instant {
+            Ok(watts) => Some((watts, at)),
+            Err(error) => {
+                if driver_lacks_field(&error) {
+                    tracing::debug!(uuid, %error, "no instantaneous power field: the energy stage uses nvmlDeviceGetPowerUsage");
+                    without_instant_power.insert(uuid.to_owned());
+                }
+                None
+            }
+        });
+    // The gauges' power is the reference's call, the mean of the last second on
+    // Ampere and newer boards; the energy stage takes the instant figure above.
     let (power, power_at) = timed(|| device.power_usage());
     reading.power_draw_watts = reporter
         .value("power_usage", power)
         .map(milliwatts_to_watts);
+    reading.instant_power_watts = instant.map(|(watts, _)| watts);
+    let power_at = instant.map_or(power_at, |(_, at)| at);
     reading.power_read_at = Some(energy_read_at(&reading, counter_at, power_at));
     reading.name = reporter.value("name", device.name());
     if let Some(memory) = reporter.value("memory_info", device.memory_info()) {
@@ -693,5 +781,29 @@ mod tests {
             Duration::ZERO,
         );
         assert_eq!((value, calls.get()), (Ok(5), 2));
+    }
+
+    #[test]
+    fn a_power_field_in_any_of_the_drivers_types_is_milliwatts_and_nonsense_is_none() {
+        assert_eq!(
+            sample_milliwatts_to_watts(SampleValue::U32(612_345)),
+            Some(612.345)
+        );
+        assert_eq!(
+            sample_milliwatts_to_watts(SampleValue::U64(90_000)),
+            Some(90.0)
+        );
+        assert_eq!(
+            sample_milliwatts_to_watts(SampleValue::I64(1_500)),
+            Some(1.5)
+        );
+        assert_eq!(
+            sample_milliwatts_to_watts(SampleValue::F64(250.0)),
+            Some(0.25)
+        );
+        assert_eq!(sample_milliwatts_to_watts(SampleValue::I64(-1)), None);
+        assert_eq!(sample_milliwatts_to_watts(SampleValue::F64(f64::NAN)), None);
+        assert!(driver_lacks_field(&NvmlError::InvalidArg));
+        assert!(!driver_lacks_field(&NvmlError::GpuLost));
     }
 }

@@ -59,6 +59,7 @@ pub fn build_fake_nvml(dir: &Path, defines: &[String]) -> PathBuf {
         .arg(&library)
         .arg(fixture("fake_nvml.c"))
         .args(defines)
+        .arg("-lm")
         .status()
         .expect("the system C compiler (cc) runs");
     assert!(status.success(), "fake NVML did not compile");

@@ -238,6 +238,13 @@ pub struct GpuDeviceReading {
     /// well after the sample's instant). `None`: at the sample's instant.
     #[serde(skip)]
     pub power_read_at: Option<Instant>,
+    /// The board's power at the instant it was read, watts, where the source reads it
+    /// apart from `power_draw_watts` (NVML's `nvmlDeviceGetPowerUsage`, the
+    /// reference's figure, is the mean of the last second on Ampere and newer
+    /// boards). The energy stage's figure where present: it shapes the intervals it
+    /// cuts, and a step smeared over a second would misplace their energy.
+    #[serde(skip)]
+    pub instant_power_watts: Option<f64>,
 }
 
 impl GpuDeviceReading {
@@ -269,6 +276,7 @@ impl GpuDeviceReading {
             ecc_uncorrected: None,
             mig_enabled: None,
             power_read_at: None,
+            instant_power_watts: None,
         }
     }
 }
