@@ -453,16 +453,27 @@ fn full_reads_keep_power_usage_for_the_gauge_and_give_the_instant_power_to_the_i
 
 #[test]
 fn a_driver_without_the_instant_field_is_read_through_power_usage() {
+    for variant in ["-DFAKE_NO_POWER_INSTANT", "-DFAKE_POWER_INSTANT_ZERO"] {
+        read_through_power_usage(variant);
+    }
+}
+
+/// With the fake's `variant` (a driver without the field, or a board that answers it
+/// with 0 W), both the dense and the full reads take `nvmlDeviceGetPowerUsage`.
+fn read_through_power_usage(variant: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let (library, _) = square_wave_library(dir.path(), &["-DFAKE_NO_POWER_INSTANT"]);
+    let (library, _) = square_wave_library(dir.path(), &[variant]);
     let config = NvmlConfig {
         library_path: Some(library.clone()),
         retry_delay: Duration::from_secs(60),
     };
     let mut probe = NvmlPowerProbe::open(&config, &[]).expect("the fake opens");
-    assert_eq!(probe.power_field(), "nvmlDeviceGetPowerUsage");
+    assert_eq!(probe.power_field(), "nvmlDeviceGetPowerUsage", "{variant}");
     for (device, _, watts) in dense_readings(&mut probe, 10) {
-        assert!((watts - 350.0).abs() <= 0.5, "device {device}: {watts} W");
+        assert!(
+            (watts - 350.0).abs() <= 0.5,
+            "{variant}: device {device}: {watts} W"
+        );
     }
     let (mut nvml, sink) = source(&library, Duration::from_secs(60));
     for _ in 0..3 {
@@ -470,7 +481,7 @@ fn a_driver_without_the_instant_field_is_read_through_power_usage() {
             .sample(&GpuSampleRequest::all(SamplingSeries::Polling))
             .expect("NVML loads");
         for reading in &sample.devices {
-            assert_eq!(reading.instant_power_watts, None);
+            assert_eq!(reading.instant_power_watts, None, "{variant}");
             assert!((reading.power_draw_watts.unwrap() - 350.0).abs() <= 0.5);
         }
     }

@@ -357,9 +357,11 @@ impl NvmlPowerProbe {
             }
         }
         let instant_power = devices.iter().all(|(position, _, _)| {
-            nvml.device_by_index(*position)
-                .and_then(|device| read_instant_power(&device))
-                .is_ok()
+            nvml.device_by_index(*position).is_ok_and(|device| {
+                let instant = read_instant_power(&device).ok();
+                let usage = device.power_usage().ok().map(milliwatts_to_watts);
+                instant_power_is_plausible(instant, usage)
+            })
         });
         Ok(NvmlPowerProbe {
             nvml,
@@ -517,6 +519,18 @@ fn sample_milliwatts_to_watts(value: SampleValue) -> Option<f64> {
     (milliwatts.is_finite() && milliwatts >= 0.0).then(|| milliwatts / 1000.0)
 }
 
+/// Whether an instantaneous power reading can be believed beside the one-second mean
+/// read with it: a field that reads 0 W while the mean does not is one the board
+/// answers without measuring (a board at work or idle draws power), and a trapezoid
+/// over it would count no energy.
+fn instant_power_is_plausible(instant_watts: Option<f64>, usage_watts: Option<f64>) -> bool {
+    match (instant_watts, usage_watts) {
+        (None, _) => false,
+        (Some(instant), Some(usage)) => instant > 0.0 || usage <= 0.0,
+        (Some(_), None) => true,
+    }
+}
+
 /// Whether `error` says the driver or the board does not give a field (so it is not
 /// asked again), rather than that this one read failed. A driver older than the field
 /// answers "invalid argument" for its id.
@@ -562,6 +576,14 @@ fn read_device(
     reading.power_draw_watts = reporter
         .value("power_usage", power)
         .map(milliwatts_to_watts);
+    let instant = instant.filter(|(watts, _)| {
+        let plausible = instant_power_is_plausible(Some(*watts), reading.power_draw_watts);
+        if !plausible {
+            tracing::debug!(uuid, "the instantaneous power field reads 0 W while power usage does not: not asked again");
+            without_instant_power.insert(uuid.to_owned());
+        }
+        plausible
+    });
     reading.instant_power_watts = instant.map(|(watts, _)| watts);
     let power_at = instant.map_or(power_at, |(_, at)| at);
     reading.power_read_at = Some(energy_read_at(&reading, counter_at, power_at));
@@ -804,6 +826,11 @@ mod tests {
         assert_eq!(sample_milliwatts_to_watts(SampleValue::I64(-1)), None);
         assert_eq!(sample_milliwatts_to_watts(SampleValue::F64(f64::NAN)), None);
         assert!(driver_lacks_field(&NvmlError::InvalidArg));
+        assert!(instant_power_is_plausible(Some(612.0), Some(350.0)));
+        assert!(instant_power_is_plausible(Some(0.0), Some(0.0)));
+        assert!(instant_power_is_plausible(Some(80.0), None));
+        assert!(!instant_power_is_plausible(Some(0.0), Some(350.0)));
+        assert!(!instant_power_is_plausible(None, Some(350.0)));
         assert!(!driver_lacks_field(&NvmlError::GpuLost));
     }
 }
