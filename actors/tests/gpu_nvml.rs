@@ -12,8 +12,8 @@ use std::time::Duration;
 use gpu_support::build_fake_nvml;
 use wattline_actors::gpu::nvml::{NvmlConfig, NvmlPowerProbe, NvmlSource};
 use wattline_actors::gpu::{
-    CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, GpuVendor, PowerProbe,
-    ProcessScope, SamplingSeries,
+    CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, GpuVendor, PowerProbe, PowerSample,
+    PowerSampleSink, ProcessScope, SamplingSeries,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -494,4 +494,39 @@ fn read_through_power_usage(variant: &str) {
         "{:?}",
         sink.events()
     );
+}
+
+/// Keeps nothing: the dense readings are not what this test looks at.
+struct Dropped;
+
+impl PowerSampleSink for Dropped {
+    fn send(&self, _sample: PowerSample) {}
+}
+
+#[test]
+fn full_reads_take_the_dense_probes_figure_so_a_device_is_one_series() {
+    // Device 0 answers the instant field with 0 W, device 1 truly: the probe reads
+    // power usage for both (one field per probe).
+    let dir = tempfile::tempdir().unwrap();
+    let (library, _) = square_wave_library(dir.path(), &["-DFAKE_POWER_INSTANT_ZERO_ON_0"]);
+    let instant_read = |nvml: &mut NvmlSource| -> Vec<bool> {
+        let sample = nvml
+            .sample(&GpuSampleRequest::all(SamplingSeries::Polling))
+            .expect("NVML loads");
+        sample
+            .devices
+            .iter()
+            .map(|reading| reading.instant_power_watts.is_some())
+            .collect()
+    };
+    // Alone, the full read takes each device's own: device 1's instant power.
+    let (mut alone, _) = source(&library, Duration::from_secs(60));
+    assert_eq!(instant_read(&mut alone), [false, true]);
+    let (mut with_probe, _) = source(&library, Duration::from_secs(60));
+    assert!(with_probe.try_init());
+    let dense = with_probe
+        .start_dense_power(Duration::from_millis(100), &[], Arc::new(Dropped))
+        .expect("the probe starts");
+    assert_eq!(instant_read(&mut with_probe), [false, false]);
+    drop(dense);
 }

@@ -107,8 +107,10 @@ pub struct NvmlSource {
     baselines: HashMap<(SamplingSeries, String), u64>,
     /// Why the library is not in use, in words, while it is not.
     unavailable: Option<String>,
-    /// Devices (UUIDs) whose driver does not give the instantaneous power field: not
-    /// asked again.
+    /// Devices (UUIDs) whose power the energy stage takes from
+    /// `nvmlDeviceGetPowerUsage`: their driver lacks the instantaneous field, it read
+    /// 0 W beside a nonzero mean, or the dense probe reads them so (one series, one
+    /// kind of figure). Not asked for the field again while NVML stays loaded.
     without_instant_power: HashSet<String>,
 }
 
@@ -163,6 +165,8 @@ impl NvmlSource {
                 self.nvml = Some(nvml);
                 self.next_attempt = None;
                 self.unavailable = None;
+                // A reloaded library may be a new driver.
+                self.without_instant_power.clear();
                 true
             }
             Err(error) => {
@@ -280,6 +284,13 @@ impl GpuSource for NvmlSource {
         }
         match NvmlPowerProbe::open(&self.config, selectors) {
             Ok(probe) => {
+                if !probe.reads_instant_power {
+                    // The full reads join the dense ones' figure: a series of means
+                    // with an instant reading among them would be cut by a shape
+                    // that is neither.
+                    self.without_instant_power
+                        .extend(probe.devices.iter().map(|(_, uuid, _)| uuid.clone()));
+                }
                 let probe: Box<dyn PowerProbe> = Box::new(probe);
                 Some(DensePower::holding(DenseSampling::start(
                     vec![probe],
@@ -325,8 +336,9 @@ pub struct NvmlPowerProbe {
     /// NVML position, UUID and name of each selected device.
     devices: Vec<(u32, String, Option<String>)>,
     /// Whether power is read from the instantaneous field (every selected device gave
-    /// it when the probe opened), else from `nvmlDeviceGetPowerUsage`.
-    instant_power: bool,
+    /// a plausible one when the probe opened), else from `nvmlDeviceGetPowerUsage`.
+    /// All or none: the readings of one probe carry one field's name.
+    reads_instant_power: bool,
 }
 
 impl NvmlPowerProbe {
@@ -356,17 +368,18 @@ impl NvmlPowerProbe {
                 devices.push((position, uuid, device.name().ok()));
             }
         }
-        let instant_power = devices.iter().all(|(position, _, _)| {
-            nvml.device_by_index(*position).is_ok_and(|device| {
-                let instant = read_instant_power(&device).ok();
-                let usage = device.power_usage().ok().map(milliwatts_to_watts);
-                instant_power_is_plausible(instant, usage)
-            })
-        });
+        let reads_instant_power = !devices.is_empty()
+            && devices.iter().all(|(position, _, _)| {
+                nvml.device_by_index(*position).is_ok_and(|device| {
+                    let instant = read_instant_power(&device).ok();
+                    let usage = device.power_usage().ok().map(milliwatts_to_watts);
+                    instant_power_is_plausible(instant, usage)
+                })
+            });
         Ok(NvmlPowerProbe {
             nvml,
             devices,
-            instant_power,
+            reads_instant_power,
         })
     }
 }
@@ -377,7 +390,7 @@ impl PowerProbe for NvmlPowerProbe {
     }
 
     fn power_field(&self) -> &'static str {
-        if self.instant_power {
+        if self.reads_instant_power {
             INSTANT_POWER_NAME
         } else {
             "nvmlDeviceGetPowerUsage"
@@ -396,7 +409,7 @@ impl PowerProbe for NvmlPowerProbe {
             let (counter, counter_at) =
                 timed_again_if_slow(|| device.total_energy_consumption(), SLOW_COUNTER_READ);
             reading.total_energy_millijoules = counter.ok();
-            let (power, power_at) = if self.instant_power {
+            let (power, power_at) = if self.reads_instant_power {
                 let (power, at) = timed(|| read_instant_power(&device));
                 (power.ok(), at)
             } else {
@@ -494,7 +507,9 @@ fn energy_read_at(reading: &GpuDeviceReading, counter_at: Instant, power_at: Ins
 /// NVML's field for the board's power at the instant it is read, mW. The energy stage
 /// takes it over `nvmlDeviceGetPowerUsage`, which on Ampere (but GA100) and newer
 /// boards is the mean of the last second: a step in power reaches it over a second,
-/// and the readings cut intervals 100 ms long by the shape they draw.
+/// and the readings cut intervals 100 ms long by the shape they draw. Asked with
+/// scope 0 (`NVML_POWER_SCOPE_GPU`, the wrapper zeroes it): the board, as
+/// `nvidia-smi` shows it; a Grace Hopper module's own scope is not read.
 const INSTANT_POWER_FIELD: FieldId = FieldId(NVML_FI_DEV_POWER_INSTANT);
 
 /// The name the reports give the instantaneous power field.
@@ -504,7 +519,8 @@ const INSTANT_POWER_NAME: &str = "NVML_FI_DEV_POWER_INSTANT";
 fn read_instant_power(device: &Device<'_>) -> Result<f64, NvmlError> {
     let mut values = device.field_values_for(&[INSTANT_POWER_FIELD])?;
     let sample = values.pop().ok_or(NvmlError::NotSupported)??;
-    sample_milliwatts_to_watts(sample.value?).ok_or(NvmlError::NotSupported)
+    // An impossible value is this read's failure, not the field's absence.
+    sample_milliwatts_to_watts(sample.value?).ok_or(NvmlError::Unknown)
 }
 
 /// A field's value in milliwatts, whatever type the driver gave it, as watts; `None`
@@ -564,7 +580,11 @@ fn read_device(
             Ok(watts) => Some((watts, at)),
             Err(error) => {
                 if driver_lacks_field(&error) {
-                    tracing::debug!(uuid, %error, "no instantaneous power field: the energy stage uses nvmlDeviceGetPowerUsage");
+                    tracing::debug!(
+                        uuid,
+                        %error,
+                        "no instantaneous power field: the energy stage uses power usage"
+                    );
                     without_instant_power.insert(uuid.to_owned());
                 }
                 None
@@ -579,7 +599,10 @@ fn read_device(
     let instant = instant.filter(|(watts, _)| {
         let plausible = instant_power_is_plausible(Some(*watts), reading.power_draw_watts);
         if !plausible {
-            tracing::debug!(uuid, "the instantaneous power field reads 0 W while power usage does not: not asked again");
+            tracing::debug!(
+                uuid,
+                "the instantaneous power field reads 0 W beside a nonzero mean: not used"
+            );
             without_instant_power.insert(uuid.to_owned());
         }
         plausible
@@ -806,7 +829,7 @@ mod tests {
     }
 
     #[test]
-    fn a_power_field_in_any_of_the_drivers_types_is_milliwatts_and_nonsense_is_none() {
+    fn a_power_field_in_any_of_the_drivers_types_is_milliwatts_and_only_its_absence_is_kept() {
         assert_eq!(
             sample_milliwatts_to_watts(SampleValue::U32(612_345)),
             Some(612.345)
@@ -826,11 +849,16 @@ mod tests {
         assert_eq!(sample_milliwatts_to_watts(SampleValue::I64(-1)), None);
         assert_eq!(sample_milliwatts_to_watts(SampleValue::F64(f64::NAN)), None);
         assert!(driver_lacks_field(&NvmlError::InvalidArg));
+        assert!(!driver_lacks_field(&NvmlError::Unknown));
+        assert!(!driver_lacks_field(&NvmlError::GpuLost));
+    }
+
+    #[test]
+    fn an_instant_power_of_0_w_beside_a_nonzero_mean_is_not_believed() {
         assert!(instant_power_is_plausible(Some(612.0), Some(350.0)));
         assert!(instant_power_is_plausible(Some(0.0), Some(0.0)));
         assert!(instant_power_is_plausible(Some(80.0), None));
         assert!(!instant_power_is_plausible(Some(0.0), Some(350.0)));
         assert!(!instant_power_is_plausible(None, Some(350.0)));
-        assert!(!driver_lacks_field(&NvmlError::GpuLost));
     }
 }
