@@ -308,8 +308,6 @@ struct ScopeAccount {
     joules: DomainJoules,
     /// Attributed energy, its children's included (J).
     attributed: DomainJoules,
-    /// Attributed energy received as an innermost scope (J).
-    own: DomainJoules,
     /// Its final figures were announced (see [`EnergyAccount::announce_settled_scopes`]).
     announced: bool,
     /// Where its span sits; moved into its announcement when it is retired (only
@@ -520,7 +518,6 @@ impl EnergyAccount {
                     end: None,
                     joules: DomainJoules::default(),
                     attributed: DomainJoules::default(),
-                    own: DomainJoules::default(),
                     announced: false,
                     trace: Some(trace),
                     covered: Vec::new(),
@@ -706,16 +703,9 @@ impl EnergyAccount {
             }
             let claimants: Vec<Claimant> = self.scopes.iter().map(ScopeAccount::claimant).collect();
             let division = divide_segment(&segment, from, Nanos::MAX, &claimants);
-            for (scope, (inclusive, own)) in self
-                .scopes
-                .iter_mut()
-                .zip(division.inclusive.iter().zip(&division.own))
-            {
+            for (scope, inclusive) in self.scopes.iter_mut().zip(&division.inclusive) {
                 if *inclusive != 0.0 {
                     scope.attributed.add(domain, *inclusive);
-                }
-                if *own != 0.0 {
-                    scope.own.add(domain, *own);
                 }
             }
             *self.unattributed.entry(domain).or_default() += division.unattributed;
