@@ -645,3 +645,41 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_package_sub_zone_is_no_domain_or_meter_of_a_settled_scope_or_the_report() {
+    // Package 10 W and its core sub-zone 4 W, read every second over 0–3 s; one step
+    // holds 1–2 s. The sub-zone is inside the package: it counts for nothing.
+    let zones = |s: u64| EnergyRecord::Rapl {
+        at: at(s as f64),
+        zones: vec![
+            RaplZoneReading {
+                zone: "intel-rapl:0".into(),
+                name: "package-0".into(),
+                energy_microjoules: s * 10_000_000,
+                max_energy_range_microjoules: None,
+            },
+            RaplZoneReading {
+                zone: "intel-rapl:0:0".into(),
+                name: "core".into(),
+                energy_microjoules: s * 4_000_000,
+                max_energy_range_microjoules: None,
+            },
+        ],
+    };
+    let records = schedule(&[Step::new(1, 1.0, 2.0)], (0..=3).map(zones).collect());
+    let (_, settled) = settling(&records);
+    let [(_, step)] = &settled[..] else {
+        panic!("one step settles: {settled:?}");
+    };
+    assert_eq!(
+        step.methods.keys().copied().collect::<Vec<_>>(),
+        [EnergyDomain::CpuPackage]
+    );
+    assert_eq!(step.meters, ["intel-rapl:0"]);
+    assert_close(joules(step.energy.attributed_energy_kwh.unwrap()), 10.0);
+    let report = report(&records, at(3.0));
+    let domains: Vec<_> = report.domains.iter().map(|domain| domain.domain).collect();
+    assert_eq!(domains, [EnergyDomain::CpuPackage]);
+    assert_close(joules(report.total.energy_kwh.unwrap()), 30.0);
+}
