@@ -530,3 +530,23 @@ fn full_reads_take_the_dense_probes_figure_so_a_device_is_one_series() {
     assert_eq!(instant_read(&mut with_probe), [false, false]);
     drop(dense);
 }
+
+#[test]
+fn a_driver_without_the_instant_field_is_asked_for_it_once_per_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("field-calls");
+    let (library, _) = square_wave_library(
+        dir.path(),
+        &[
+            "-DFAKE_NO_POWER_INSTANT",
+            &format!("-DFAKE_FIELD_CALLS_FILE=\"{}\"", calls.display()),
+        ],
+    );
+    let (mut nvml, _) = source(&library, Duration::from_secs(60));
+    for _ in 0..4 {
+        nvml.sample(&GpuSampleRequest::all(SamplingSeries::Polling))
+            .expect("NVML loads");
+    }
+    let asked = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert_eq!(asked.lines().collect::<Vec<_>>(), ["0", "1"], "{asked}");
+}
