@@ -34,6 +34,11 @@ fn claimed_bound(seconds: f64) -> f64 {
 /// up to 60% of a period late), s: the reading interval a step can fall in.
 const SMI_LOOP_SECONDS: f64 = 0.16;
 
+/// The longest the fake NVML's dense reads are apart without a counter (100 ms,
+/// dithered by a quarter period either way), s: the reading interval a step can fall
+/// in.
+const NVML_DENSE_SECONDS: f64 = 0.125;
+
 /// The longest the interval holding the command's start can be, s. Through NVML,
 /// `run` reads power right before and right after the exec: two full device reads
 /// (driver calls of up to 3.2 ms, one in 25 stalling 20 ms) and the spawn between.
@@ -68,11 +73,16 @@ fn check(gpu: &Gpu, run: &Run, method: &str) {
             .trace
             .start_edge_error(index, run.start, start_gap_seconds(gpu.source))
             / expected;
-        if gpu.source != Source::Nvml {
-            // A trapezoid cannot know where inside a reading interval a step fell.
+        // A trapezoid cannot know where inside a reading interval a step fell.
+        let reading_interval = match gpu.source {
+            Source::Nvml => None,
+            Source::NvmlPowerOnly => Some(NVML_DENSE_SECONDS),
+            Source::NvidiaSmi => Some(SMI_LOOP_SECONDS),
+        };
+        if let Some(interval) = reading_interval {
             bound += gpu
                 .trace
-                .step_sampling_error(index, run.start, run.end, SMI_LOOP_SECONDS)
+                .step_sampling_error(index, run.start, run.end, interval)
                 / expected;
         }
         let covered = device["covered_seconds"].as_f64().unwrap();
@@ -95,6 +105,22 @@ fn check(gpu: &Gpu, run: &Run, method: &str) {
         );
         assert_eq!(device["energy_source"], method, "{device}");
         assert_eq!(device["gaps"], 0, "{device}");
+        // The dense readings' figure is the instantaneous one (the fake NVML's power
+        // usage is the mean of the last second, as on boards from Ampere on). An
+        // `nvidia-smi` full answer newer than the stream's last line adds its
+        // `power.draw`.
+        let fields = device["power_fields"].as_array().unwrap();
+        match gpu.source {
+            Source::Nvml | Source::NvmlPowerOnly => assert_eq!(
+                device["power_fields"],
+                serde_json::json!(["NVML_FI_DEV_POWER_INSTANT"]),
+                "{device}"
+            ),
+            Source::NvidiaSmi => assert!(
+                fields.iter().any(|field| field == "power.draw.instant"),
+                "{device}"
+            ),
+        }
     }
     let total = report["total"]["gpu_energy_kwh"].as_f64().unwrap();
     let sum: f64 = devices
@@ -153,6 +179,16 @@ fn irregular_trace_thirty_seconds_through_nvml_at_one_second_polls() {
         30.0,
         &["--interval", "1000"],
     );
+}
+
+#[test]
+fn square_wave_one_second_through_nvml_without_the_counter() {
+    measure(Source::NvmlPowerOnly, PowerTrace::square(), 1.0, &[]);
+}
+
+#[test]
+fn irregular_trace_twelve_seconds_through_nvml_without_the_counter() {
+    measure(Source::NvmlPowerOnly, PowerTrace::irregular(), 12.0, &[]);
 }
 
 #[test]
