@@ -830,22 +830,14 @@ mod tests {
 
     #[test]
     fn a_power_field_in_any_of_the_drivers_types_is_milliwatts_and_only_its_absence_is_kept() {
-        assert_eq!(
-            sample_milliwatts_to_watts(SampleValue::U32(612_345)),
-            Some(612.345)
-        );
-        assert_eq!(
-            sample_milliwatts_to_watts(SampleValue::U64(90_000)),
-            Some(90.0)
-        );
-        assert_eq!(
-            sample_milliwatts_to_watts(SampleValue::I64(1_500)),
-            Some(1.5)
-        );
-        assert_eq!(
-            sample_milliwatts_to_watts(SampleValue::F64(250.0)),
-            Some(0.25)
-        );
+        for (value, watts) in [
+            (SampleValue::U32(612_345), 612.345),
+            (SampleValue::U64(90_000), 90.0),
+            (SampleValue::I64(1_500), 1.5),
+            (SampleValue::F64(250.0), 0.25),
+        ] {
+            assert_eq!(sample_milliwatts_to_watts(value), Some(watts));
+        }
         assert_eq!(sample_milliwatts_to_watts(SampleValue::I64(-1)), None);
         assert_eq!(sample_milliwatts_to_watts(SampleValue::F64(f64::NAN)), None);
         assert!(driver_lacks_field(&NvmlError::InvalidArg));
