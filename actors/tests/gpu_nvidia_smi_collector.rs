@@ -20,6 +20,7 @@ use wattline_actors::gpu::{
     CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, SamplingSeries,
 };
 
+const FULL_QUERY: &str = "--query-gpu=index,uuid,name,utilization.gpu,utilization.memory,memory.used,memory.total,temperature.gpu,power.draw,power.limit,clocks.current.sm,clocks.current.memory,fan.speed,pstate,clocks_throttle_reasons.sw_thermal_slowdown,clocks_throttle_reasons.hw_thermal_slowdown,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total";
 const CORE_QUERY: &str = "--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw --format=csv,noheader,nounits";
 
 fn start(
@@ -114,7 +115,7 @@ async fn answering_tool_gives_the_latest_sample() {
     // Exactly the documented query, without a shell in between.
     assert_eq!(
         calls(dir.path())[0],
-        "--query-gpu=index,uuid,name,utilization.gpu,utilization.memory,memory.used,memory.total,temperature.gpu,power.draw,power.limit,clocks.current.sm,clocks.current.memory,fan.speed,pstate,clocks_throttle_reasons.sw_thermal_slowdown,clocks_throttle_reasons.hw_thermal_slowdown,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total --format=csv,noheader,nounits"
+        format!("{FULL_QUERY},power.draw.instant --format=csv,noheader,nounits")
     );
     // It keeps asking every interval.
     assert!(eventually(|| calls(dir.path()).len() >= 3).await);
@@ -208,6 +209,11 @@ async fn a_refresh_runs_the_tool_again_and_its_answer_is_stamped_within_the_run_
     assert_eq!(pushed.len(), 1);
     assert_eq!(pushed[0].taken_at, latest.taken_at);
     assert_eq!(pushed[0].source, "nvidia-smi");
+    // The gauge's one-second mean and, for the integral, the instantaneous figure.
+    assert_eq!(pushed[0].power_field, Some("power.draw.instant"));
+    let device = &pushed[0].sample.as_ref().expect("an answer").devices[0];
+    assert_eq!(device.power_draw_watts, Some(16.85));
+    assert_eq!(device.instant_power_watts, Some(17.32));
 }
 
 #[tokio::test]
@@ -296,7 +302,7 @@ async fn unreadable_answer_is_a_parse_failure() {
         "{state:?}"
     );
     assert!(
-        matches!(&sink.events()[..], [GpuEvent::SmiParseFailure { detail }] if detail.contains("expected 20 values"))
+        matches!(&sink.events()[..], [GpuEvent::SmiParseFailure { detail }] if detail.contains("expected 21 values"))
     );
 }
 
@@ -382,12 +388,61 @@ async fn old_driver_downgrades_to_the_core_fields_from_then_on() {
             unknown_field: "clocks_event_reasons.sw_thermal_slowdown".into()
         }]
     );
-    assert!(eventually(|| calls(dir.path()).len() >= 4).await);
+    assert!(eventually(|| calls(dir.path()).len() >= 5).await);
     let calls = calls(dir.path());
     assert!(calls[0].contains("clocks_throttle_reasons."));
     assert!(calls[1].contains("clocks_event_reasons."));
-    assert!(calls[2..].iter().all(|c| c == CORE_QUERY), "{calls:?}");
+    assert!(calls[2].contains("temperature.gpu,power.draw,power.draw.instant "));
+    assert!(calls[3..].iter().all(|c| c == CORE_QUERY), "{calls:?}");
     assert_eq!(recorder.at(Level::INFO).len(), 1);
+    assert!(recorder.at(Level::WARN).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_without_the_instant_power_keeps_the_full_set_and_integrates_power_draw() {
+    let (recorder, _guard) = logs();
+    let dir = fake_smi_dir("no_instant_power.sh", Some("eight_h100.csv"));
+    let sink = Arc::new(CollectingEventSink::new());
+    let collector = start(dir.path(), Duration::from_millis(40), WAIT, &sink);
+    let CollectorState::Ready(first) = collector.first_answer(WAIT).await else {
+        panic!("expected an answer");
+    };
+    let forwarded = Arc::new(ForwardedSamples::default());
+    let mut source = NvidiaSmiSource::new(collector);
+    source.forward_readings(forwarded.clone());
+    // Nothing lost but the instant figure: the throttle reasons are still read.
+    assert_eq!(first.devices[4].throttle_hw_slowdown, Some(true));
+    assert_eq!(first.devices[0].power_draw_watts, Some(689.43));
+    assert!(
+        first
+            .devices
+            .iter()
+            .all(|d| d.instant_power_watts.is_none())
+    );
+    assert_eq!(first.power_field, Some("power.draw"));
+    assert!(eventually(|| forwarded.0.lock().unwrap().len() >= 2).await);
+    assert!(
+        forwarded
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|sample| sample.power_field == Some("power.draw"))
+    );
+    // Asked once, then never again.
+    let calls = calls(dir.path());
+    assert_eq!(
+        calls[0],
+        format!("{FULL_QUERY},power.draw.instant --format=csv,noheader,nounits")
+    );
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|c| *c == format!("{FULL_QUERY} --format=csv,noheader,nounits")),
+        "{calls:?}"
+    );
+    assert!(sink.events().is_empty(), "{:?}", sink.events());
+    assert!(recorder.at(Level::INFO).is_empty());
     assert!(recorder.at(Level::WARN).is_empty());
 }
 

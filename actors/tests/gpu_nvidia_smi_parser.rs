@@ -4,8 +4,9 @@ mod gpu_support;
 
 use gpu_support::fixture_text;
 use wattline_actors::gpu::nvidia_smi::{
-    CORE_QUERY_FIELDS, FULL_QUERY_FIELDS, FULL_QUERY_FIELDS_EVENT_REASONS, QueryFieldSet,
-    SmiAnswer, SmiParseError, interpret_answer, parse_rows, unknown_field_in,
+    CORE_QUERY_FIELDS, FULL_QUERY_FIELDS, FULL_QUERY_FIELDS_EVENT_REASONS, FieldList,
+    INSTANT_POWER_FIELD, QueryFieldSet, SmiAnswer, SmiParseError, interpret_answer,
+    keep_one_power_figure, parse_rows, unknown_field_in,
 };
 use wattline_actors::gpu::nvidia_smi_collector::parse_compute_apps;
 use wattline_actors::gpu::{GpuDeviceReading, GpuVendor};
@@ -21,18 +22,35 @@ fn devices(
     }
 }
 
+/// A query's set: `list`, with or without the instantaneous power after it.
+fn set(list: FieldList, instant_power: bool) -> QueryFieldSet {
+    QueryFieldSet {
+        list,
+        instant_power,
+    }
+}
+
+/// The fields of the first query, which the fixtures of a current driver answer.
+fn first_fields() -> Vec<&'static str> {
+    QueryFieldSet::FIRST.fields()
+}
+
 #[test]
 fn query_arguments_are_the_documented_ones() {
     assert_eq!(
-        QueryFieldSet::Full.query_argument(),
+        QueryFieldSet::FIRST.query_argument(),
         "--query-gpu=index,uuid,name,utilization.gpu,utilization.memory,memory.used,memory.total,\
 temperature.gpu,power.draw,power.limit,clocks.current.sm,clocks.current.memory,fan.speed,pstate,\
 clocks_throttle_reasons.sw_thermal_slowdown,clocks_throttle_reasons.hw_thermal_slowdown,\
 clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,\
-ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total"
+ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,power.draw.instant"
     );
     assert_eq!(
-        QueryFieldSet::Core.arguments(),
+        set(FieldList::Full, false).fields(),
+        FULL_QUERY_FIELDS.to_vec()
+    );
+    assert_eq!(
+        set(FieldList::Core, false).arguments(),
         [
             "--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw"
                 .to_owned(),
@@ -61,7 +79,7 @@ ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total"
 fn one_laptop_device_with_not_available_fields() {
     let devices = devices(interpret_answer(
         &fixture_text("smi/one_device.csv"),
-        &FULL_QUERY_FIELDS,
+        &first_fields(),
     ));
     assert_eq!(devices.len(), 1);
     let gpu = &devices[0];
@@ -98,7 +116,7 @@ fn one_laptop_device_with_not_available_fields() {
 fn eight_data_centre_devices() {
     let devices = devices(interpret_answer(
         &fixture_text("smi/eight_h100.csv"),
-        &FULL_QUERY_FIELDS,
+        &first_fields(),
     ));
     assert_eq!(devices.len(), 8);
     let indexes: Vec<_> = devices.iter().map(|d| d.device_index).collect();
@@ -148,7 +166,7 @@ fn eight_data_centre_devices() {
 fn not_available_fields_are_none_for_that_device_only() {
     let devices = devices(interpret_answer(
         &fixture_text("smi/na_fields.csv"),
-        &FULL_QUERY_FIELDS,
+        &first_fields(),
     ));
     assert_eq!(devices.len(), 2);
     let (first, second) = (&devices[0], &devices[1]);
@@ -208,19 +226,106 @@ fn unknown_field_answer_names_the_field() {
         ),
         Some("encoder.stats.sessionCount".into())
     );
+    // Each list keeps the instantaneous power; its own rejection drops only it.
+    for instant_power in [true, false] {
+        assert_eq!(
+            set(FieldList::Full, instant_power)
+                .after_unknown_field("clocks_throttle_reasons.sw_thermal_slowdown"),
+            Some(set(FieldList::FullEventReasons, instant_power))
+        );
+        assert_eq!(
+            set(FieldList::Full, instant_power)
+                .after_unknown_field("ecc.errors.corrected.volatile.total"),
+            Some(set(FieldList::Core, instant_power))
+        );
+        assert_eq!(
+            set(FieldList::FullEventReasons, instant_power)
+                .after_unknown_field("clocks_event_reasons.hw_slowdown"),
+            Some(set(FieldList::Core, instant_power))
+        );
+        assert_eq!(
+            set(FieldList::Core, instant_power).after_unknown_field("power.draw"),
+            None
+        );
+    }
+    for list in [
+        FieldList::Full,
+        FieldList::FullEventReasons,
+        FieldList::Core,
+    ] {
+        assert_eq!(
+            set(list, true).after_unknown_field(INSTANT_POWER_FIELD),
+            Some(set(list, false))
+        );
+    }
+    // Rejected again once dropped: the driver answers for another field than asked.
     assert_eq!(
-        QueryFieldSet::Full.after_unknown_field("clocks_throttle_reasons.sw_thermal_slowdown"),
-        Some(QueryFieldSet::FullEventReasons)
+        set(FieldList::Core, false).after_unknown_field(INSTANT_POWER_FIELD),
+        None
     );
+}
+
+#[test]
+fn the_instantaneous_power_is_read_beside_the_one_second_mean() {
+    let boards = devices(interpret_answer(
+        &fixture_text("smi/eight_h100.csv"),
+        &first_fields(),
+    ));
+    assert_eq!(boards[0].power_draw_watts, Some(689.43));
+    assert_eq!(boards[0].instant_power_watts, Some(701.12));
+    assert_eq!(boards[3].power_draw_watts, Some(69.85));
+    assert_eq!(boards[3].instant_power_watts, Some(70.13));
+    // Asked alone (the power stream), it is still the instantaneous figure.
+    let stream = devices(interpret_answer(
+        "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, 512.25",
+        &["index", "uuid", INSTANT_POWER_FIELD],
+    ));
+    assert_eq!(stream[0].instant_power_watts, Some(512.25));
+    assert_eq!(stream[0].power_draw_watts, None);
+}
+
+#[test]
+fn one_answer_gives_the_integral_one_power_figure() {
+    let mut current = devices(interpret_answer(
+        &fixture_text("smi/eight_h100.csv"),
+        &first_fields(),
+    ));
     assert_eq!(
-        QueryFieldSet::Full.after_unknown_field("ecc.errors.corrected.volatile.total"),
-        Some(QueryFieldSet::Core)
+        keep_one_power_figure(&mut current),
+        Some(INSTANT_POWER_FIELD)
     );
-    assert_eq!(
-        QueryFieldSet::FullEventReasons.after_unknown_field("clocks_event_reasons.hw_slowdown"),
-        Some(QueryFieldSet::Core)
-    );
-    assert_eq!(QueryFieldSet::Core.after_unknown_field("power.draw"), None);
+    assert_eq!(current[7].instant_power_watts, Some(672.05), "kept");
+    // One board says [N/A] for the instant figure and another reads it: neither
+    // device's instant figure is used, so the answer is all `power.draw`.
+    let mut mixed = devices(interpret_answer(
+        &fixture_text("smi/na_fields.csv"),
+        &first_fields(),
+    ));
+    assert_eq!(mixed[1].instant_power_watts, Some(208.9));
+    assert_eq!(mixed[0].instant_power_watts, None);
+    assert_eq!(mixed[0].power_draw_watts, None);
+    // The first board has no power figure at all, so only the second counts: it has
+    // both, and the answer keeps the instant one.
+    assert_eq!(keep_one_power_figure(&mut mixed), Some(INSTANT_POWER_FIELD));
+    assert_eq!(mixed[1].instant_power_watts, Some(208.9));
+    let mut one_without = devices(interpret_answer(
+        &fixture_text("smi/eight_h100.csv").replacen("701.12", "[N/A]", 1),
+        &first_fields(),
+    ));
+    assert_eq!(keep_one_power_figure(&mut one_without), Some("power.draw"));
+    assert!(one_without.iter().all(|d| d.instant_power_watts.is_none()));
+    assert_eq!(one_without[1].power_draw_watts, Some(672.18));
+    // An older driver's answer has no instant figure.
+    let mut core = devices(interpret_answer(
+        &fixture_text("smi/core_fields.csv"),
+        &CORE_QUERY_FIELDS,
+    ));
+    assert_eq!(keep_one_power_figure(&mut core), Some("power.draw"));
+    let mut none = devices(interpret_answer(
+        "0, GPU-a, n, 1, 1, 1, 1, [N/A]",
+        &CORE_QUERY_FIELDS,
+    ));
+    assert_eq!(keep_one_power_figure(&mut none), None);
 }
 
 #[test]

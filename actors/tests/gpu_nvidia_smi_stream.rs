@@ -112,7 +112,12 @@ async fn each_loop_is_one_reading_of_every_device_stamped_as_it_arrives() {
         assert_eq!(reading.power_field, Some("power.draw.instant"));
         let sample = reading.sample.as_ref().expect("a reading");
         assert_eq!(sample.devices.len(), 2);
-        assert!(sample.devices.iter().all(|d| d.power_draw_watts.is_some()));
+        assert!(
+            sample
+                .devices
+                .iter()
+                .all(|d| d.instant_power_watts.is_some() && d.power_draw_watts.is_none())
+        );
     }
     // Stamped in order, about a loop apart (the tool's own loop, not a poll).
     let stamps: Vec<Instant> = readings.iter().map(|r| r.taken_at).collect();

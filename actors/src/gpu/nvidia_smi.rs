@@ -75,9 +75,14 @@ pub const CORE_QUERY_FIELDS: [&str; 8] = [
     "power.draw",
 ];
 
-/// Which field list the collector asks for.
+/// The driver's instantaneous power, W. Drivers from about 530 know it; on boards from
+/// Ampere on, `power.draw` is the mean of the last second, so a step in power reaches
+/// it as a one-second ramp.
+pub const INSTANT_POWER_FIELD: &str = "power.draw.instant";
+
+/// The field lists the full query can take, largest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum QueryFieldSet {
+pub enum FieldList {
     /// [`FULL_QUERY_FIELDS`].
     Full,
     /// [`FULL_QUERY_FIELDS_EVENT_REASONS`].
@@ -86,14 +91,43 @@ pub enum QueryFieldSet {
     Core,
 }
 
-impl QueryFieldSet {
+impl FieldList {
     /// The field names, in query order.
     pub fn fields(self) -> &'static [&'static str] {
         match self {
-            QueryFieldSet::Full => &FULL_QUERY_FIELDS,
-            QueryFieldSet::FullEventReasons => &FULL_QUERY_FIELDS_EVENT_REASONS,
-            QueryFieldSet::Core => &CORE_QUERY_FIELDS,
+            FieldList::Full => &FULL_QUERY_FIELDS,
+            FieldList::FullEventReasons => &FULL_QUERY_FIELDS_EVENT_REASONS,
+            FieldList::Core => &CORE_QUERY_FIELDS,
         }
+    }
+}
+
+/// What the collector asks for: a field list, and [`INSTANT_POWER_FIELD`] after it
+/// while the driver knows that field. The answer's `power.draw` feeds the power gauge
+/// (the reference's figure); its instantaneous power, where there is one, feeds the
+/// energy integral, as the `nvidia-smi` power stream's readings do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QueryFieldSet {
+    /// The field list.
+    pub list: FieldList,
+    /// Whether [`INSTANT_POWER_FIELD`] is asked for after the list.
+    pub instant_power: bool,
+}
+
+impl QueryFieldSet {
+    /// The first query tried: the full list, with the instantaneous power.
+    pub const FIRST: QueryFieldSet = QueryFieldSet {
+        list: FieldList::Full,
+        instant_power: true,
+    };
+
+    /// The field names, in query order.
+    pub fn fields(self) -> Vec<&'static str> {
+        let mut fields = self.list.fields().to_vec();
+        if self.instant_power {
+            fields.push(INSTANT_POWER_FIELD);
+        }
+        fields
     }
 
     /// `--query-gpu=<fields joined by commas>`.
@@ -107,17 +141,46 @@ impl QueryFieldSet {
     }
 
     /// The set to use after the tool rejected `unknown_field`; `None` when there is
-    /// nothing smaller to fall back to. A rejected `clocks_throttle_reasons.*` field
-    /// first tries the renamed `clocks_event_reasons.*`; anything else goes to the core.
+    /// nothing smaller to fall back to. A rejected [`INSTANT_POWER_FIELD`] is dropped
+    /// and the list kept; a rejected `clocks_throttle_reasons.*` field first tries the
+    /// renamed `clocks_event_reasons.*`; anything else goes to the core list.
     pub fn after_unknown_field(self, unknown_field: &str) -> Option<QueryFieldSet> {
-        match self {
-            QueryFieldSet::Full if unknown_field.starts_with("clocks_throttle_reasons.") => {
-                Some(QueryFieldSet::FullEventReasons)
-            }
-            QueryFieldSet::Full | QueryFieldSet::FullEventReasons => Some(QueryFieldSet::Core),
-            QueryFieldSet::Core => None,
+        if unknown_field == INSTANT_POWER_FIELD && self.instant_power {
+            return Some(QueryFieldSet {
+                instant_power: false,
+                ..self
+            });
         }
+        let list = match self.list {
+            FieldList::Full if unknown_field.starts_with("clocks_throttle_reasons.") => {
+                FieldList::FullEventReasons
+            }
+            FieldList::Full | FieldList::FullEventReasons => FieldList::Core,
+            FieldList::Core => return None,
+        };
+        Some(QueryFieldSet { list, ..self })
     }
+}
+
+/// Keeps one power figure per answer for the energy integral: the instantaneous one
+/// when every device with a power figure has it, else `power.draw` for all (their
+/// instantaneous figures are dropped), so one answer's readings carry one field name.
+/// Returns that name, `None` when no device has a power figure.
+pub fn keep_one_power_figure(devices: &mut [GpuDeviceReading]) -> Option<&'static str> {
+    let with_power = || {
+        devices
+            .iter()
+            .filter(|d| d.instant_power_watts.is_some() || d.power_draw_watts.is_some())
+    };
+    // No device with a power figure: no field to name.
+    with_power().next()?;
+    if with_power().all(|d| d.instant_power_watts.is_some()) {
+        return Some(INSTANT_POWER_FIELD);
+    }
+    for device in devices.iter_mut() {
+        device.instant_power_watts = None;
+    }
+    Some("power.draw")
 }
 
 /// What an answer of the tool means.
@@ -281,6 +344,7 @@ enum SmiField {
     MemoryTotal,
     Temperature,
     PowerDraw,
+    InstantPower,
     PowerLimit,
     ClockSm,
     ClockMemory,
@@ -319,7 +383,8 @@ impl SmiField {
             "memory.used" => SmiField::MemoryUsed,
             "memory.total" => SmiField::MemoryTotal,
             "temperature.gpu" => SmiField::Temperature,
-            "power.draw" | "power.draw.instant" | "power.draw.average" => SmiField::PowerDraw,
+            "power.draw" | "power.draw.average" => SmiField::PowerDraw,
+            INSTANT_POWER_FIELD => SmiField::InstantPower,
             "power.limit" => SmiField::PowerLimit,
             "clocks.current.sm" | "clocks.sm" => SmiField::ClockSm,
             "clocks.current.memory" | "clocks.mem" => SmiField::ClockMemory,
@@ -353,6 +418,7 @@ impl SmiField {
             SmiField::MemoryTotal => reading.memory_total_bytes = Some(mebibytes(value)?),
             SmiField::Temperature => reading.temperature_celsius = Some(number(value)?),
             SmiField::PowerDraw => reading.power_draw_watts = Some(number(value)?),
+            SmiField::InstantPower => reading.instant_power_watts = Some(number(value)?),
             SmiField::PowerLimit => reading.power_limit_watts = Some(number(value)?),
             SmiField::ClockSm => reading.sm_clock_mhz = Some(number(value)?),
             SmiField::ClockMemory => reading.memory_clock_mhz = Some(number(value)?),

@@ -33,7 +33,9 @@ use tokio::time::MissedTickBehavior;
 pub use super::timed_run::{RunOutcome, run_with_timeout};
 
 use super::events::{GpuEvent, GpuEventSink};
-use super::nvidia_smi::{QueryFieldSet, SmiAnswer, interpret_answer};
+use super::nvidia_smi::{
+    FieldList, QueryFieldSet, SmiAnswer, interpret_answer, keep_one_power_figure,
+};
 use super::{
     GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
     PowerSample, PowerSampleSink, SamplePart,
@@ -120,6 +122,9 @@ pub struct SmiReading {
     /// Compute processes per device (`--query-compute-apps`), memory only; `None` when
     /// that query failed.
     pub processes: Option<Vec<GpuProcessReading>>,
+    /// The field the devices' power for the energy integral came from
+    /// ([`super::nvidia_smi::keep_one_power_figure`]); `None` when no device had one.
+    pub power_field: Option<&'static str>,
     /// When it was measured: the middle of the tool's run, which reads the driver
     /// somewhere between its start and its exit.
     pub taken_at: Instant,
@@ -409,25 +414,31 @@ impl NvidiaSmiCollector {
         let forwarder = runtime.spawn(async move {
             while state.changed().await.is_ok() {
                 let current = state.borrow_and_update().clone();
-                let part = match current {
-                    CollectorState::Ready(reading) => SamplePart {
-                        source: "nvidia-smi".into(),
-                        at: reading.taken_at,
-                        sample: Some(GpuSample {
-                            devices: reading.devices.clone(),
-                            processes: Vec::new(),
-                            taken_at: reading.taken_at,
-                        }),
-                    },
-                    CollectorState::Gap { .. } | CollectorState::Stopped { .. } => SamplePart {
-                        source: "nvidia-smi".into(),
-                        at: shared.failed_at().unwrap_or_else(Instant::now),
-                        sample: None,
-                    },
+                let (part, power_field) = match current {
+                    CollectorState::Ready(reading) => (
+                        SamplePart {
+                            source: "nvidia-smi".into(),
+                            at: reading.taken_at,
+                            sample: Some(GpuSample {
+                                devices: reading.devices.clone(),
+                                processes: Vec::new(),
+                                taken_at: reading.taken_at,
+                            }),
+                        },
+                        reading.power_field,
+                    ),
+                    CollectorState::Gap { .. } | CollectorState::Stopped { .. } => (
+                        SamplePart {
+                            source: "nvidia-smi".into(),
+                            at: shared.failed_at().unwrap_or_else(Instant::now),
+                            sample: None,
+                        },
+                        None,
+                    ),
                     _ => continue,
                 };
                 let mut sample = PowerSample::from_part(part, false);
-                sample.power_field = Some("power.draw");
+                sample.power_field = power_field;
                 sink.send(sample);
             }
         });
@@ -645,7 +656,7 @@ async fn collect(
     state: watch::Sender<CollectorState>,
     shared: Arc<Shared>,
 ) {
-    let mut fields = QueryFieldSet::Full;
+    let mut fields = QueryFieldSet::FIRST;
     let mut failures: u32 = 0;
     let mut answered_before = false;
     let mut ticker = tokio::time::interval(config.interval.max(Duration::from_millis(1)));
@@ -663,13 +674,15 @@ async fn collect(
             shared.update(|progress| progress.failed_at = Some(finished));
         }
         match outcome {
-            Attempt::Devices(devices, run_started) => {
+            Attempt::Devices(mut devices, run_started) => {
                 failures = 0;
                 answered_before = true;
+                let power_field = keep_one_power_figure(&mut devices);
                 let processes = compute_apps(&config, &devices).await;
                 state.send_replace(CollectorState::Ready(Arc::new(SmiReading {
                     devices,
                     processes,
+                    power_field,
                     taken_at: run_started + finished.saturating_duration_since(run_started) / 2,
                 })));
             }
@@ -804,15 +817,16 @@ async fn attempt(
         };
         let stdout = String::from_utf8_lossy(&stdout);
         let stderr = String::from_utf8_lossy(&stderr);
-        let answer = match interpret_answer(&stdout, fields.fields()) {
+        let field_names = fields.fields();
+        let answer = match interpret_answer(&stdout, &field_names) {
             // The tool writes its complaints to stdout, but look at stderr too.
-            Ok(SmiAnswer::Empty) => interpret_answer(&stderr, fields.fields()),
+            Ok(SmiAnswer::Empty) => interpret_answer(&stderr, &field_names),
             other => other,
         };
         match answer {
             Ok(SmiAnswer::UnknownField(field)) => match fields.after_unknown_field(&field) {
                 Some(next) => {
-                    if next == QueryFieldSet::Core {
+                    if next.list == FieldList::Core && fields.list != FieldList::Core {
                         tracing::info!(
                             unknown_field = %field,
                             "this driver does not know a queried nvidia-smi field: using the core set from now on"
@@ -820,6 +834,10 @@ async fn attempt(
                         sink.record(GpuEvent::SmiDowngradedToCoreFields {
                             unknown_field: field,
                         });
+                    } else if next.instant_power != fields.instant_power {
+                        tracing::debug!(
+                            "this driver does not know power.draw.instant: integrating power.draw"
+                        );
                     } else {
                         tracing::debug!(unknown_field = %field, "retrying with clocks_event_reasons names");
                     }

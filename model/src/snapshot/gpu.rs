@@ -239,10 +239,11 @@ pub struct GpuDeviceReading {
     #[serde(skip)]
     pub power_read_at: Option<Instant>,
     /// The board's power at the instant it was read, watts, where the source reads it
-    /// apart from `power_draw_watts` (NVML's `nvmlDeviceGetPowerUsage`, the
-    /// reference's figure, is the mean of the last second on Ampere and newer
-    /// boards). The energy stage's figure where present: it shapes the intervals it
-    /// cuts, and a step smeared over a second would misplace their energy.
+    /// apart from `power_draw_watts` (NVML's `nvmlDeviceGetPowerUsage` and
+    /// `nvidia-smi`'s `power.draw`, the reference's figure, are the mean of the last
+    /// second on Ampere and newer boards). The energy stage's figure where present: it
+    /// shapes the intervals it cuts, and a step smeared over a second would misplace
+    /// their energy.
     #[serde(skip)]
     pub instant_power_watts: Option<f64>,
 }
