@@ -45,7 +45,7 @@ fn run(library: &Path, extra: &[&str], seconds: u32) -> Value {
 }
 
 /// Relative error of each device's energy against the trace's integral over the
-/// command's own lifetime (its `date` stamps), with the bound a trapezoid over
+/// command's own lifetime (its own stamps), with the bound a trapezoid over
 /// `interval`-second readings is held to on the trace's steps.
 fn energy_errors(stand_in: &TraceGpu, run: &Run, interval: f64) -> Vec<(f64, f64)> {
     let devices = run.report["devices"].as_array().unwrap();

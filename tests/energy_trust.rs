@@ -3,8 +3,9 @@
 //! the trace's exact integral, each call with an uneven driver latency) and a stand-in
 //! `nvidia-smi` (the real CSV format, 80 to 450 ms per full query, a loop mode whose
 //! lines come later the busier the device, as a loaded driver answers). The command
-//! stamps its own start and end with `date`; the energy a run must report is the
-//! trace's integral over that lifetime, computed here, never wattline's own figures.
+//! stamps its own first and last acts (`tests/fixtures/stamp_edges.c`); the energy a
+//! run must report is the trace's integral over that lifetime, computed here, never
+//! wattline's own figures.
 //!
 //! Shapes: a triangle ramp, a square wave, a recorded-looking trace with steps and
 //! noise. Bounds: 0.5% for runs of 4 s or more, 1.5% at 1 s; through `nvidia-smi`, a
@@ -29,6 +30,9 @@ const JOULES_PER_KWH: f64 = 3_600_000.0;
 fn claimed_bound(seconds: f64) -> f64 {
     if seconds >= 4.0 { 0.005 } else { 0.015 }
 }
+
+/// The farthest either edge of a run's window may be from the command's own stamp, s.
+const EDGE_SECONDS: f64 = 0.010;
 
 /// The longest a stand-in `nvidia-smi` loop takes at 100 ms (a busy device answers
 /// up to 60% of a period late), s: the reading interval a step can fall in.
@@ -63,6 +67,25 @@ fn check(gpu: &Gpu, run: &Run, method: &str) {
     };
     assert_eq!(report["gpu_source"], source, "{report}");
     let seconds = run.seconds();
+    let edge = |name: &str| {
+        let at = chrono::DateTime::parse_from_rfc3339(report[name].as_str().unwrap()).unwrap();
+        at.timestamp() as f64 + f64::from(at.timestamp_subsec_nanos()) / 1e9
+    };
+    let (opened, closed) = (edge("started_at") - run.start, edge("ended_at") - run.end);
+    eprintln!(
+        "window edges: opened {:+.3} ms from the first stamp, closed {:+.3} ms from the last",
+        opened * 1e3,
+        closed * 1e3
+    );
+    // The window is the command's life: it opens at the exec and closes at the exit,
+    // each seen by wattline a little after the fact, and the stamps are the command's
+    // first and last acts. Measured here: opened -1.5 to +1.5 ms, closed +0.3 to +5 ms.
+    assert!(
+        opened.abs() <= EDGE_SECONDS && closed.abs() <= EDGE_SECONDS,
+        "the window opened {:+.3} ms from the first stamp and closed {:+.3} ms from the last",
+        opened * 1e3,
+        closed * 1e3
+    );
     for (index, device) in devices.iter().enumerate() {
         let joules = device["energy_kwh"].as_f64().unwrap() * JOULES_PER_KWH;
         let expected = gpu.trace.joules(index, run.start, run.end);

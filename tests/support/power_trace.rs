@@ -7,7 +7,7 @@
 //! A trace is piecewise linear between its rows (two rows at one instant make a step)
 //! and repeats every `period` seconds from its `epoch` (Unix seconds).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -359,17 +359,30 @@ impl Run {
     }
 }
 
-/// `wattline run --report json [extra] -- sh -c 'date; sleep SECONDS; date'`.
+/// Builds `tests/fixtures/stamp_edges.c` into `folder`: a command whose first and last
+/// acts print the wall clock.
+fn build_edge_stamper(folder: &Path) -> PathBuf {
+    let program = folder.join("stamp-edges");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stamp_edges.c");
+    let status = Command::new("cc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&program)
+        .arg(source)
+        .status()
+        .expect("the system C compiler (cc) runs");
+    assert!(status.success(), "stamp_edges.c did not compile");
+    program
+}
+
+/// `wattline run --report json [extra] -- stamp-edges SECONDS`: the command stamps its
+/// own first and last acts (`tests/fixtures/stamp_edges.c`).
 pub fn run_measured(gpu: &Gpu, seconds: f64, extra: &[&str]) -> Run {
+    let stamper = build_edge_stamper(gpu.stand_in.path());
     let mut command = gpu.command();
     command
         .args(["run", "--quiet", "--report", "json"])
         .args(extra);
-    // The last stamp is the command's last act (`exec`): the shell does not outlive it
-    // waiting for `date` and exiting, which under CI's load took milliseconds the
-    // window rightly counts and the stamps did not.
-    let script = format!("date +%s.%N; sleep {seconds}; exec date +%s.%N");
-    command.args(["--", "sh", "-c", &script]);
+    command.arg("--").arg(stamper).arg(seconds.to_string());
     let child = command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
