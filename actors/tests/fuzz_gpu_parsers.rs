@@ -25,8 +25,7 @@ use wattline_actors::gpu::drm::{
     DrmFdinfo, DrmSource, EngineCounters, parse_fdinfo, read_drm_devices,
 };
 use wattline_actors::gpu::nvidia_smi::{
-    CORE_QUERY_FIELDS, FULL_QUERY_FIELDS, FULL_QUERY_FIELDS_EVENT_REASONS, SmiAnswer,
-    SmiParseError, interpret_answer,
+    FieldList, QueryFieldSet, SmiAnswer, SmiParseError, interpret_answer,
 };
 use wattline_actors::gpu::nvidia_smi_collector::parse_compute_apps;
 use wattline_actors::gpu::nvidia_smi_stream::POWER_FIELDS;
@@ -73,17 +72,34 @@ const DEVICE_LIST_SAMPLES: &[&str] = &[
 
 /// The field lists the collector and the power stream ask for.
 fn query_fields() -> Vec<Vec<&'static str>> {
-    let mut lists = vec![
-        FULL_QUERY_FIELDS.to_vec(),
-        FULL_QUERY_FIELDS_EVENT_REASONS.to_vec(),
-        CORE_QUERY_FIELDS.to_vec(),
-    ];
+    let mut lists = Vec::new();
+    for list in [
+        FieldList::Full,
+        FieldList::FullEventReasons,
+        FieldList::Core,
+    ] {
+        for instant_power in [true, false] {
+            lists.push(
+                QueryFieldSet {
+                    list,
+                    instant_power,
+                }
+                .fields(),
+            );
+        }
+    }
     lists.extend(
         POWER_FIELDS
             .iter()
             .map(|field| vec!["index", "uuid", *field]),
     );
     lists
+}
+
+/// The first query's fields (the full list and the instant power), which the rows
+/// generated here answer.
+fn first_fields() -> Vec<&'static str> {
+    QueryFieldSet::FIRST.fields()
 }
 
 /// Interprets `text` for every field list; each error must name a line of it (and the
@@ -135,6 +151,7 @@ struct SmiRow {
     pstate: Option<u8>,
     throttle: [Option<bool>; 4],
     ecc: [Option<u64>; 2],
+    instant_centiwatts: Option<u32>,
 }
 
 /// Names as drivers report them (a name is taken as written, so few are enough).
@@ -180,14 +197,18 @@ fn smi_row() -> impl Strategy<Value = SmiRow> {
             option::of(0..=100u8),
             option::of(0..=15u8),
         ),
-        (any::<[Option<bool>; 4]>(), any::<[Option<u64>; 2]>()),
+        (
+            any::<[Option<bool>; 4]>(),
+            any::<[Option<u64>; 2]>(),
+            any::<Option<u32>>(),
+        ),
     )
         .prop_map(
             |(
                 (index, uuid, name),
                 (utilization, memory_mib, temperature),
                 (power_centiwatts, clocks, fan, pstate),
-                (throttle, ecc),
+                (throttle, ecc, instant_centiwatts),
             )| SmiRow {
                 index,
                 uuid,
@@ -201,6 +222,7 @@ fn smi_row() -> impl Strategy<Value = SmiRow> {
                 pstate,
                 throttle,
                 ecc,
+                instant_centiwatts,
             },
         )
 }
@@ -234,6 +256,7 @@ impl SmiRow {
         values.push(or_na(self.pstate, |v| format!("P{v}")));
         values.extend(self.throttle.map(active));
         values.extend(self.ecc.map(|v| or_na(v, |v| v.to_string())));
+        values.push(or_na(self.instant_centiwatts, watts));
         values
     }
 
@@ -262,6 +285,15 @@ impl SmiRow {
             reading.throttle_hw_slowdown,
         ] = self.throttle;
         [reading.ecc_corrected, reading.ecc_uncorrected] = self.ecc;
+        reading.instant_power_watts = self
+            .instant_centiwatts
+            .map(|c| watts(c).parse().unwrap_or(f64::NAN));
+        // The integral's figure: the instantaneous one where given, else the mean.
+        reading.power_field = match (self.instant_centiwatts, self.power_centiwatts[0]) {
+            (Some(_), _) => Some("power.draw.instant"),
+            (None, Some(_)) => Some("power.draw"),
+            (None, None) => None,
+        };
         reading
     }
 }
@@ -469,7 +501,7 @@ proptest! {
     fn smi_rows_parse_to_the_generated_readings(rows in proptest::collection::vec(smi_row(), 1..5)) {
         let text: String = rows.iter().map(|row| format!("{}\n", row.values().join(", "))).collect();
         let expected: Vec<GpuDeviceReading> = rows.iter().map(SmiRow::reading).collect();
-        prop_assert_eq!(interpret_answer(&text, &FULL_QUERY_FIELDS), Ok(SmiAnswer::Devices(expected)));
+        prop_assert_eq!(interpret_answer(&text, &first_fields()), Ok(SmiAnswer::Devices(expected)));
     }
 
     #[test]
@@ -477,32 +509,32 @@ proptest! {
         rows in proptest::collection::vec(smi_row(), 1..5),
         row in any::<proptest::sample::Index>(),
         // Every field but uuid (anything identifies) and name (anything is a name).
-        field in (0..FULL_QUERY_FIELDS.len()).prop_filter("uuid and name take any text", |f| *f != 1 && *f != 2),
+        field in (0..first_fields().len()).prop_filter("uuid and name take any text", |f| *f != 1 && *f != 2),
         bad in select(&["x1", "1e400", "-", "P16", "NaN", "Maybe"][..]),
     ) {
         let row = row.index(rows.len());
         let mut lines: Vec<Vec<String>> = rows.iter().map(SmiRow::values).collect();
         lines[row][field] = bad.to_owned();
         let text: String = lines.iter().map(|values| format!("{}\n", values.join(", "))).collect();
-        let error = interpret_answer(&text, &FULL_QUERY_FIELDS);
+        let error = interpret_answer(&text, &first_fields());
         let expected = SmiParseError::InvalidValue {
             line: row + 1,
-            field: FULL_QUERY_FIELDS[field].to_owned(),
+            field: first_fields()[field].to_owned(),
             value: bad.to_owned(),
         };
         prop_assert_eq!(&error, &Err(expected));
-        check_smi_error(&text, &FULL_QUERY_FIELDS, &error.unwrap_err());
+        check_smi_error(&text, &first_fields(), &error.unwrap_err());
     }
 
     #[test]
-    fn a_short_smi_row_names_its_line(rows in proptest::collection::vec(smi_row(), 1..5), row in any::<proptest::sample::Index>(), keep in 1..FULL_QUERY_FIELDS.len()) {
+    fn a_short_smi_row_names_its_line(rows in proptest::collection::vec(smi_row(), 1..5), row in any::<proptest::sample::Index>(), keep in 1..first_fields().len()) {
         let row = row.index(rows.len());
         let mut lines: Vec<Vec<String>> = rows.iter().map(SmiRow::values).collect();
         lines[row].truncate(keep);
         let text: String = lines.iter().map(|values| format!("{}\n", values.join(", "))).collect();
-        prop_assert_eq!(interpret_answer(&text, &FULL_QUERY_FIELDS), Err(SmiParseError::FieldCount {
+        prop_assert_eq!(interpret_answer(&text, &first_fields()), Err(SmiParseError::FieldCount {
             line: row + 1,
-            expected: FULL_QUERY_FIELDS.len(),
+            expected: first_fields().len(),
             found: keep,
         }));
     }
