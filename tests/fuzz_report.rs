@@ -174,6 +174,7 @@ fn a_run_at_the_end_of_time_reports_in_every_format() {
             source: "nvml".into(),
             at,
             devices: Some(vec![DevicePower {
+                power_field: None,
                 id: "GPU-a".into(),
                 name: None,
                 watts: Some(100.0),

@@ -71,6 +71,7 @@ impl Feed {
         let devices = devices
             .iter()
             .map(|(id, watts, counter)| DevicePower {
+                power_field: None,
                 id: (*id).into(),
                 name: Some(format!("card {id}")),
                 watts: Some(*watts),
@@ -109,6 +110,7 @@ impl Feed {
 /// `GPU-a` drawing `watts`, nothing else known.
 fn gpu_a(watts: f64) -> DevicePower {
     DevicePower {
+        power_field: None,
         id: "GPU-a".into(),
         name: None,
         watts: Some(watts),
@@ -219,6 +221,7 @@ fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
     let mut feed = Feed::new(settings(false));
     let reading = |seconds: f64, watts: f64| {
         let device = DevicePower {
+            power_field: None,
             id: "GPU-0123456789abcdef".into(),
             name: Some("H200".into()),
             shares: shares_of(ShareBasis::Memory, &[(4242, 0.25)]),

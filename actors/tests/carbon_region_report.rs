@@ -30,6 +30,7 @@ fn kilowatt(at: u64) -> EnergyRecord {
         source: "nvml".into(),
         at,
         devices: Some(vec![DevicePower {
+            power_field: None,
             id: "GPU-a".into(),
             name: Some("card".into()),
             watts: Some(1000.0),

@@ -209,11 +209,12 @@ async fn a_refresh_runs_the_tool_again_and_its_answer_is_stamped_within_the_run_
     assert_eq!(pushed.len(), 1);
     assert_eq!(pushed[0].taken_at, latest.taken_at);
     assert_eq!(pushed[0].source, "nvidia-smi");
-    // The gauge's one-second mean and, for the integral, the instantaneous figure.
-    assert_eq!(pushed[0].power_field, Some("power.draw.instant"));
+    // The gauge's one-second mean and, for the integral, the instantaneous figure,
+    // named on the device.
     let device = &pushed[0].sample.as_ref().expect("an answer").devices[0];
     assert_eq!(device.power_draw_watts, Some(16.85));
     assert_eq!(device.instant_power_watts, Some(17.32));
+    assert_eq!(device.power_field, Some("power.draw.instant"));
 }
 
 #[tokio::test]
@@ -419,16 +420,21 @@ async fn a_driver_without_the_instant_power_keeps_the_full_set_and_integrates_po
             .iter()
             .all(|d| d.instant_power_watts.is_none())
     );
-    assert_eq!(first.power_field, Some("power.draw"));
-    assert!(eventually(|| forwarded.0.lock().unwrap().len() >= 2).await);
     assert!(
-        forwarded
-            .0
-            .lock()
-            .unwrap()
+        first
+            .devices
             .iter()
-            .all(|sample| sample.power_field == Some("power.draw"))
+            .all(|d| d.power_field == Some("power.draw"))
     );
+    assert!(eventually(|| forwarded.0.lock().unwrap().len() >= 2).await);
+    assert!(forwarded.0.lock().unwrap().iter().all(|sample| {
+        sample.sample.as_ref().is_some_and(|answer| {
+            answer
+                .devices
+                .iter()
+                .all(|d| d.power_field == Some("power.draw"))
+        })
+    }));
     // Asked once, then never again.
     let calls = calls(dir.path());
     assert_eq!(

@@ -5,8 +5,8 @@ mod gpu_support;
 use gpu_support::fixture_text;
 use wattline_actors::gpu::nvidia_smi::{
     CORE_QUERY_FIELDS, FULL_QUERY_FIELDS, FULL_QUERY_FIELDS_EVENT_REASONS, FieldList,
-    INSTANT_POWER_FIELD, QueryFieldSet, SmiAnswer, SmiParseError, interpret_answer,
-    keep_one_power_figure, parse_rows, unknown_field_in,
+    INSTANT_POWER_FIELD, QueryFieldSet, SmiAnswer, SmiParseError, interpret_answer, parse_rows,
+    unknown_field_in,
 };
 use wattline_actors::gpu::nvidia_smi_collector::parse_compute_apps;
 use wattline_actors::gpu::{GpuDeviceReading, GpuVendor};
@@ -285,47 +285,47 @@ fn the_instantaneous_power_is_read_beside_the_one_second_mean() {
 }
 
 #[test]
-fn one_answer_gives_the_integral_one_power_figure() {
-    let mut current = devices(interpret_answer(
+fn each_device_names_the_power_figure_the_integral_takes() {
+    let fields_of = |devices: &[GpuDeviceReading]| -> Vec<Option<&'static str>> {
+        devices.iter().map(|device| device.power_field).collect()
+    };
+    let current = devices(interpret_answer(
         &fixture_text("smi/eight_h100.csv"),
         &first_fields(),
     ));
-    assert_eq!(
-        keep_one_power_figure(&mut current),
-        Some(INSTANT_POWER_FIELD)
-    );
-    assert_eq!(current[7].instant_power_watts, Some(672.05), "kept");
-    // One board says [N/A] for the instant figure and another reads it: neither
-    // device's instant figure is used, so the answer is all `power.draw`.
-    let mut mixed = devices(interpret_answer(
-        &fixture_text("smi/na_fields.csv"),
-        &first_fields(),
-    ));
-    assert_eq!(mixed[1].instant_power_watts, Some(208.9));
-    assert_eq!(mixed[0].instant_power_watts, None);
-    assert_eq!(mixed[0].power_draw_watts, None);
-    // The first board has no power figure at all, so only the second counts: it has
-    // both, and the answer keeps the instant one.
-    assert_eq!(keep_one_power_figure(&mut mixed), Some(INSTANT_POWER_FIELD));
-    assert_eq!(mixed[1].instant_power_watts, Some(208.9));
-    let mut one_without = devices(interpret_answer(
+    assert_eq!(fields_of(&current), vec![Some(INSTANT_POWER_FIELD); 8]);
+    // One board says [N/A] for the instant figure: it alone falls back to its mean,
+    // as the power stream (which reads only the instant figure) has nothing for it,
+    // and every other board keeps the figure its stream readings have.
+    let one_without = devices(interpret_answer(
         &fixture_text("smi/eight_h100.csv").replacen("701.12", "[N/A]", 1),
         &first_fields(),
     ));
-    assert_eq!(keep_one_power_figure(&mut one_without), Some("power.draw"));
-    assert!(one_without.iter().all(|d| d.instant_power_watts.is_none()));
-    assert_eq!(one_without[1].power_draw_watts, Some(672.18));
-    // An older driver's answer has no instant figure.
-    let mut core = devices(interpret_answer(
+    assert_eq!(one_without[0].instant_power_watts, None);
+    assert_eq!(one_without[0].power_field, Some("power.draw"));
+    assert_eq!(one_without[1].instant_power_watts, Some(664.9));
+    assert!(
+        one_without[1..]
+            .iter()
+            .all(|d| d.power_field == Some(INSTANT_POWER_FIELD))
+    );
+    // A board with no power figure at all names none.
+    let mixed = devices(interpret_answer(
+        &fixture_text("smi/na_fields.csv"),
+        &first_fields(),
+    ));
+    assert_eq!(fields_of(&mixed), vec![None, Some(INSTANT_POWER_FIELD)]);
+    // An older driver's answer, and the mean asked under its other name.
+    let core = devices(interpret_answer(
         &fixture_text("smi/core_fields.csv"),
         &CORE_QUERY_FIELDS,
     ));
-    assert_eq!(keep_one_power_figure(&mut core), Some("power.draw"));
-    let mut none = devices(interpret_answer(
-        "0, GPU-a, n, 1, 1, 1, 1, [N/A]",
-        &CORE_QUERY_FIELDS,
+    assert_eq!(fields_of(&core), vec![Some("power.draw"); 2]);
+    let average = devices(interpret_answer(
+        "0, GPU-a, 161.20",
+        &["index", "uuid", "power.draw.average"],
     ));
-    assert_eq!(keep_one_power_figure(&mut none), None);
+    assert_eq!(fields_of(&average), vec![Some("power.draw.average")]);
 }
 
 #[test]

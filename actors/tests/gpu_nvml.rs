@@ -433,6 +433,7 @@ fn full_reads_keep_power_usage_for_the_gauge_and_give_the_instant_power_to_the_i
             assert!((gauge - 350.0).abs() <= 0.5, "device {device}: {gauge} W");
             let at = wall_seconds(reading.power_read_at.expect("stamped"), pair);
             let instant = reading.instant_power_watts.expect("instant power read");
+            assert_eq!(reading.power_field, Some("NVML_FI_DEV_POWER_INSTANT"));
             if let Some(expected) = square_wave_watts(device, epoch, at) {
                 assert!(
                     (instant - expected).abs() <= 0.5,
@@ -483,6 +484,7 @@ fn read_through_power_usage(variant: &str) {
         for reading in &sample.devices {
             assert_eq!(reading.instant_power_watts, None, "{variant}");
             assert!((reading.power_draw_watts.unwrap() - 350.0).abs() <= 0.5);
+            assert_eq!(reading.power_field, Some("nvmlDeviceGetPowerUsage"));
         }
     }
     // The field's absence is no failure worth a diagnostic: the source falls back.

@@ -629,7 +629,7 @@ impl EnergyAccount {
                     wrap_at: Some(u64::MAX),
                 }),
             };
-            if let Some(field) = &record.power_field {
+            if let Some(field) = device.power_field.as_ref().or(record.power_field.as_ref()) {
                 meter.power_fields.insert(field.clone());
             }
             if let Some(segment) = meter.add(point) {
@@ -878,6 +878,7 @@ mod tests {
             at: seconds * 1_000_000_000,
             devices: watts.map(|watts| {
                 vec![DevicePower {
+                    power_field: None,
                     id: "GPU-a".into(),
                     name: None,
                     watts: Some(watts),

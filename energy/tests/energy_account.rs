@@ -62,6 +62,7 @@ impl Feed {
         let devices = devices
             .iter()
             .map(|(id, watts, counter)| DevicePower {
+                power_field: None,
                 id: (*id).into(),
                 name: Some(format!("card {id}")),
                 watts: Some(*watts),
@@ -166,6 +167,7 @@ fn each_device_is_integrated_from_its_own_read_instant_not_its_records() {
     let mut feed = Feed::new(settings(false));
     feed.from(1.0);
     let device = |id: &str, joules: u64, read_at: Option<f64>| DevicePower {
+        power_field: None,
         id: id.into(),
         counter_millijoules: Some(joules * 1000),
         at: read_at.map(at),
@@ -216,6 +218,63 @@ fn a_ramp_and_a_step_are_integrated_exactly_and_a_gap_is_not() {
     assert_eq!(device.gaps, 1);
     assert!((device.covered_seconds - 310.0).abs() < 1e-9);
     assert_eq!(device.max_watts, Some(700.0));
+}
+
+#[test]
+fn each_device_lists_the_power_figures_it_was_integrated_from_by_its_own_name_first() {
+    let mut feed = Feed::new(settings(false));
+    feed.from(0.0);
+    let device = |id: &str, field: Option<&str>| DevicePower {
+        power_field: field.map(str::to_owned),
+        id: id.into(),
+        name: None,
+        watts: Some(100.0),
+        counter_millijoules: None,
+        shares: None,
+        mig_enabled: None,
+        at: None,
+    };
+    // Stream readings named by their record; a full answer naming each device's own
+    // figure, one of them the mean; a reading that names nothing adds no name.
+    for (seconds, record_field, devices) in [
+        (
+            0.0,
+            Some("power.draw.instant"),
+            vec![device("a", None), device("b", None)],
+        ),
+        (
+            1.0,
+            None,
+            vec![
+                device("a", Some("power.draw.instant")),
+                device("b", Some("power.draw")),
+            ],
+        ),
+        (2.0, None, vec![device("a", None), device("b", None)]),
+    ] {
+        feed.apply(EnergyRecord::Power(PowerRecord {
+            source: "nvidia-smi".into(),
+            at: at(seconds),
+            devices: Some(devices),
+            power_field: record_field.map(str::to_owned),
+        }));
+    }
+    let report = feed.report(2.0);
+    let fields = |id: &str| {
+        report
+            .devices
+            .iter()
+            .find(|d| d.device_identifier == id)
+            .map(|d| d.power_fields.clone())
+    };
+    assert_eq!(fields("a"), Some(vec!["power.draw.instant".to_owned()]));
+    assert_eq!(
+        fields("b"),
+        Some(vec![
+            "power.draw".to_owned(),
+            "power.draw.instant".to_owned()
+        ])
+    );
 }
 
 #[test]
@@ -355,6 +414,7 @@ fn process_shares_and_the_unattributed_rest_add_up_to_the_device_exactly() {
             source: "nvml".into(),
             at: at(seconds),
             devices: Some(vec![DevicePower {
+                power_field: None,
                 id: "GPU-a".into(),
                 name: None,
                 watts: Some(watts),
@@ -741,6 +801,7 @@ fn a_process_gets_its_share_of_the_part_of_an_interval_inside_the_window() {
         nvml_reading(
             seconds,
             DevicePower {
+                power_field: None,
                 shares,
                 ..gpu_a(watts)
             },
@@ -770,6 +831,7 @@ fn a_file_cut_before_any_report_replays_as_of_its_newest_record() {
 /// struct update syntax.
 fn gpu_a(watts: f64) -> DevicePower {
     DevicePower {
+        power_field: None,
         id: "GPU-a".into(),
         name: None,
         watts: Some(watts),
@@ -803,6 +865,7 @@ fn device_record(seconds: f64, watts: f64, mig_enabled: Option<bool>) -> EnergyR
     nvml_reading(
         seconds,
         DevicePower {
+            power_field: None,
             mig_enabled,
             at: None,
             ..gpu_a(watts)
@@ -844,6 +907,7 @@ fn each_closed_interval_carries_its_energy_in_kilowatt_hours() {
         nvml_reading(
             seconds,
             DevicePower {
+                power_field: None,
                 counter_millijoules,
                 ..gpu_a(watts)
             },
@@ -903,6 +967,7 @@ fn a_process_share_after_the_report_instant_is_taken_back_out() {
         nvml_reading(
             seconds,
             DevicePower {
+                power_field: None,
                 shares,
                 ..gpu_a(100.0)
             },

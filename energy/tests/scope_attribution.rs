@@ -66,6 +66,7 @@ fn gpu(nanos: Nanos, watts: Option<f64>, shares: Option<&[(u32, f64)]>) -> Energ
         at: nanos,
         devices: watts.map(|watts| {
             vec![DevicePower {
+                power_field: None,
                 id: "GPU-a".into(),
                 name: None,
                 watts: Some(watts),
@@ -439,6 +440,7 @@ fn a_gap_inside_a_step_lowers_its_coverage() {
 /// A reading of two GPUs at `nanos`, each at 100 W or failed (`None`).
 fn two_gpus(nanos: Nanos, a: Option<f64>, b: Option<f64>) -> EnergyRecord {
     let device = |id: &str, watts: Option<f64>| DevicePower {
+        power_field: None,
         id: id.into(),
         name: None,
         watts,

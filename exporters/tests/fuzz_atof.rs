@@ -54,6 +54,7 @@ static SAMPLES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
             source: "nvml".into(),
             at: 1_000_000_000,
             devices: Some(vec![DevicePower {
+                power_field: None,
                 id: "GPU-a".into(),
                 name: Some("NVIDIA H100".into()),
                 watts: Some(312.5),

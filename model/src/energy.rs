@@ -121,6 +121,11 @@ pub struct DevicePower {
     /// When this device was read, where it differs from its record's instant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Nanos>,
+    /// The backend's name for this device's power figure, where it names it per
+    /// device (one answer can hold an instantaneous figure for one board and a
+    /// one-second mean for another); else the record's `power_field` names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_field: Option<String>,
 }
 
 /// What one GPU backend measured at one instant, or that it measured nothing.

@@ -311,6 +311,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(index, watts)| DevicePower {
+                power_field: None,
                 id: format!("GPU-{index}"),
                 name: None,
                 watts: Some(*watts),

@@ -599,6 +599,7 @@ mod tests {
                 devices
                     .into_iter()
                     .map(|(id, watts)| DevicePower {
+                        power_field: None,
                         id: id.into(),
                         name: Some("NVIDIA H200".into()),
                         watts,

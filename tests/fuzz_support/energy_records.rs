@@ -112,16 +112,20 @@ pub fn device_power(
         option::of(shares),
         option::of(any::<bool>()),
         option::of(edge_u64()),
+        option::of(select(&["power.draw", "power.draw.instant"][..])),
     )
-        .prop_map(|(id, name, watts, counter, shares, mig, at)| DevicePower {
-            id: id.to_owned(),
-            name: name.map(str::to_owned),
-            watts,
-            counter_millijoules: counter,
-            shares,
-            mig_enabled: mig,
-            at,
-        })
+        .prop_map(
+            |(id, name, watts, counter, shares, mig, at, field)| DevicePower {
+                power_field: field.map(str::to_owned),
+                id: id.to_owned(),
+                name: name.map(str::to_owned),
+                watts,
+                counter_millijoules: counter,
+                shares,
+                mig_enabled: mig,
+                at,
+            },
+        )
 }
 
 /// RAPL zones, built through serde: their type is the OS readers', private here.

@@ -25,6 +25,11 @@ pub fn power_record(
             .devices
             .iter()
             .map(|device| DevicePower {
+                // Named per device only where the record's name does not say it.
+                power_field: device
+                    .power_field
+                    .filter(|field| Some(*field) != power_field)
+                    .map(str::to_owned),
                 id: device.device_identifier.clone(),
                 name: device.name.clone(),
                 watts: device.instant_power_watts.or(device.power_draw_watts),
@@ -169,6 +174,41 @@ mod tests {
             .map(|device| device.watts)
             .collect();
         assert_eq!(watts, [Some(600.0), Some(250.0)]);
+    }
+
+    #[test]
+    fn a_device_names_its_power_figure_only_where_the_record_does_not() {
+        let mut instant = device("a", None);
+        instant.instant_power_watts = Some(600.0);
+        instant.power_field = Some("power.draw.instant");
+        let mut mean = device("b", None);
+        mean.power_draw_watts = Some(250.0);
+        mean.power_field = Some("power.draw");
+        let epoch = Epoch::now();
+        let taken = sample(vec![instant, mean], Vec::new());
+        let names = |record_field: Option<&str>| -> Vec<Option<String>> {
+            power_record(
+                "nvidia-smi",
+                epoch,
+                taken.taken_at,
+                Some(&taken),
+                false,
+                record_field,
+            )
+            .devices
+            .unwrap()
+            .into_iter()
+            .map(|device| device.power_field)
+            .collect()
+        };
+        assert_eq!(
+            names(None),
+            [Some("power.draw.instant".into()), Some("power.draw".into())]
+        );
+        assert_eq!(
+            names(Some("power.draw.instant")),
+            [None, Some("power.draw".into())]
+        );
     }
 
     #[test]

@@ -162,27 +162,6 @@ impl QueryFieldSet {
     }
 }
 
-/// Keeps one power figure per answer for the energy integral: the instantaneous one
-/// when every device with a power figure has it, else `power.draw` for all (their
-/// instantaneous figures are dropped), so one answer's readings carry one field name.
-/// Returns that name, `None` when no device has a power figure.
-pub fn keep_one_power_figure(devices: &mut [GpuDeviceReading]) -> Option<&'static str> {
-    let with_power = || {
-        devices
-            .iter()
-            .filter(|d| d.instant_power_watts.is_some() || d.power_draw_watts.is_some())
-    };
-    // No device with a power figure: no field to name.
-    with_power().next()?;
-    if with_power().all(|d| d.instant_power_watts.is_some()) {
-        return Some(INSTANT_POWER_FIELD);
-    }
-    for device in devices.iter_mut() {
-        device.instant_power_watts = None;
-    }
-    Some("power.draw")
-}
-
 /// What an answer of the tool means.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SmiAnswer {
@@ -282,6 +261,16 @@ pub fn parse_rows(text: &str, fields: &[&str]) -> Result<Vec<GpuDeviceReading>, 
             SmiField::from_name(name).ok_or_else(|| SmiParseError::UnsupportedField((*name).into()))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let power_draw_name = fields
+        .iter()
+        .find(|name| SmiField::from_name(name) == Some(SmiField::PowerDraw))
+        .map(|name| {
+            if *name == "power.draw.average" {
+                "power.draw.average"
+            } else {
+                "power.draw"
+            }
+        });
     let Some(uuid_position) = kinds.iter().position(|kind| *kind == SmiField::Uuid) else {
         return Err(SmiParseError::NoUuidInQuery);
     };
@@ -315,6 +304,15 @@ pub fn parse_rows(text: &str, fields: &[&str]) -> Result<Vec<GpuDeviceReading>, 
             kind.apply(value, &mut reading, &mut flags)
                 .map_err(|()| invalid())?;
         }
+        // The figure the energy stage takes, named per device: an answer can hold an
+        // instantaneous figure for one board and only the mean for another.
+        reading.power_field = if reading.instant_power_watts.is_some() {
+            Some(INSTANT_POWER_FIELD)
+        } else if reading.power_draw_watts.is_some() {
+            power_draw_name
+        } else {
+            None
+        };
         reading.throttle_thermal = flags.sw_thermal;
         reading.throttle_hw_thermal = flags.hw_thermal;
         reading.throttle_power = flags.sw_power_cap;

@@ -33,9 +33,7 @@ use tokio::time::MissedTickBehavior;
 pub use super::timed_run::{RunOutcome, run_with_timeout};
 
 use super::events::{GpuEvent, GpuEventSink};
-use super::nvidia_smi::{
-    FieldList, QueryFieldSet, SmiAnswer, interpret_answer, keep_one_power_figure,
-};
+use super::nvidia_smi::{FieldList, QueryFieldSet, SmiAnswer, interpret_answer};
 use super::{
     GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
     PowerSample, PowerSampleSink, SamplePart,
@@ -122,9 +120,6 @@ pub struct SmiReading {
     /// Compute processes per device (`--query-compute-apps`), memory only; `None` when
     /// that query failed.
     pub processes: Option<Vec<GpuProcessReading>>,
-    /// The field the devices' power for the energy integral came from
-    /// ([`super::nvidia_smi::keep_one_power_figure`]); `None` when no device had one.
-    pub power_field: Option<&'static str>,
     /// When it was measured: the middle of the tool's run, which reads the driver
     /// somewhere between its start and its exit.
     pub taken_at: Instant,
@@ -414,31 +409,25 @@ impl NvidiaSmiCollector {
         let forwarder = runtime.spawn(async move {
             while state.changed().await.is_ok() {
                 let current = state.borrow_and_update().clone();
-                let (part, power_field) = match current {
-                    CollectorState::Ready(reading) => (
-                        SamplePart {
-                            source: "nvidia-smi".into(),
-                            at: reading.taken_at,
-                            sample: Some(GpuSample {
-                                devices: reading.devices.clone(),
-                                processes: Vec::new(),
-                                taken_at: reading.taken_at,
-                            }),
-                        },
-                        reading.power_field,
-                    ),
-                    CollectorState::Gap { .. } | CollectorState::Stopped { .. } => (
-                        SamplePart {
-                            source: "nvidia-smi".into(),
-                            at: shared.failed_at().unwrap_or_else(Instant::now),
-                            sample: None,
-                        },
-                        None,
-                    ),
+                // Each device names its own power figure (`GpuDeviceReading::power_field`).
+                let part = match current {
+                    CollectorState::Ready(reading) => SamplePart {
+                        source: "nvidia-smi".into(),
+                        at: reading.taken_at,
+                        sample: Some(GpuSample {
+                            devices: reading.devices.clone(),
+                            processes: Vec::new(),
+                            taken_at: reading.taken_at,
+                        }),
+                    },
+                    CollectorState::Gap { .. } | CollectorState::Stopped { .. } => SamplePart {
+                        source: "nvidia-smi".into(),
+                        at: shared.failed_at().unwrap_or_else(Instant::now),
+                        sample: None,
+                    },
                     _ => continue,
                 };
-                let mut sample = PowerSample::from_part(part, false);
-                sample.power_field = power_field;
+                let sample = PowerSample::from_part(part, false);
                 sink.send(sample);
             }
         });
@@ -674,15 +663,13 @@ async fn collect(
             shared.update(|progress| progress.failed_at = Some(finished));
         }
         match outcome {
-            Attempt::Devices(mut devices, run_started) => {
+            Attempt::Devices(devices, run_started) => {
                 failures = 0;
                 answered_before = true;
-                let power_field = keep_one_power_figure(&mut devices);
                 let processes = compute_apps(&config, &devices).await;
                 state.send_replace(CollectorState::Ready(Arc::new(SmiReading {
                     devices,
                     processes,
-                    power_field,
                     taken_at: run_started + finished.saturating_duration_since(run_started) / 2,
                 })));
             }

@@ -608,6 +608,11 @@ fn read_device(
         plausible
     });
     reading.instant_power_watts = instant.map(|(watts, _)| watts);
+    reading.power_field = if reading.instant_power_watts.is_some() {
+        Some(INSTANT_POWER_NAME)
+    } else {
+        reading.power_draw_watts.map(|_| "nvmlDeviceGetPowerUsage")
+    };
     let power_at = instant.map_or(power_at, |(_, at)| at);
     reading.power_read_at = Some(energy_read_at(&reading, counter_at, power_at));
     reading.name = reporter.value("name", device.name());

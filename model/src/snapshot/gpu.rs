@@ -246,6 +246,12 @@ pub struct GpuDeviceReading {
     /// their energy.
     #[serde(skip)]
     pub instant_power_watts: Option<f64>,
+    /// The source's name for the figure the energy stage takes from this reading
+    /// (`instant_power_watts` where present, else `power_draw_watts`), where the
+    /// source names it per device: `power.draw.instant`, `power.draw`,
+    /// `NVML_FI_DEV_POWER_INSTANT`, `nvmlDeviceGetPowerUsage`.
+    #[serde(skip)]
+    pub power_field: Option<&'static str>,
 }
 
 impl GpuDeviceReading {
@@ -278,6 +284,7 @@ impl GpuDeviceReading {
             mig_enabled: None,
             power_read_at: None,
             instant_power_watts: None,
+            power_field: None,
         }
     }
 }

@@ -40,6 +40,7 @@ fn run_at(watts: f64) -> EnergyReport {
             source: "nvml".into(),
             at: second * SECONDS,
             devices: Some(vec![DevicePower {
+                power_field: None,
                 id: "GPU-a".into(),
                 name: None,
                 watts: Some(watts),

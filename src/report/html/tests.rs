@@ -64,6 +64,7 @@ fn gpu_run_records() -> Vec<EnergyRecord> {
             source: "nvml".into(),
             at: nanos(seconds),
             devices: Some(vec![DevicePower {
+                power_field: None,
                 id: "GPU-0123456789abcdef".into(),
                 name: Some("NVIDIA <H200>".into()),
                 watts: Some(100.0 + 10.0 * step as f64),
