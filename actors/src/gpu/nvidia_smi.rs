@@ -75,7 +75,7 @@ pub const CORE_QUERY_FIELDS: [&str; 8] = [
     "power.draw",
 ];
 
-/// The driver's instantaneous power, W. Drivers from about 530 know it; on boards from
+/// The driver's instantaneous power, W, which newer drivers know. On boards from
 /// Ampere on, `power.draw` is the mean of the last second, so a step in power reaches
 /// it as a one-second ramp.
 pub const INSTANT_POWER_FIELD: &str = "power.draw.instant";
@@ -261,10 +261,11 @@ pub fn parse_rows(text: &str, fields: &[&str]) -> Result<Vec<GpuDeviceReading>, 
             SmiField::from_name(name).ok_or_else(|| SmiParseError::UnsupportedField((*name).into()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let power_draw_name = fields
+    let power_draw_name = kinds
         .iter()
-        .find(|name| SmiField::from_name(name) == Some(SmiField::PowerDraw))
-        .map(|name| {
+        .zip(fields)
+        .find(|(kind, _)| **kind == SmiField::PowerDraw)
+        .map(|(_, name)| {
             if *name == "power.draw.average" {
                 "power.draw.average"
             } else {
