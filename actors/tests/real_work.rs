@@ -403,3 +403,35 @@ fn a_zombie_in_the_tree_makes_its_missing_memory_totals_null_not_partial() {
     // CPU time is a counter the zombie still has: its total stands.
     assert!(snapshot.cpu.unwrap().total_time.is_some());
 }
+
+#[test]
+fn the_configured_private_budget_decides_whether_a_grown_process_is_read_again() {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let this = identify_process(std::path::Path::new("/"), std::process::id()).unwrap();
+    let target = ScopeTarget::ApplicationProcess(this);
+    let private_bytes = |snapshot: Snapshot| {
+        let memory = snapshot.memory.expect("memory");
+        // `private` is in the default unit, kibibytes.
+        value(&memory.private) * 1024.0
+    };
+    let mut grown = Vec::new();
+    // (share, whether the second snapshot sees the growth): a read of a few hundred
+    // µs under a share of a millionth stands for minutes; a share of 1 reads again.
+    for (share, fresh) in [(1e-6, false), (1.0, true)] {
+        let mut config = config();
+        config.memory.private_max_cpu_share = share;
+        let mut collector = Collector::new("/".into(), target, config);
+        let before = private_bytes(collector.collect(SamplingSeries::OnDemand));
+        grown.push(vec![1_u8; 256 << 20]);
+        let after = private_bytes(collector.collect(SamplingSeries::OnDemand));
+        if fresh {
+            assert!(
+                after >= before + 200.0 * MIB,
+                "share {share}: {before} then {after}"
+            );
+        } else {
+            assert_eq!(after, before, "share {share}");
+        }
+    }
+    drop(grown);
+}

@@ -31,7 +31,7 @@ pub struct ResourceMetricsConfig {
     /// CPU category.
     pub cpu: CategoryToggle,
     /// Memory category.
-    pub memory: CategoryToggle,
+    pub memory: MemoryConfig,
     /// Process category.
     pub process: CategoryToggle,
     /// Disk category.
@@ -75,6 +75,32 @@ pub struct CategoryToggle {
 impl Default for CategoryToggle {
     fn default() -> Self {
         CategoryToggle { enabled: true }
+    }
+}
+
+/// `[components.config.memory]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Include memory data. Default `true`.
+    pub enabled: bool,
+    /// The most of one CPU's time that reading `private` memory may take, in (0, 1].
+    /// Its source (`/proc/PID/smaps_rollup` on Linux) walks the process's page
+    /// tables, a cost that grows with resident memory; within this share every read
+    /// is fresh, beyond it a process's last figure is reused. `1` reads it at every
+    /// snapshot. Default `0.01`. A wattline field: the reference has no such rule.
+    pub private_max_cpu_share: f64,
+}
+
+/// The default of [`MemoryConfig::private_max_cpu_share`].
+pub const DEFAULT_PRIVATE_MAX_CPU_SHARE: f64 = 0.01;
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            enabled: true,
+            private_max_cpu_share: DEFAULT_PRIVATE_MAX_CPU_SHARE,
+        }
     }
 }
 
@@ -349,6 +375,13 @@ impl ResourceMetricsConfig {
             return Err(FieldError::new(
                 "polling.interval_millis",
                 "must be greater than zero (got 0)",
+            ));
+        }
+        let share = self.memory.private_max_cpu_share;
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(FieldError::new(
+                "memory.private_max_cpu_share",
+                format!("must be greater than 0 and at most 1 (got {share})"),
             ));
         }
         for (index, path) in self.disk.filesystem_paths.iter().enumerate() {

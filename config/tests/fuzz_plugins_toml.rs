@@ -35,7 +35,7 @@ kind = "resource_metrics"
 measurement_scope = "process_tree"
 polling = { enabled = true, interval_millis = 1000 }
 cpu = { enabled = true }
-memory = { enabled = true }
+memory = { enabled = true, private_max_cpu_share = 0.5 }
 process = { enabled = false }
 disk = { enabled = true, process_io = true, filesystem_paths = ["/", "/var"] }
 gpu = { enabled = true, device_metrics = true, process_metrics = false, devices = ["0", "GPU-8932f937"] }

@@ -28,6 +28,38 @@ fn zero_interval_is_rejected_even_when_polling_is_off() {
 }
 
 #[test]
+fn private_cpu_share_outside_zero_to_one_is_rejected() {
+    for (value, shown) in [
+        ("0", "0"),
+        ("1.5", "1.5"),
+        ("-0.25", "-0.25"),
+        ("nan", "NaN"),
+    ] {
+        let message = rejection(&resource_metrics(&format!(
+            "memory = {{ private_max_cpu_share = {value} }}"
+        )));
+        assert_eq!(
+            message,
+            format!(
+                "plugins.toml: components[0].config.memory.private_max_cpu_share: must be greater than 0 and at most 1 (got {shown})"
+            )
+        );
+    }
+}
+
+#[test]
+fn private_cpu_share_takes_an_integer_one_and_a_fraction() {
+    for (value, expected) in [("1", 1.0), ("0.25", 0.25)] {
+        let text = resource_metrics(&format!("memory = {{ private_max_cpu_share = {value} }}"));
+        let document = PluginsDocument::parse("plugins.toml", &text).unwrap();
+        let effective = EffectiveConfig::merge(&[document]).unwrap();
+        let config = effective.resource_metrics.unwrap();
+        assert_eq!(config.memory.private_max_cpu_share, expected);
+        assert!(config.memory.enabled);
+    }
+}
+
+#[test]
 fn negative_interval_is_a_type_error_at_its_path() {
     let message = rejection(&resource_metrics("polling = { interval_millis = -1 }"));
     assert!(
@@ -235,6 +267,7 @@ fn defaults_fill_every_field() {
     assert!(!config.polling.enabled);
     assert_eq!(config.polling.interval_millis, 5000);
     assert!(config.cpu.enabled && config.memory.enabled && config.process.enabled);
+    assert_eq!(config.memory.private_max_cpu_share, 0.01);
     assert!(config.disk.enabled && config.disk.process_io);
     assert!(config.disk.filesystem_paths.is_empty());
     assert!(config.gpu.enabled && config.gpu.device_metrics && config.gpu.process_metrics);

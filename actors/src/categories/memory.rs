@@ -2,7 +2,7 @@
 //! reading, its conversion to the snapshot record and the record's mark gauges are
 //! data, beside each other in `wattline_model::snapshot`.
 
-use super::{CategoryDescriptor, rooted};
+use super::{CategoryDescriptor, factory};
 use crate::diagnostics::SamplerCategory;
 use crate::samplers::{CategoryReading, memory::MemorySampler};
 use wattline_model::snapshot::memory_metrics;
@@ -11,7 +11,11 @@ use wattline_model::snapshot::memory_metrics;
 pub(crate) const DESCRIPTOR: CategoryDescriptor = CategoryDescriptor {
     category: SamplerCategory::Memory,
     enabled: |config| config.memory.enabled,
-    os_sampler: Some(|root, _| rooted(root, MemorySampler::new)),
+    os_sampler: Some(|root, config| {
+        let root = root.to_path_buf();
+        let share = config.memory.private_max_cpu_share;
+        factory(move || MemorySampler::new(root.clone(), share))
+    }),
     fill: |snapshot, reading, units| {
         if let CategoryReading::Memory(reading) = reading {
             snapshot.memory = Some(memory_metrics(&reading, &units.memory));

@@ -67,8 +67,8 @@ impl DiskSampler {
         if self.process_io && !scope.is_unavailable() {
             let root = &self.root;
             let buffer = &mut self.buffer;
-            let io = read_per_process(scope, &mut problems, |pid| {
-                read_process_io(root, pid, buffer)
+            let io = read_per_process(scope, &mut problems, |process| {
+                read_process_io(root, process.pid, buffer)
             });
             let (read_bytes, read_supplied) = io.sum(|io| Some(io.read_bytes));
             let (write_bytes, write_supplied) = io.sum(|io| Some(io.write_bytes));

@@ -3,6 +3,7 @@
 //! and tree scopes are all-or-nothing; a process that exited after listing is skipped,
 //! but a zombie listed as one is a sampled process without the counter.
 
+use crate::platform::os::process_stat::ProcessStat;
 use crate::platform::{ReadError, ReadErrorClass};
 use crate::scope::{ProcessIdentity, ResolvedScope, ScopeTarget};
 
@@ -22,11 +23,12 @@ pub struct PerProcess<T> {
     pub unreadable_in_scope: u64,
 }
 
-/// Calls `read` for each process of `scope`, skipping those that exited.
+/// Calls `read` for each process of `scope` (given its `stat`), skipping those that
+/// exited.
 pub fn read_per_process<T>(
     scope: &ResolvedScope,
     problems: &mut ReadProblems,
-    mut read: impl FnMut(u32) -> Result<Option<T>, ReadError>,
+    mut read: impl FnMut(&ProcessStat) -> Result<Option<T>, ReadError>,
 ) -> PerProcess<T> {
     let mut values = Vec::with_capacity(scope.processes.len());
     let mut missing = 0;
@@ -35,7 +37,7 @@ pub fn read_per_process<T>(
             pid: process.pid,
             start_ticks: process.start_ticks,
         };
-        match read(process.pid) {
+        match read(process) {
             Ok(Some(value)) => values.push((identity, value)),
             Ok(None) => missing += 1,
             // A zombie answers ESRCH for what it no longer has (an address space): it
@@ -59,10 +61,7 @@ pub fn read_per_process<T>(
 }
 
 /// Derives a value from each process's `stat`, already read by scope resolution.
-pub fn from_stats<T>(
-    scope: &ResolvedScope,
-    value: impl Fn(&crate::platform::os::process_stat::ProcessStat) -> T,
-) -> PerProcess<T> {
+pub fn from_stats<T>(scope: &ResolvedScope, value: impl Fn(&ProcessStat) -> T) -> PerProcess<T> {
     PerProcess {
         values: scope
             .processes

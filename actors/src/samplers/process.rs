@@ -43,8 +43,9 @@ impl ProcessSampler {
         let threads = from_stats(scope, |p| p.thread_count);
         let (thread_count, thread_supplied) = threads.sum(|count| Some(*count));
         let (root, source) = (&self.root, self.fd_counts);
-        let descriptors =
-            read_per_process(scope, &mut problems, |pid| read_fd_count(root, pid, source));
+        let descriptors = read_per_process(scope, &mut problems, |process| {
+            read_fd_count(root, process.pid, source)
+        });
         let (descriptor_count, descriptor_supplied) = descriptors.sum(|count| Some(*count));
         let descendant_count = match scope.target {
             ScopeTarget::Global => None,
