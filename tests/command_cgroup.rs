@@ -35,15 +35,20 @@ fn gauge_values(dir: &Path, name: &str) -> Vec<f64> {
         .collect()
 }
 
-/// One run at a time: a test looks for groups left behind under the same parent.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// A run of `wattline run`: its ATOF folder, its stderr and its pid (which names the
+/// group it makes, `wattline-run-PID`).
+struct Run {
+    atof: tempfile::TempDir,
+    stderr: String,
+    pid: u32,
+}
 
 /// Runs `script` under `wattline run` in process-tree scope, polling every 100 ms,
-/// with `extra` flags; returns the ATOF folder and stderr.
-fn run(script: &str, extra: &[&str]) -> (tempfile::TempDir, String) {
+/// with `extra` flags.
+fn run(script: &str, extra: &[&str]) -> Run {
     let home = tempfile::tempdir().unwrap();
     let atof = tempfile::tempdir().unwrap();
-    let output = wattline(home.path())
+    let child = wattline(home.path())
         .args([
             "run",
             "--quiet",
@@ -56,11 +61,15 @@ fn run(script: &str, extra: &[&str]) -> (tempfile::TempDir, String) {
         .arg("--atof")
         .arg(atof.path())
         .args(["--", "sh", "-c", script])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{stderr}");
-    (atof, stderr)
+    Run { atof, stderr, pid }
 }
 
 /// A grandchild that daemonises: its parent exits at once, so it is re-parented away
@@ -69,10 +78,7 @@ const DAEMONISING: &str = "( sleep 0.5 & ) ; sleep 0.9";
 
 #[test]
 fn the_command_gets_its_own_group_its_fields_and_its_daemonised_child() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let (atof, stderr) = run(DAEMONISING, &[]);
+    let Run { atof, stderr, pid } = run(DAEMONISING, &[]);
     assert!(!stderr.contains("left in place"), "{stderr}");
     // The group's counters describe the command: non-null under run.
     assert!(
@@ -90,27 +96,24 @@ fn the_command_gets_its_own_group_its_fields_and_its_daemonised_child() {
         3.0,
         "{counts:?}"
     );
-    // Removed at exit: no group of this run is left under wattline's own, in any
-    // hierarchy (v1 controllers, the unified one), whichever this machine mounts.
+    // Removed at exit: this run's group is left under wattline's own in no hierarchy
+    // (v1 controllers, the unified one), whichever this machine mounts. Only this
+    // run's name is looked for: another wattline on the machine may hold its own.
     let folders = support::own_cgroup_folders();
     assert!(
         !folders.is_empty(),
         "no cgroup hierarchy found for this test"
     );
     for dir in folders {
-        let leftovers: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("wattline-run-"))
-            .map(|e| e.path())
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
+        assert!(dir.is_dir(), "{}", dir.display());
+        let group = dir.join(format!("wattline-run-{pid}"));
+        assert!(!group.exists(), "{} left behind", group.display());
     }
 }
 
 #[test]
 fn without_its_own_group_the_fields_are_null_and_the_daemon_is_lost() {
-    let (atof, _) = run(DAEMONISING, &["--no-cgroup"]);
+    let Run { atof, .. } = run(DAEMONISING, &["--no-cgroup"]);
     assert!(gauge_values(atof.path(), "cpu.throttled_time").is_empty());
     let counts = gauge_values(atof.path(), "process.active_count");
     assert_eq!(
@@ -122,10 +125,7 @@ fn without_its_own_group_the_fields_are_null_and_the_daemon_is_lost() {
 
 #[test]
 fn a_daemon_that_outlives_the_command_keeps_its_group_and_it_is_said() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let (_, stderr) = run("( sleep 1.5 & ) ; sleep 0.3", &[]);
+    let Run { stderr, .. } = run("( sleep 1.5 & ) ; sleep 0.3", &[]);
     assert!(stderr.contains("left in place"), "{stderr}");
     // Tidy up once the daemon is gone: the groups named are empty then.
     std::thread::sleep(std::time::Duration::from_millis(1500));
