@@ -209,6 +209,7 @@ impl PipelineBuilder {
         let smi_interval = config.energy.as_ref().map_or(Duration::from_secs(5), |e| {
             Duration::from_millis(e.config.interval_millis)
         });
+        let smi_interval = nvidia_smi_interval(smi_interval);
         let gpu_source = self
             .gpu_source
             .unwrap_or_else(|| default_gpu_sources(smi_interval));
@@ -460,6 +461,21 @@ async fn start_workers(
         tracing::warn!("worker plugins need Unix sockets: none started on this OS");
     }
     None
+}
+
+/// How often `nvidia-smi`'s full query runs for a polling `interval`: as often, but no
+/// more often than `nvidia_smi_collector::MIN_PIPELINE_INTERVAL` (polls in between
+/// reuse its last answer).
+fn nvidia_smi_interval(interval: Duration) -> Duration {
+    use wattline_actors::gpu::nvidia_smi_collector::MIN_PIPELINE_INTERVAL;
+    if interval < MIN_PIPELINE_INTERVAL {
+        tracing::debug!(
+            asked_ms = interval.as_millis() as u64,
+            "nvidia-smi's full query runs every {} ms at most",
+            MIN_PIPELINE_INTERVAL.as_millis()
+        );
+    }
+    interval.max(MIN_PIPELINE_INTERVAL)
 }
 
 /// NVML when it loads, else `nvidia-smi` when present, plus DRM devices.

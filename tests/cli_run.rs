@@ -142,18 +142,12 @@ fn a_missing_command_is_a_clear_error() {
 fn run_measures_gpu_energy_through_nvidia_smi() {
     let home = tempfile::tempdir().unwrap();
     let (_bin, path) = support::path_with_stand_in_nvidia_smi();
-    let output = wattline(home.path())
-        .env("PATH", path)
-        .env("GENAI_GPU_COLLECTION_INTERVAL", "0.2")
-        .args(["run", "--quiet", "--report", "json", "--", "sleep", "1.2"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let report = support::json_stdout(
+        wattline(home.path())
+            .env("PATH", path)
+            .env("GENAI_GPU_COLLECTION_INTERVAL", "0.2")
+            .args(["run", "--quiet", "--report", "json", "--", "sleep", "1.2"]),
     );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["gpu_source"], "nvidia-smi");
     let device = &report["devices"][0];
     assert_eq!(
@@ -175,6 +169,37 @@ fn run_measures_gpu_energy_through_nvidia_smi() {
         "{device}"
     );
     assert_eq!(report["total"]["gpu_energy_kwh"], device["energy_kwh"]);
+}
+
+#[test]
+fn nvidia_smi_runs_no_more_often_than_every_half_second_whatever_the_polls() {
+    let home = tempfile::tempdir().unwrap();
+    // The stand-in logs every run but its power loop.
+    let script = support::FAKE_NVIDIA_SMI.replacen(
+        "case \"$*\" in",
+        "case \"$*\" in *--loop-ms=*) ;; *) echo \"$*\" >> \"$(dirname \"$0\")/runs\";; esac\ncase \"$*\" in",
+        1,
+    );
+    let (bin, path) = support::path_with_nvidia_smi(&script);
+    let report = support::json_stdout(
+        wattline(home.path())
+            .env("PATH", path)
+            .env("GENAI_GPU_COLLECTION_INTERVAL", "0.1")
+            .args(["run", "--quiet", "--report", "json", "--", "sleep", "3"]),
+    );
+    assert_eq!(report["gpu_source"], "nvidia-smi");
+    let runs = std::fs::read_to_string(bin.path().join("runs")).unwrap();
+    let full = runs
+        .lines()
+        .filter(|line| line.starts_with("--query-gpu="))
+        .count();
+    // 3 s at one full query per 500 ms is 6; add the first answer, the window's two
+    // edges and a second of start and stop. At the polls' 100 ms it would be 30 or more.
+    assert!((5..=12).contains(&full), "{full} full queries:\n{runs}");
+    // The energy still comes from the power loop, at its own 100 ms.
+    let device = &report["devices"][0];
+    assert_eq!(device["energy_source"], "dense_trapezoid", "{device}");
+    assert!(device["readings"].as_u64().unwrap() >= 20, "{device}");
 }
 
 #[test]

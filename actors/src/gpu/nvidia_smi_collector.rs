@@ -41,6 +41,13 @@ use super::{
 
 /// Default time between two runs of the tool.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
+/// The shortest interval a pipeline gives the collector, whatever its polling
+/// interval. Each run starts the tool afresh, an NVML initialisation each time: on an
+/// H200 (driver 580.159), wattline's full and process queries every 100 ms froze every
+/// NVML client's power and utilisation figures for seconds at a time, its own loop's
+/// too, while every 250 ms and 500 ms they did not. The energy integral's dense power
+/// comes from the tool's own loop, not from these runs.
+pub const MIN_PIPELINE_INTERVAL: Duration = Duration::from_millis(500);
 /// Default limit for one run of the tool.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Failures in a row after which collection stops.
