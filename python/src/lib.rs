@@ -46,7 +46,12 @@ pub(crate) fn config_error(error: impl std::fmt::Display) -> PyErr {
 /// child gets a runtime of its own: the parent's threads do not survive the fork, and
 /// a future given to the parent's runtime there would wait for ever. The parent's is
 /// left as it is in the child (dropping it would wait for threads that are not there).
-pub(crate) fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+///
+/// It takes the GIL's token: the lock below is only ever held with the GIL, and
+/// `os.fork` holds the GIL too, so no thread holds the lock when a child is forked and
+/// the child's first call cannot wait for ever on it (`test_a_fork_while_another_
+/// thread_calls_in_leaves_the_child_free`).
+pub(crate) fn runtime(_gil: Python<'_>) -> PyResult<&'static tokio::runtime::Runtime> {
     static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
     let mut current = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
     // Cached, no system call: this is asked on every scope's start and end.
@@ -72,7 +77,7 @@ pub(crate) fn block_on<T: Send>(
     py: Python<'_>,
     future: impl std::future::Future<Output = T> + Send,
 ) -> PyResult<T> {
-    let runtime = runtime()?;
+    let runtime = runtime(py)?;
     Ok(py.detach(|| runtime.block_on(future)))
 }
 

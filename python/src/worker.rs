@@ -360,7 +360,7 @@ pub fn serve_plugin(py: Python<'_>, adapter: Py<PyAny>) -> PyResult<()> {
         plugin_id,
         allows_multiple_components,
     };
-    let runtime = runtime()?;
+    let runtime = runtime(py)?;
     py.detach(|| runtime.block_on(wattline_worker::serve_plugin(plugin)))
         .map_err(wattline_error)
 }

@@ -253,6 +253,63 @@ def test_a_forked_child_starts_and_uses_a_pipeline_of_its_own(quiet_home):
     assert os.waitstatus_to_exitcode(status) == 0
 
 
+def test_a_fork_while_another_thread_calls_in_leaves_the_child_free(quiet_home, monkeypatch):
+    """Forking while another thread is inside a native call (a DataLoader forking its
+    workers while agent steps run): the child's first call must not wait for a lock the
+    parent's thread held at the fork. Each call here goes through the runtime and fails
+    at once (no host endpoint), so the parent's thread is in and out of it all the time.
+    """
+    from wattline import _native
+
+    for name in [name for name in os.environ if name.startswith("WATTLINE_HOST_")]:
+        monkeypatch.delenv(name)
+
+    def call_in() -> None:
+        try:
+            _native.host_start_scope("step")
+        except _native.WattlineError:
+            pass
+
+    stop = threading.Event()
+
+    def keep_calling() -> None:
+        while not stop.is_set():
+            call_in()
+
+    caller = threading.Thread(target=keep_calling)
+    caller.start()
+    children = []
+    try:
+        for _ in range(60):
+            child = os.fork()
+            if child == 0:  # the child: its exit status is the verdict
+                code = 1
+                try:
+                    call_in()
+                    code = 0
+                finally:
+                    os._exit(code)
+            children.append(child)
+    finally:
+        stop.set()
+        caller.join()
+    deadline = time.monotonic() + 30
+    stuck = []
+    for child in children:
+        while True:
+            done, status = os.waitpid(child, os.WNOHANG)
+            if done:
+                assert os.waitstatus_to_exitcode(status) == 0
+                break
+            if time.monotonic() > deadline:
+                os.kill(child, 9)
+                os.waitpid(child, 0)
+                stuck.append(child)
+                break
+            time.sleep(0.01)
+    assert not stuck, f"{len(stuck)} of {len(children)} children never returned from their call"
+
+
 async def test_a_snapshot_is_handed_over_without_the_gil(quiet_home):
     """The runtime thread that finishes a collection leaves it for the loop without
     taking the GIL: it is waiting though this thread never lets the GIL go."""
