@@ -353,12 +353,6 @@ pub struct Run {
     pub wattline_pid: u32,
 }
 
-impl Run {
-    pub fn seconds(&self) -> f64 {
-        self.end - self.start
-    }
-}
-
 /// Builds `tests/fixtures/stamp_edges.c` into `folder`: a command whose first and last
 /// acts print the wall clock.
 fn build_edge_stamper(folder: &Path) -> PathBuf {
