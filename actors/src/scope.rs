@@ -22,6 +22,16 @@ pub struct ProcessIdentity {
     pub start_ticks: u64,
 }
 
+impl ProcessIdentity {
+    /// The identity of the process `stat` describes.
+    pub fn of(stat: &ProcessStat) -> Self {
+        ProcessIdentity {
+            pid: stat.pid,
+            start_ticks: stat.start_ticks,
+        }
+    }
+}
+
 /// What to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScopeTarget {

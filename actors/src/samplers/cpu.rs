@@ -181,10 +181,7 @@ fn process_ticks(processes: &[ProcessStat]) -> HashMap<ProcessIdentity, u64> {
         .iter()
         .map(|p| {
             (
-                ProcessIdentity {
-                    pid: p.pid,
-                    start_ticks: p.start_ticks,
-                },
+                ProcessIdentity::of(p),
                 p.user_ticks.saturating_add(p.system_ticks),
             )
         })

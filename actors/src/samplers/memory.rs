@@ -138,10 +138,7 @@ impl MemorySampler {
         let mut last_private = std::mem::take(&mut self.last_private);
         let mut this_tick = HashMap::with_capacity(processes);
         let private = read_per_process(scope, problems, |process| {
-            let identity = ProcessIdentity {
-                pid: process.pid,
-                start_ticks: process.start_ticks,
-            };
+            let identity = ProcessIdentity::of(process);
             // A zombie has no address space left: it is read (and lacks the figure).
             if let Some(last) = last_private.remove(&identity)
                 && !process.is_zombie()
@@ -154,15 +151,12 @@ impl MemorySampler {
             let bytes = read_smaps_rollup(root, process.pid, buffer)?.map(|r| r.private_bytes());
             if let Some(bytes) = bytes {
                 let read_cost = started.elapsed();
-                let read_at = taken_at;
-                this_tick.insert(
-                    identity,
-                    PrivateReading {
-                        bytes,
-                        read_at,
-                        read_cost,
-                    },
-                );
+                let reading = PrivateReading {
+                    bytes,
+                    read_at: taken_at,
+                    read_cost,
+                };
+                this_tick.insert(identity, reading);
             }
             Ok(bytes)
         });

@@ -33,12 +33,8 @@ pub fn read_per_process<T>(
     let mut values = Vec::with_capacity(scope.processes.len());
     let mut missing = 0;
     for process in &scope.processes {
-        let identity = ProcessIdentity {
-            pid: process.pid,
-            start_ticks: process.start_ticks,
-        };
         match read(process) {
-            Ok(Some(value)) => values.push((identity, value)),
+            Ok(Some(value)) => values.push((ProcessIdentity::of(process), value)),
             Ok(None) => missing += 1,
             // A zombie answers ESRCH for what it no longer has (an address space): it
             // is listed and sampled, and lacks the counter, which no read failure is.
@@ -66,13 +62,7 @@ pub fn from_stats<T>(scope: &ResolvedScope, value: impl Fn(&ProcessStat) -> T) -
         values: scope
             .processes
             .iter()
-            .map(|process| {
-                let identity = ProcessIdentity {
-                    pid: process.pid,
-                    start_ticks: process.start_ticks,
-                };
-                (identity, value(process))
-            })
+            .map(|process| (ProcessIdentity::of(process), value(process)))
             .collect(),
         missing: 0,
         all_or_nothing: !matches!(scope.target, ScopeTarget::Global),
