@@ -232,4 +232,32 @@ fn main() {
         );
     }
     reap(children);
+    if !tree_only {
+        smaps_rollup_by_resident_memory(rounds);
+    }
+}
+
+/// What `private` costs as a process grows: this process's `smaps_rollup` read, as
+/// is and with 1 GiB and 2 GiB more resident in 4 KiB pages (the page walk the
+/// `memory.private_max_cpu_share` budget bounds).
+fn smaps_rollup_by_resident_memory(rounds: usize) {
+    let read_ms = || {
+        let times: Vec<f64> = (0..rounds.min(20))
+            .map(|_| {
+                let start = std::time::Instant::now();
+                std::hint::black_box(std::fs::read("/proc/self/smaps_rollup").ok());
+                start.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        median(times)
+    };
+    println!("\n/proc/self/smaps_rollup read, wall ms (median)");
+    println!("  as is            {:8.2}", read_ms());
+    let mut held = Vec::new();
+    for gib in 1..=2 {
+        // Written, so every page is resident.
+        held.push(vec![1_u8; 1 << 30]);
+        println!("  {gib} GiB more       {:8.2}", read_ms());
+    }
+    drop(held);
 }
