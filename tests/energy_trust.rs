@@ -69,10 +69,14 @@ fn start_gap_seconds(source: Source) -> f64 {
 /// the command's life too. Under CI's load it was 26 ms once, which at 1 s the
 /// coverage bound alone (15 ms) refused.
 fn life_start(run: &Run) -> f64 {
-    let at =
-        chrono::DateTime::parse_from_rfc3339(run.report["started_at"].as_str().unwrap()).unwrap();
-    let opened = at.timestamp() as f64 + f64::from(at.timestamp_subsec_nanos()) / 1e9 - run.start;
+    let opened = unix_seconds(&run.report, "started_at") - run.start;
     run.start + opened.clamp(-OPENED_BEFORE_SECONDS, 0.0)
+}
+
+/// The report's RFC 3339 instant `name`, Unix seconds.
+fn unix_seconds(report: &serde_json::Value, name: &str) -> f64 {
+    let at = chrono::DateTime::parse_from_rfc3339(report[name].as_str().unwrap()).unwrap();
+    at.timestamp() as f64 + f64::from(at.timestamp_subsec_nanos()) / 1e9
 }
 
 /// Checks every device's energy against the trace's integral over the command's
@@ -86,11 +90,10 @@ fn check(gpu: &Gpu, run: &Run, method: &str) {
         Source::NvidiaSmi => "nvidia-smi",
     };
     assert_eq!(report["gpu_source"], source, "{report}");
-    let edge = |name: &str| {
-        let at = chrono::DateTime::parse_from_rfc3339(report[name].as_str().unwrap()).unwrap();
-        at.timestamp() as f64 + f64::from(at.timestamp_subsec_nanos()) / 1e9
-    };
-    let (opened, closed) = (edge("started_at") - run.start, edge("ended_at") - run.end);
+    let (opened, closed) = (
+        unix_seconds(report, "started_at") - run.start,
+        unix_seconds(report, "ended_at") - run.end,
+    );
     eprintln!(
         "window edges: opened {:+.3} ms from the first stamp, closed {:+.3} ms from the last",
         opened * 1e3,
