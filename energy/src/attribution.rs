@@ -6,9 +6,14 @@
 //! part. Within one interval (cut at every scope boundary inside it, so the live set
 //! is fixed in each piece) the energy divides:
 //!
-//! 1. by process first, where the interval carries process shares: a process's share
-//!    goes to the scopes that process opened; a share whose process has no live scope,
-//!    and the part no process claimed (idle power, other users), is unattributed;
+//! 1. by process first, where the interval carries process shares naming at least one
+//!    process: a process's share goes to the scopes that process opened; a share whose
+//!    process has no live scope, and the part the named processes leave (idle power,
+//!    other users), is unattributed. Shares naming no process say nothing about who
+//!    used the device (the driver lists none when none runs, and also when the ones
+//!    that run are out of its sight: a container's own PID namespace), so the interval
+//!    divides as if none were read: a step is never left with nothing because the
+//!    driver saw no one;
 //! 2. then among the receiving live *innermost* scopes (live scopes with no live
 //!    child), in proportion to each scope's weight (1 unless the caller gave one).
 //!
@@ -108,6 +113,7 @@ pub fn divide(
     cuts.sort_unstable();
     cuts.dedup();
     let position: HashMap<Uuid, usize> = relevant.iter().map(|&i| (claimants[i].uuid, i)).collect();
+    // Shares naming no process carry no division (see the module).
     let shares = shares.filter(|shares| !shares.is_empty());
     // A claimant is live throughout the stretches from the cut at its start to the cut
     // at its end: a sweep over the cuts keeps the live set (by position, as the
@@ -262,6 +268,27 @@ mod tests {
         assert!((division.own[0] - 50.0).abs() < 1e-9);
         assert!((division.own[1] - 20.0).abs() < 1e-9);
         assert!((division.unattributed - 30.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn shares_naming_no_process_divide_as_if_none_were_read() {
+        // 0..2 s, A (process 1) live throughout, B (process 2) 1..2 s, weight 3.
+        let mut heavy = scope(2, S, 2 * S);
+        heavy.process_id = Some(2);
+        heavy.weight = 3.0;
+        let claimants = [scope(1, 0, 2 * S), heavy];
+        let empty = BTreeMap::new();
+        let division = divide(0, 2 * S, flat, &claimants, Some(&empty));
+        // As without shares: A alone 100 J, then 1:3 of 100 J.
+        assert!((division.own[0] - 125.0).abs() < 1e-9, "{division:?}");
+        assert!((division.own[1] - 75.0).abs() < 1e-9, "{division:?}");
+        assert_eq!(division.unattributed, 0.0);
+        assert_eq!(division, divide(0, 2 * S, flat, &claimants, None));
+        // One process named, even at a share of 0, and the rest is unattributed.
+        let named = BTreeMap::from([(3, 0.0)]);
+        let division = divide(0, 2 * S, flat, &claimants, Some(&named));
+        assert_eq!(division.own, vec![0.0, 0.0]);
+        assert!((division.unattributed - 200.0).abs() < 1e-9);
     }
 
     #[test]

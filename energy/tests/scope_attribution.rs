@@ -254,6 +254,37 @@ fn process_shares_go_to_that_process_scopes_and_the_rest_is_unattributed() {
 }
 
 #[test]
+fn a_reading_that_names_no_process_divides_as_if_none_were_read() {
+    // The driver named no process (idle, or processes out of its sight): the host
+    // step (weight 1) and the remote one (weight 3), both live 0–2 s, share 200 J
+    // 1:3, exactly as with no shares read; the device's processes hold none of it.
+    let mut remote = Step::new(2, 0.0, 2.0);
+    remote.process_id = Some(REMOTE);
+    remote.weight = Some(3.0);
+    let steps = [Step::new(1, 0.0, 2.0), remote];
+    let named_none = report(&schedule(&steps, flat_gpu(2.0, Some(&[]))), at(2.0));
+    assert_close(attributed_gpu_joules(&named_none, 1), 50.0);
+    assert_close(attributed_gpu_joules(&named_none, 2), 150.0);
+    assert_close(joules(named_none.domains[0].unattributed_kwh), 0.0);
+    assert!(
+        named_none.processes.is_empty(),
+        "{:?}",
+        named_none.processes
+    );
+    assert_close(joules(named_none.devices[0].attributed_kwh), 0.0);
+    assert_close(joules(named_none.devices[0].unattributed_kwh), 200.0);
+    let none_read = report(&schedule(&steps, flat_gpu(2.0, None)), at(2.0));
+    assert_eq!(named_none.agent_scopes, none_read.agent_scopes);
+    // One process named, even one with no step, and the rest is unattributed.
+    let other = report(
+        &schedule(&steps, flat_gpu(2.0, Some(&[(99, 0.25)]))),
+        at(2.0),
+    );
+    assert_close(attributed_gpu_joules(&other, 1), 0.0);
+    assert_close(joules(other.domains[0].unattributed_kwh), 200.0);
+}
+
+#[test]
 fn a_report_before_the_newest_reading_leaves_out_what_lies_after_it() {
     // Readings at 0 and 4 s (100 W); report as of 2 s: 200 J, of which the step
     // (1–3 s) holds 1–2 s.
@@ -523,8 +554,14 @@ fn case() -> impl Strategy<Value = Case> {
     let reading = (
         1u64..1_500,                             // ms since the previous reading
         prop::option::weighted(0.9, 0.0..700.0), // watts, or a failed read
-        prop::option::of((0.0..0.6, 0.0..0.4)),  // host and remote shares
-        0u64..2_000_000,                         // RAPL µJ since the previous one
+        // Host and remote shares, none read, or a reading that names no process.
+        prop_oneof![
+            Just(None),
+            Just(Some(Vec::new())),
+            (0.0..0.6, 0.0..0.4)
+                .prop_map(|(host, remote)| Some(vec![(HOST, host), (REMOTE, remote)])),
+        ],
+        0u64..2_000_000, // RAPL µJ since the previous one
     );
     let scope = (
         0.0..1.0f64,                           // start, as a fraction of the run
@@ -547,7 +584,6 @@ fn case() -> impl Strategy<Value = Case> {
             for (step_ms, watts, shares, rapl_step) in readings {
                 now += step_ms * 1_000_000;
                 micro += rapl_step;
-                let shares = shares.map(|(host, remote)| vec![(HOST, host), (REMOTE, remote)]);
                 records.push(gpu(now, watts, shares.as_deref()));
                 records.push(rapl(now, micro));
             }

@@ -58,7 +58,9 @@ impl ShareBasis {
 /// How a device's energy divides between processes, as of one reading.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcessShares {
-    /// What the shares are shares of; `None` when no process used the device.
+    /// What the shares are shares of; `None` when the driver named no process (none
+    /// ran, or none it could see: Agent scopes then divide the energy as if no shares
+    /// were read).
     pub basis: Option<ShareBasis>,
     /// Process ID to its fraction of the device's energy; fractions sum to at most 1,
     /// the rest is unattributed.

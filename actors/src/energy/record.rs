@@ -60,7 +60,9 @@ pub fn process_shares(sample: &GpuSample, device: &str) -> Option<ProcessShares>
         .filter(|process| process.device_identifier == device)
         .collect();
     if processes.is_empty() {
-        // Asked, and no process uses the device: all of it stays unattributed.
+        // Asked, and the driver named no process: the device's per-process figures
+        // hold none of it, and Agent scopes divide it as if no shares were read (the
+        // driver names none when none runs, and also when it cannot see them).
         return Some(ProcessShares {
             basis: None,
             processes: BTreeMap::new(),
