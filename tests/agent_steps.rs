@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use support::wattline;
 
@@ -44,23 +44,10 @@ fn run_agent_step(extra: &[&str]) -> Run {
     let report = serde_json::from_str(&stdout[report_start..]).unwrap();
     Run {
         report,
-        events: atof_events(&atof),
+        events: support::atof_events(&atof),
         stdout,
         stderr,
     }
-}
-
-fn atof_events(directory: &Path) -> Vec<serde_json::Value> {
-    let file = std::fs::read_dir(directory)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
-        .expect("an ATOF file");
-    std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
 }
 
 fn scope_events<'a>(events: &'a [serde_json::Value], name: &str) -> Vec<&'a serde_json::Value> {

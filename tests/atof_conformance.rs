@@ -53,19 +53,6 @@ fn units_toml(units: &Value) -> String {
     out
 }
 
-fn jsonl(directory: &Path) -> Vec<Value> {
-    let file = std::fs::read_dir(directory)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| path.extension().is_some_and(|e| e == "jsonl"))
-        .expect("an event file");
-    std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
-}
-
 /// Both files, written while measuring the same Python process tree.
 async fn both_files(python: &str, units: Option<&str>) -> (Vec<Value>, Vec<Value>) {
     let theirs = tempfile::tempdir().unwrap();
@@ -124,7 +111,10 @@ async fn both_files(python: &str, units: Option<&str>) -> (Vec<Value>, Vec<Value
     pipeline.shutdown().await.unwrap();
     // Judged by its file: the reference sometimes crashes on exit after writing.
     let _ = child.wait();
-    (jsonl(theirs.path()), jsonl(ours.path()))
+    (
+        support::atof_events(theirs.path()),
+        support::atof_events(ours.path()),
+    )
 }
 
 /// Every resource measurement's name with the signatures (value type, unit, kind and

@@ -49,15 +49,6 @@ fn planner(report: &Value) -> &Value {
     planners[0]
 }
 
-fn row<'a>(comparison: &'a Value, part: &str, name: &str) -> &'a Value {
-    comparison["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["part"] == part && row["name"] == name)
-        .unwrap_or_else(|| panic!("no {part} row {name}: {comparison:#}"))
-}
-
 fn number(value: &Value) -> f64 {
     value
         .as_f64()
@@ -106,7 +97,7 @@ fn two_runs_at_different_power_compare_by_part_and_gate_on_growth() {
     let comparison: Value = serde_json::from_slice(&output.stdout).unwrap();
 
     // The run: each side is its report's total, and the change their difference.
-    let run = row(&comparison, "run", "run");
+    let run = support::comparison_row(&comparison, "run", "run");
     let (base_kwh, new_kwh) = (
         number(&base_report["total"]["energy_kwh"]),
         number(&new_report["total"]["energy_kwh"]),
@@ -122,7 +113,7 @@ fn two_runs_at_different_power_compare_by_part_and_gate_on_growth() {
 
     // The planner step: its attributed energy in each run, and it is the stand-in's
     // power times the step's length (the only step, on a constant-power device).
-    let step = row(&comparison, "agent_scope", "planner");
+    let step = support::comparison_row(&comparison, "agent_scope", "planner");
     assert_eq!(
         (step["base_count"].as_u64(), step["new_count"].as_u64()),
         (Some(1), Some(1))
@@ -142,12 +133,12 @@ fn two_runs_at_different_power_compare_by_part_and_gate_on_growth() {
         );
     }
     // The device matched by its identifier, the GPU domain by name.
-    row(
+    support::comparison_row(
         &comparison,
         "device",
         "GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c",
     );
-    row(&comparison, "domain", "gpu");
+    support::comparison_row(&comparison, "domain", "gpu");
 
     // Three times the power: energy grew about 200%, so a 150% gate fails and names
     // what grew, and a 500% gate passes.

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod concurrent_steps;
 pub mod power_trace;
 
 use std::sync::Arc;
@@ -127,6 +128,34 @@ pub fn succeeded(command: &mut std::process::Command) -> std::process::Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
+}
+
+/// Every line, parsed, of the one plain event file (`*.jsonl`) in `directory`.
+pub fn atof_events(directory: &std::path::Path) -> Vec<serde_json::Value> {
+    let file = std::fs::read_dir(directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .expect("an event file");
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The row of `wattline compare --report json`'s `comparison` for `part` `name`.
+pub fn comparison_row<'a>(
+    comparison: &'a serde_json::Value,
+    part: &str,
+    name: &str,
+) -> &'a serde_json::Value {
+    comparison["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["part"] == part && row["name"] == name)
+        .unwrap_or_else(|| panic!("no {part} row {name}: {comparison:#}"))
 }
 
 /// The ATOF file a short `wattline run --atof` (of `sleep 0.2`) writes under `home`.
