@@ -402,6 +402,12 @@ export interface GpuSource {
 export function setGpuSource(factory: (() => GpuSource | undefined) | undefined): void;
 export function agentScope(name: string, options?: ScopeOptions): Promise<AgentScope>;
 export function defaultPipelineReport(): Promise<EnergyReport | null>;
+/**
+ * The report rebuilt from an event file written with `atofDir` (or by `wattline run
+ * --atof`): plain, zstd-compressed or any part of a rotated set, as `wattline report
+ * FILE` rebuilds it.
+ */
+export function reportFromAtof(path: string): Promise<EnergyReport>;
 export function underWattlineRun(): boolean;
 export function toCamel(name: string): string;
 export function toSnake(name: string): string;

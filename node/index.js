@@ -442,6 +442,17 @@ async function defaultPipelineReport() {
   return pipeline.shutdown();
 }
 
+/**
+ * The report rebuilt from an event file written with `atofDir` (or by `wattline run
+ * --atof`): plain, zstd-compressed, or any part of a rotated set, as `wattline report
+ * FILE` rebuilds it. Rejects with a `WattlineError` naming the file and line when it
+ * cannot be read.
+ */
+async function reportFromAtof(path) {
+  if (typeof path !== 'string') throw new TypeError('reportFromAtof(path): path must be a string');
+  return reportOf(await call(native.reportFromAtofJson(path)));
+}
+
 // --- the reference's shape: collectResourceMetrics(), flushTelemetry(), plugin ------
 
 /** The active plugin host (`require('wattline/plugin').initialize`), if any. */
@@ -496,6 +507,7 @@ module.exports = {
   collectResourceMetrics,
   defaultPipelineReport,
   flushTelemetry,
+  reportFromAtof,
   setGpuSource,
   toCamel,
   toSnake,

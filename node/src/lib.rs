@@ -239,6 +239,34 @@ pub fn encode_json(json: String) -> Result<String> {
     to_tagged_json(&value)
 }
 
+/// Reads an ATOF event file into its report on libuv's thread pool (a long file is
+/// seconds of reading, which the event loop must not wait on).
+pub struct ReadReport {
+    path: String,
+}
+
+impl Task for ReadReport {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        let report = wattline::report_from_atof(self.path.as_ref())
+            .map_err(|error| failure("WATTLINE_ERROR", error.to_string()))?;
+        to_tagged_json(report)
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
+}
+
+/// The report rebuilt from an ATOF event file (plain, zstd or any part of a rotated
+/// set), as `wattline report FILE` rebuilds it, as tagged JSON.
+#[napi(ts_return_type = "Promise<string>")]
+pub fn report_from_atof_json(path: String) -> AsyncTask<ReadReport> {
+    AsyncTask::new(ReadReport { path })
+}
+
 /// The CLI's table for a report given as JSON (tags removed by the caller).
 #[napi]
 pub fn report_table(report_json: String) -> Result<String> {

@@ -258,6 +258,16 @@ fn report_table(report_json: &str) -> PyResult<String> {
     Ok(wattline::report::render_table(&report))
 }
 
+/// The report rebuilt from an ATOF event file (plain, zstd or any part of a rotated
+/// set), as `wattline report FILE` rebuilds it, as JSON. Read without the GIL.
+#[pyfunction]
+fn report_json_from_atof(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+    let report = py
+        .detach(|| wattline::report_from_atof(&path))
+        .map_err(|error| wattline_error(error.to_string()))?;
+    json(report)
+}
+
 /// Starts an Agent scope in the pipeline of `wattline run` over its host endpoint
 /// (`WATTLINE_HOST_*`); the scope id.
 #[cfg(unix)]
@@ -295,6 +305,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("ConfigError", module.py().get_type::<ConfigError>())?;
     module.add("EXIT_GRACE_SECONDS", EXIT_GRACE.as_secs_f64())?;
     module.add_function(wrap_pyfunction!(report_table, module)?)?;
+    module.add_function(wrap_pyfunction!(report_json_from_atof, module)?)?;
     #[cfg(unix)]
     {
         module.add_function(wrap_pyfunction!(host_start_scope, module)?)?;

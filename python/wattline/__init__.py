@@ -27,7 +27,7 @@ from ._pipeline import (
     measure,
     under_wattline_run,
 )
-from ._report import EnergyReport, Record
+from ._report import EnergyReport, Record, report_from_atof
 
 __all__ = [
     *_model_names,
@@ -45,6 +45,7 @@ __all__ = [
     "default_pipeline_report",
     "measure",
     "plugin",
+    "report_from_atof",
     "resource_metrics",
     "set_gpu_source",
     "under_wattline_run",

@@ -5,12 +5,14 @@ JSON itself and ``str()`` for the CLI's table."""
 from __future__ import annotations
 
 import datetime as _datetime
-from typing import Any, Dict, Iterator, Mapping
+import json
+import os
+from typing import Any, Dict, Iterator, Mapping, Union
 
 from . import _native
 from ._model import parse_timestamp
 
-__all__ = ["EnergyReport", "Record"]
+__all__ = ["EnergyReport", "Record", "report_from_atof"]
 
 _TIMESTAMP_FIELDS = frozenset({"started_at", "ended_at"})
 
@@ -76,8 +78,9 @@ def _unwrap(value: Any) -> Any:
 
 class EnergyReport(Record):
     """What a run cost: ``total`` (``energy_kwh``, ``gpu_energy_kwh``, ``cost``,
-    ``co2_grams`` …), ``devices``, ``domains``, ``cpu_zones``, ``agent_scopes`` (never
-    add these up: scopes overlap), ``processes``, the factors used (``cost_per_kwh``,
+    ``co2_grams`` …), ``devices``, ``domains``, ``cpu_zones``, ``agent_scopes`` (each
+    step's window figures, ``energy_kwh`` …, overlap and never add up; its attributed
+    ones, ``attributed_energy_kwh`` …, do), ``processes``, the factors used (``cost_per_kwh``,
     ``carbon_intensity``, ``pue``, each with its ``origin``), ``diagnostics`` and more,
     exactly the fields of the JSON report."""
 
@@ -87,6 +90,12 @@ class EnergyReport(Record):
     ended_at: _datetime.datetime
 
     def __str__(self) -> str:
-        import json
-
         return _native.report_table(json.dumps(self._data))
+
+
+def report_from_atof(path: Union[str, "os.PathLike[str]"]) -> EnergyReport:
+    """The report rebuilt from an event file written with ``atof_dir`` (or by
+    ``wattline run --atof``): plain, zstd-compressed, or any part of a rotated set, as
+    ``wattline report FILE`` rebuilds it. Raises ``WattlineError`` naming the file and
+    line when it cannot be read."""
+    return EnergyReport(json.loads(_native.report_json_from_atof(os.fspath(path))))
