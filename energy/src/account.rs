@@ -964,6 +964,110 @@ mod tests {
     }
 
     #[test]
+    fn a_settled_scope_says_no_coverage_where_nothing_measured_it() {
+        let wall = Utc::now();
+        // No meter at all: nothing covered the step, and nothing measured it.
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall);
+        account.announce_settled_scopes();
+        for record in scope_records(Uuid::from_u128(1), "alone", 0, 1_000_000_000) {
+            account.apply(&record);
+        }
+        let settled = account.take_settled_scopes();
+        assert_eq!(settled.len(), 1);
+        assert_eq!(settled[0].coverage, None);
+        assert_eq!(settled[0].energy.energy_kwh, None);
+        // A GPU that answered without a power figure: not measured, as the report says.
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall);
+        account.announce_settled_scopes();
+        account.apply(&source_reading("nvml", 0, None));
+        let mut no_power = source_reading("nvml", 1, Some(100.0));
+        if let EnergyRecord::Power(power) = &mut no_power {
+            power.devices.as_mut().unwrap()[0].watts = None;
+        }
+        account.apply(&no_power);
+        for record in scope_records(Uuid::from_u128(2), "unmeasured", 0, 500_000_000) {
+            account.apply(&record);
+        }
+        let settled = account.take_settled_scopes();
+        let energy = &settled[0].energy;
+        assert_eq!(
+            (energy.gpu_energy_kwh, energy.energy_kwh),
+            (None, None),
+            "{energy:?}"
+        );
+        assert_eq!(energy.attributed_gpu_energy_kwh, None);
+        assert_eq!(settled[0].coverage, None);
+        let report = account.report(1_000_000_000, wall);
+        assert_eq!(report.devices.len(), 0);
+        assert_eq!(report.total.energy_kwh, None);
+        // A step of no length under a meter: no share of nothing.
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall);
+        account.announce_settled_scopes();
+        account.apply(&reading(0));
+        for record in scope_records(Uuid::from_u128(3), "instant", 500, 500) {
+            account.apply(&record);
+        }
+        account.apply(&reading(1));
+        let settled = account.take_settled_scopes();
+        assert_eq!(settled[0].coverage, None, "{:?}", settled[0]);
+    }
+
+    #[test]
+    fn a_single_reading_has_no_mean_power() {
+        let wall = Utc::now();
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall);
+        account.apply(&reading(1));
+        let report = account.report(2_000_000_000, wall);
+        assert_eq!(report.devices[0].mean_watts, None);
+        assert_eq!(report.devices[0].covered_seconds, 0.0);
+    }
+
+    #[test]
+    fn a_child_scope_sits_in_its_own_parents_trace() {
+        // Two live scopes: the first under a caller's span, the second in a trace of
+        // its own; a child of the second is in the second's trace, under its span.
+        let wall = Utc::now();
+        let mut account = EnergyAccount::new(EnergySettings::default(), 0, wall);
+        account.announce_settled_scopes();
+        let (caller, parent, child) = (
+            Uuid::from_u128(0xa),
+            Uuid::from_u128(0xb),
+            Uuid::from_u128(0xc),
+        );
+        let start = |uuid, parent, traceparent: Option<&str>| EnergyRecord::ScopeStarted {
+            uuid,
+            name: "step".into(),
+            at: 0,
+            wall,
+            parent,
+            process_id: None,
+            weight: None,
+            traceparent: traceparent.map(str::to_owned),
+        };
+        account.apply(&start(
+            caller,
+            None,
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        ));
+        account.apply(&start(parent, None, None));
+        account.apply(&start(child, Some(parent), None));
+        for uuid in [child, parent, caller] {
+            account.apply(&EnergyRecord::ScopeEnded { uuid, at: 1, wall });
+        }
+        let settled = account.take_settled_scopes();
+        let trace = |uuid| {
+            settled
+                .iter()
+                .find(|scope| scope.energy.uuid == uuid)
+                .and_then(|scope| scope.trace.clone())
+                .unwrap()
+        };
+        assert_eq!(trace(child).trace_id, trace(parent).trace_id);
+        assert_eq!(trace(child).parent_span_id, Some(trace(parent).span_id));
+        assert_ne!(trace(child).trace_id, trace(caller).trace_id);
+    }
+
+    #[test]
     fn recent_intervals_are_kept_for_two_minutes_only() {
         let mut account = EnergyAccount::new(EnergySettings::default(), 0, Utc::now());
         for second in 0..=600 {

@@ -239,6 +239,25 @@ fn a_parent_includes_its_children_and_only_innermost_steps_divide() {
 }
 
 #[test]
+fn a_child_that_outlives_its_parent_keeps_receiving_and_the_parent_does_not() {
+    // Parent 0–1 s, child 0.5–2 s (an unawaited task), 100 W read at 0 and 2 s only
+    // (one interval holds every boundary): the parent alone 0–0.5 (50 J); the child
+    // innermost 0.5–1 (50 J, counted in the parent too); the child alone 1–2 (100 J),
+    // which the ended parent does not count.
+    let parent = Step::new(1, 0.0, 1.0);
+    let mut child = Step::new(2, 0.5, 2.0);
+    child.parent = Some(parent.uuid);
+    let readings = vec![
+        gpu(at(0.0), Some(100.0), None),
+        gpu(at(2.0), Some(100.0), None),
+    ];
+    let report = report(&schedule(&[parent, child], readings), at(2.0));
+    assert_close(attributed_gpu_joules(&report, 1), 100.0);
+    assert_close(attributed_gpu_joules(&report, 2), 150.0);
+    assert_close(joules(report.domains[0].unattributed_kwh), 0.0);
+}
+
+#[test]
 fn process_shares_go_to_that_process_scopes_and_the_rest_is_unattributed() {
     // The host holds 60% of the device, the remote worker 30%, 10% idle. Two host
     // steps and one remote step live 0–2 s: 200 J → 60 + 60, 60, 20 unattributed.
