@@ -9,6 +9,10 @@
 //!
 //! With `--leave-open` it exits while its `executor` step is still open: `wattline run`
 //! ends that scope at the exit and flags its end `wattline.ended_at_program_exit`.
+//!
+//! With `--weighted` it first runs two steps at once, `retrieve` of weight 3 and, 0.2 s
+//! into it, `rank` of weight 1 for 0.6 s: the energy they share divides 3 : 1. A weight
+//! that is not a positive, finite number is refused before anything is sent.
 
 use std::time::{Duration, Instant};
 
@@ -33,6 +37,7 @@ fn work(duration: Duration) -> u64 {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let leave_open = std::env::args().any(|argument| argument == "--leave-open");
+    let weighted = std::env::args().any(|argument| argument == "--weighted");
     let host = HostConnection::from_env()?;
 
     // Its own diagnostics land in the run's context, under `worker.command.*`.
@@ -49,6 +54,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .await?;
 
+    if weighted {
+        weighted_steps(&host).await?;
+    }
     let planner = host.agent_scope("planner").await?;
     let checksum = work(Duration::from_millis(600));
     planner.end().await?;
@@ -74,5 +82,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::mem::forget(executor);
         std::process::exit(0);
     }
+    Ok(())
+}
+
+/// Two steps live together, weights 3 and 1 (tokens, batch size: what the caller says
+/// each step's share of the device is worth).
+async fn weighted_steps(host: &HostConnection) -> Result<(), Box<dyn std::error::Error>> {
+    match host.weighted_agent_scope("unweighable", Some(0.0)).await {
+        Err(refused) => println!("refused: {refused}"),
+        Ok(_) => return Err("a weight of 0 was accepted".into()),
+    }
+    let retrieve = host.weighted_agent_scope("retrieve", Some(3.0)).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rank = host.weighted_agent_scope("rank", Some(1.0)).await?;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    rank.end().await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    retrieve.end().await?;
+    println!("weighted steps done");
     Ok(())
 }

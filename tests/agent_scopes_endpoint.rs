@@ -38,17 +38,27 @@ async fn start(
     credentials: &HostCredentials,
     name: &str,
 ) -> Result<String, Code> {
+    start_weighted(client, credentials, name, None)
+        .await
+        .map_err(|status| status.code())
+}
+
+async fn start_weighted(
+    client: &mut Client,
+    credentials: &HostCredentials,
+    name: &str,
+    weight: Option<f64>,
+) -> Result<String, tonic::Status> {
     client
         .start_agent_scope(StartAgentScopeRequest {
             credentials: Some(credentials.clone()),
             name: name.into(),
             process_id: None,
-            weight: None,
+            weight,
             traceparent: None,
         })
         .await
         .map(|response| response.into_inner().scope_id)
-        .map_err(|status| status.code())
 }
 
 async fn end(
@@ -66,14 +76,21 @@ async fn end(
         .map_err(|status| status.code())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scope_calls_follow_the_rules() {
+/// A pipeline, an endpoint attached to it, a client over its socket and the right
+/// credentials.
+async fn attached() -> (wattline::Pipeline, ProgramEndpoint, Client, HostCredentials) {
     let pipeline = wattline::Pipeline::builder().spawn().await.unwrap();
     let endpoint =
         ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), None).unwrap();
     endpoint.attach(pipeline.scope_control());
-    let mut client = client(&endpoint).await;
+    let client = client(&endpoint).await;
     let good = credentials(&endpoint);
+    (pipeline, endpoint, client, good)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scope_calls_follow_the_rules() {
+    let (pipeline, endpoint, mut client, good) = attached().await;
     let wrong_token = HostCredentials {
         auth_token: "not-the-token".into(),
         ..good.clone()
@@ -140,6 +157,40 @@ async fn scope_calls_follow_the_rules() {
         Err(Code::ResourceExhausted)
     );
     assert_eq!(endpoint.close().await, MAX_OPEN_SCOPES_PER_CALLER);
+    pipeline.shutdown().await.unwrap();
+}
+
+/// The SDKs check a weight before sending it; the host checks it again, for any client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weight_not_positive_and_finite_is_refused_naming_it_and_a_good_one_is_kept() {
+    let (pipeline, endpoint, mut client, good) = attached().await;
+    for weight in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let refused = start_weighted(&mut client, &good, "bad", Some(weight))
+            .await
+            .expect_err("refused");
+        assert_eq!(refused.code(), Code::InvalidArgument, "{weight}");
+        assert!(
+            refused.message().contains("the scope weight is"),
+            "{weight}: {}",
+            refused.message()
+        );
+    }
+    let heavy = start_weighted(&mut client, &good, "heavy", Some(2.5))
+        .await
+        .unwrap();
+    end(&mut client, &good, &heavy).await.unwrap();
+    let report = pipeline.flush().await.unwrap();
+    let weights: Vec<(&str, Option<f64>)> = report
+        .agent_scopes
+        .iter()
+        .map(|step| (step.name.as_str(), step.weight))
+        .collect();
+    assert_eq!(
+        weights,
+        [("heavy", Some(2.5))],
+        "only the good one, with its weight"
+    );
+    assert_eq!(endpoint.close().await, 0);
     pipeline.shutdown().await.unwrap();
 }
 

@@ -8,6 +8,7 @@ mod support;
 
 use std::path::PathBuf;
 
+use support::concurrent_steps::{Live, closed_form};
 use support::wattline;
 
 fn agent_step() -> PathBuf {
@@ -22,9 +23,16 @@ struct Run {
 }
 
 fn run_agent_step(extra: &[&str]) -> Run {
+    let (_bin, path) = support::path_with_stand_in_nvidia_smi();
+    let mut line = vec![agent_step().into_os_string()];
+    line.extend(extra.iter().map(Into::into));
+    run_measured(&path, &line)
+}
+
+/// `wattline run` of the command `line`, with `path` (a stand-in `nvidia-smi` first).
+fn run_measured(path: &str, line: &[std::ffi::OsString]) -> Run {
     let home = tempfile::tempdir().unwrap();
     let atof = home.path().join("runs");
-    let (_bin, path) = support::path_with_stand_in_nvidia_smi();
     let mut command = wattline(home.path());
     command
         .env("PATH", path)
@@ -33,8 +41,7 @@ fn run_agent_step(extra: &[&str]) -> Run {
         .arg("--atof")
         .arg(&atof)
         .arg("--")
-        .arg(agent_step())
-        .args(extra);
+        .args(line);
     let output = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
@@ -212,6 +219,104 @@ fn a_step_left_open_at_the_programs_exit_is_ended_and_flagged() {
         "{}",
         run.stderr
     );
+}
+
+/// The stand-in's constant power, W.
+const STAND_IN_WATTS: f64 = 250.0;
+
+#[test]
+fn steps_weighted_over_the_host_endpoint_divide_what_they_share_by_their_weights() {
+    // The program's own process holds the whole (250 W) device from before its first
+    // step (it starts once the stand-in has listed it) until after its last (its
+    // `planner` step follows them, while the final reading, after it has exited, lists
+    // no process): its steps share all of it by weight, whether or not an interval with
+    // no process would go to the live steps.
+    let (bin, path) = support::path_with_nvidia_smi_listing_the_command();
+    let run = run_measured(
+        &path,
+        &support::after_listed(&bin, [agent_step().into_os_string(), "--weighted".into()]),
+    );
+    assert!(run.stdout.contains("weighted steps done"), "{}", run.stdout);
+    // A weight of 0 is refused by the SDK, naming the weight; nothing reached the host.
+    assert!(
+        run.stdout
+            .contains("refused: agent scope weight 0: a positive, finite number"),
+        "{}",
+        run.stdout
+    );
+    let scopes = run.report["agent_scopes"].as_array().unwrap();
+    assert!(
+        scopes.iter().all(|scope| scope["name"] != "unweighable"),
+        "{scopes:?}"
+    );
+    let step = |name: &str| {
+        scopes
+            .iter()
+            .find(|scope| scope["name"] == name)
+            .unwrap_or_else(|| panic!("no step {name} in {scopes:?}"))
+    };
+    let (retrieve, rank) = (step("retrieve"), step("rank"));
+    assert_eq!(retrieve["weight"], 3.0, "{retrieve}");
+    assert_eq!(rank["weight"], 1.0, "{rank}");
+    // The one process the stand-in listed is the program, which opened both steps.
+    let listed = support::listed_pids(&bin);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let pid = *listed.first().unwrap();
+    assert_eq!(retrieve["process_id"], pid);
+    assert_eq!(rank["process_id"], pid);
+    assert_eq!(run.report["devices"][0]["attribution"], "memory");
+    assert_the_weighted_split(
+        &[retrieve, rank],
+        &[3.0, 1.0],
+        "the program's steps over the host endpoint",
+    );
+}
+
+/// Checks `steps` (live together, with `weights`, at the stand-in's constant power)
+/// against the rule written out plainly (`closed_form`) from their own start and end
+/// stamps: each window is the power × its own duration, each attributed part its
+/// weight's share of every stretch it was live in. The stamps are wall-clock times
+/// worked out from the monotonic instants energy is cut at, the clocks' offset read
+/// again each second: 2 ms apart at most (0.5 J), where a weight lost makes the split
+/// 1 : 1, 37.5 J off here.
+fn assert_the_weighted_split(steps: &[&serde_json::Value], weights: &[f64], what: &str) {
+    let lives: Vec<Live> = steps
+        .iter()
+        .zip(weights)
+        .map(|(step, weight)| Live {
+            from: support::unix_seconds(&step["started_at"]),
+            to: support::unix_seconds(&step["ended_at"]),
+            weight: *weight,
+            parent: None,
+            process: 0,
+        })
+        .collect();
+    let first = lives
+        .iter()
+        .map(|live| live.from)
+        .fold(f64::INFINITY, f64::min);
+    let last = lives
+        .iter()
+        .map(|live| live.to)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let figures = closed_form(&lives, STAND_IN_WATTS, None, first, last);
+    let joules =
+        |step: &serde_json::Value, field: &str| step[field].as_f64().unwrap() * 3_600_000.0;
+    for (step, (window, part)) in steps.iter().zip(figures) {
+        let (got_window, got_part) = (
+            joules(step, "gpu_energy_kwh"),
+            joules(step, "attributed_gpu_energy_kwh"),
+        );
+        eprintln!(
+            "{what}, {}: window {got_window:.4} J ({window:.4}), attributed {got_part:.4} J ({part:.4})",
+            step["name"]
+        );
+        assert!(
+            (got_window - window).abs() <= 0.5 && (got_part - part).abs() <= 0.5,
+            "{what}, {}: window {got_window} J, attributed {got_part} J; the closed form's {window} J and {part} J",
+            step["name"]
+        );
+    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ use wattline_model::energy::RaplZoneReading;
 use wattline_model::energy::{
     DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
 };
-use wattline_model::report::{EnergyDomain, EnergyReport, ScopeEnergy};
+use wattline_model::report::{Distribution, EnergyDomain, EnergyReport, ScopeEnergy};
 use wattline_model::scope_energy::SettledScope;
 
 const HOST: u32 = 100;
@@ -378,6 +378,119 @@ fn finished_scopes_past_those_kept_in_detail_fold_into_per_name_aggregates() {
     }
     // The totals do not depend on what was folded.
     assert_eq!(detailed.domains, folded.domains);
+}
+
+/// The exact summary of `values` as a folded aggregate states it: sum, min, max, and
+/// the values of nearest rank `q × (n − 1)` for p50, p95 and p99.
+fn exact_distribution(mut values: Vec<f64>) -> Distribution {
+    values.sort_by(f64::total_cmp);
+    let rank = |q: f64| values[(q * (values.len() - 1) as f64).round() as usize];
+    Distribution {
+        sum: values.iter().sum(),
+        min: values[0],
+        max: values[values.len() - 1],
+        p50: rank(0.50),
+        p95: rank(0.95),
+        p99: rank(0.99),
+    }
+}
+
+/// Count, sum, min and max to rounding; the quantiles within the sketch's stated 1%.
+fn assert_distribution(what: &str, folded: &Distribution, exact: &Distribution) {
+    let to_rounding = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    let to_one_percent = |a: f64, b: f64| (a - b).abs() <= 0.01 * b.abs();
+    assert!(
+        to_rounding(folded.sum, exact.sum)
+            && to_rounding(folded.min, exact.min)
+            && to_rounding(folded.max, exact.max)
+            && to_one_percent(folded.p50, exact.p50)
+            && to_one_percent(folded.p95, exact.p95)
+            && to_one_percent(folded.p99, exact.p99),
+        "{what}: folded {folded:?}, the schedule's {exact:?}"
+    );
+}
+
+#[test]
+fn folded_steps_of_unequal_overlapping_energy_summarise_their_attributed_parts() {
+    // 103 pairs of steps at 100 W, pair k starting together at 2k s: `step-0` of
+    // weight 3 for 0.2 + 0.015k s and `step-1` of weight 1 for 1.9 − 0.016k s, so each
+    // has its own energy and, sharing 3 : 1 the time both are live, an attributed part
+    // below its window. A reading at every end (as the pipeline takes one) retires
+    // the steps in the order they end; the newest 4 (the last two pairs) stay in
+    // detail, the other 101 of each name fold.
+    const PAIRS: u32 = 103;
+    const WATTS: f64 = 100.0;
+    let mut steps = Vec::new();
+    for k in 0..PAIRS {
+        let start = 2.0 * f64::from(k);
+        let mut heavy = Step::new(
+            2 * u128::from(k) + 2,
+            start,
+            start + 0.2 + 0.015 * f64::from(k),
+        );
+        heavy.weight = Some(3.0);
+        let light = Step::new(
+            2 * u128::from(k) + 3,
+            start,
+            start + 1.9 - 0.016 * f64::from(k),
+        );
+        steps.extend([heavy, light]);
+    }
+    let mut readings: Vec<EnergyRecord> = (0..=PAIRS * 20)
+        .map(|tenth| gpu(at(f64::from(tenth) / 10.0), Some(WATTS), None))
+        .collect();
+    readings.extend(
+        steps
+            .iter()
+            .map(|step| gpu(step.end.unwrap(), Some(WATTS), None)),
+    );
+    let records = schedule(&steps, readings);
+    let report = report_keeping(&records, at(2.0 * f64::from(PAIRS)), 4);
+
+    let kept: Vec<u128> = report
+        .agent_scopes
+        .iter()
+        .map(|s| s.uuid.as_u128())
+        .collect();
+    let last_two_pairs = 2 * u128::from(PAIRS - 2) + 2..=2 * u128::from(PAIRS) + 1;
+    assert_eq!(kept.len(), 4, "{kept:?}");
+    assert!(kept.iter().all(|n| last_two_pairs.contains(n)), "{kept:?}");
+    // The closed form of every folded step, from the schedule: a pair shares the
+    // shorter one's time 3 : 1, and the longer one keeps the rest.
+    let seconds = |step: &Step| (step.end.unwrap() - step.start) as f64 / 1e9;
+    let mut attributed_kwh: [Vec<f64>; 2] = Default::default();
+    let mut durations: [Vec<f64>; 2] = Default::default();
+    for pair in steps[..steps.len() - 4].chunks(2) {
+        let (heavy, light) = (seconds(&pair[0]), seconds(&pair[1]));
+        let shared = heavy.min(light);
+        let parts = [
+            shared * 0.75 + (heavy - shared),
+            shared * 0.25 + (light - shared),
+        ];
+        for (name, (part, duration)) in parts.into_iter().zip([heavy, light]).enumerate() {
+            attributed_kwh[name].push(WATTS * part / JOULES_PER_KILOWATT_HOUR);
+            durations[name].push(duration);
+        }
+    }
+    let names: Vec<&str> = report
+        .folded_scopes
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(names, ["step-0", "step-1"]);
+    for (name, folded) in report.folded_scopes.iter().enumerate() {
+        assert_eq!(folded.count, 101, "{}", folded.name);
+        assert_distribution(
+            &format!("{} attributed energy", folded.name),
+            &folded.attributed_energy_kwh,
+            &exact_distribution(attributed_kwh[name].clone()),
+        );
+        assert_distribution(
+            &format!("{} duration", folded.name),
+            &folded.duration_seconds,
+            &exact_distribution(durations[name].clone()),
+        );
+    }
 }
 
 #[test]

@@ -33,17 +33,32 @@ def wattline_binary() -> pathlib.Path:
     return path
 
 
-@pytest.fixture
-def stand_in_nvidia_smi(tmp_path, monkeypatch) -> pathlib.Path:
-    """`nvidia-smi` first on PATH, answering as a 250 W H200."""
-    directory = tmp_path / "bin"
+def _first_on_path(directory: pathlib.Path, script: str, monkeypatch) -> pathlib.Path:
+    """`script` installed as `nvidia-smi` in `directory`, first on PATH, with GPU
+    polls every 100 ms."""
     directory.mkdir()
     program = directory / "nvidia-smi"
-    program.write_text(FAKE_NVIDIA_SMI)
+    program.write_text(script)
     program.chmod(program.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.setenv("GENAI_GPU_COLLECTION_INTERVAL", "0.1")
     return program
+
+
+@pytest.fixture
+def stand_in_nvidia_smi(tmp_path, monkeypatch) -> pathlib.Path:
+    """`nvidia-smi` first on PATH, answering as a 250 W H200."""
+    return _first_on_path(tmp_path / "bin", FAKE_NVIDIA_SMI, monkeypatch)
+
+
+@pytest.fixture
+def nvidia_smi_listing_the_command(tmp_path, monkeypatch) -> pathlib.Path:
+    """`nvidia-smi` first on PATH: a 250 W H200 whose process query lists the command
+    `wattline run` started as the one process on it, the stand-in the Rust tests use
+    (actors/tests/fixtures/gpu/fake-smi/lists_the_command.sh). Its folder, where it
+    writes the pids it listed to `listed`."""
+    source = REPOSITORY / "actors" / "tests" / "fixtures" / "gpu" / "fake-smi" / "lists_the_command.sh"
+    return _first_on_path(tmp_path / "listing-bin", source.read_text(), monkeypatch).parent
 
 
 @pytest.fixture

@@ -346,6 +346,55 @@ pub fn path_with_nvidia_smi(script: &str) -> (StandIn, String) {
     (bin, path)
 }
 
+/// A folder holding the stand-in `fake-smi/lists_the_command.sh` as `nvidia-smi` (a
+/// 250 W H200 whose process query lists the command `wattline run` started as the one
+/// process on it), and a `PATH` with it first.
+pub fn path_with_nvidia_smi_listing_the_command() -> (StandIn, String) {
+    let bin = StandIn::new();
+    bin.install_smi_fixture("lists_the_command.sh");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (bin, path)
+}
+
+/// The command line that runs `program` under `wattline run` once the stand-in of
+/// [`path_with_nvidia_smi_listing_the_command`] has listed it twice
+/// (`fake-smi/after_listed.sh`): from then on every reading carries its process share,
+/// so no step it starts sees an interval without one.
+pub fn after_listed<I, A>(stand_in: &StandIn, program: I) -> Vec<std::ffi::OsString>
+where
+    I: IntoIterator<Item = A>,
+    A: Into<std::ffi::OsString>,
+{
+    let waiter = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("actors/tests/fixtures/gpu/fake-smi/after_listed.sh");
+    let mut line: Vec<std::ffi::OsString> = vec![
+        "sh".into(),
+        waiter.into(),
+        stand_in.path().join("listed").into(),
+    ];
+    line.extend(program.into_iter().map(Into::into));
+    line
+}
+
+/// The pids the stand-in of [`path_with_nvidia_smi_listing_the_command`] listed.
+pub fn listed_pids(stand_in: &StandIn) -> std::collections::BTreeSet<u32> {
+    std::fs::read_to_string(stand_in.path().join("listed"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// The RFC 3339 instant `value`, Unix seconds.
+pub fn unix_seconds(value: &serde_json::Value) -> f64 {
+    let at = chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap()).unwrap();
+    at.timestamp() as f64 + f64::from(at.timestamp_subsec_nanos()) / 1e9
+}
+
 /// A component of a diagnostics JSON snapshot, by name.
 pub fn component<'a>(diagnostics: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     let components = diagnostics["components"].as_array().unwrap();

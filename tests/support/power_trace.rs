@@ -224,13 +224,14 @@ impl PowerTrace {
         4.0 * variance.sqrt()
     }
 
-    /// How far the window's opening can move the energy of a step that falls near it,
-    /// J: the first reading after the command starts comes when the pipeline has
-    /// spawned, the one before it from preparing, up to `gap` seconds apart; the
-    /// interval between them is cut by linear interpolation, which can be off by up to
-    /// half a step's size times the gap for each step within `gap` of the start.
-    pub fn start_edge_error(&self, device: usize, start: f64, gap: f64) -> f64 {
-        self.steps(device, start - gap, start + gap)
+    /// How far the window's opening, somewhere in Unix times `from..=to`, can move the
+    /// energy of a step that falls near it, J: the first reading after the command
+    /// starts comes when the pipeline has spawned, the one before it from preparing, up
+    /// to `gap` seconds apart; the interval between them is cut by linear
+    /// interpolation, which can be off by up to half a step's size times the gap for
+    /// each step within `gap` of the opening.
+    pub fn start_edge_error(&self, device: usize, from: f64, to: f64, gap: f64) -> f64 {
+        self.steps(device, from - gap, to + gap)
             .iter()
             .map(|(_, change)| change * gap / 2.0)
             .sum()
@@ -350,6 +351,10 @@ pub struct Run {
     /// The command's own start and end, Unix seconds.
     pub start: f64,
     pub end: f64,
+    /// The longest the command can have lived before its first act (from its exec),
+    /// s, as it says: its CPU time and run-queue delay since its fork; `None` where the
+    /// kernel does not give the delay.
+    pub before_first_act: Option<f64>,
     pub wattline_pid: u32,
 }
 
@@ -369,7 +374,8 @@ fn build_edge_stamper(folder: &Path) -> PathBuf {
 }
 
 /// `wattline run --report json [extra] -- stamp-edges SECONDS`: the command stamps its
-/// own first and last acts (`tests/fixtures/stamp_edges.c`).
+/// own first and last acts, and says how long it can have lived before the first
+/// (`tests/fixtures/stamp_edges.c`).
 pub fn run_measured(gpu: &Gpu, seconds: f64, extra: &[&str]) -> Run {
     let stamper = build_edge_stamper(gpu.stand_in.path());
     let mut command = gpu.command();
@@ -390,15 +396,20 @@ pub fn run_measured(gpu: &Gpu, seconds: f64, extra: &[&str]) -> Run {
         String::from_utf8_lossy(&output.stderr)
     );
     let stdout = String::from_utf8(output.stdout).unwrap();
-    let mut lines = stdout.splitn(3, '\n');
-    let mut stamp = || lines.next().unwrap().trim().parse::<f64>().unwrap();
-    let (start, end) = (stamp(), stamp());
+    let mut lines = stdout.splitn(4, '\n');
+    let start = lines.next().unwrap().trim().parse::<f64>().unwrap();
+    let before_first_act = match lines.next().unwrap().trim() {
+        "-" => None,
+        nanos => Some(nanos.parse::<f64>().unwrap() / 1e9),
+    };
+    let end = lines.next().unwrap().trim().parse::<f64>().unwrap();
     let report: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
     assert!(end - start >= seconds);
     Run {
         report,
         start,
         end,
+        before_first_act,
         wattline_pid,
     }
 }
