@@ -67,6 +67,9 @@ fn run_prints_the_header_and_a_row_with_the_gpu_energy() {
     assert_eq!(column(&row, "currency"), "USD");
     let seconds: f64 = column(&row, "duration_seconds").parse().unwrap();
     assert!((0.5..5.0).contains(&seconds), "{seconds}");
+    // No step was marked: what steps held, and what none did, is not a figure here.
+    assert_eq!(column(&row, "scope_attributed_energy_kwh"), "");
+    assert_eq!(column(&row, "unattributed_energy_kwh"), "");
 }
 
 #[test]
