@@ -773,6 +773,9 @@ fn exporter_outcomes(
                 },
             failed: stats.failed,
             last_error: stats.last_error,
+            slowest_answer_millis: stats
+                .slowest_answer
+                .map(|took| u64::try_from(took.as_micros().div_ceil(1000)).unwrap_or(u64::MAX)),
         })
         .collect()
 }

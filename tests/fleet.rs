@@ -6,8 +6,16 @@
 //! with its energy (no loss), each process's series under its own resource, and every
 //! step's span where the process put it.
 //!
-//! Each process's CPU time and the bytes it sent to the collector (through a counting
-//! proxy) are printed: figures for the README, not assertions.
+//! OTLP delivers at least once: a collector whose own export timed out sends its batch
+//! again (rotel does, after its 5 s request timeout, though the receiver had taken it).
+//! So spans are counted by span ID, a span delivered again must be the same span, and
+//! the repeats are printed with the hop that made them: a request the collector sent
+//! again whole, or a span that reached the collector twice (wattline's exporter sending
+//! what the collector had taken), which must not happen.
+//!
+//! Each process's CPU time, the bytes it sent to the collector (through a counting
+//! proxy) and the slowest answer its exporter had from the collector are printed:
+//! figures for the README and the export timeout, not assertions.
 
 mod support;
 
@@ -22,7 +30,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
@@ -281,6 +289,10 @@ struct Delivered {
     /// failure shows.
     history: BTreeMap<(String, String), Vec<(u64, u64)>>,
     spans: Vec<Span>,
+    /// For each of `spans`, the collector's request that carried it: its number in
+    /// arrival order and a hash of its bytes (a request sent again whole has the same
+    /// hash and another number).
+    span_requests: Vec<(usize, u64)>,
     /// Encoded size of its resource metrics, and of its spans, as they left the
     /// collector.
     metric_bytes: usize,
@@ -314,9 +326,16 @@ fn take_delivered(receiver: &otlp::Receiver, by_pid: &mut BTreeMap<i64, Delivere
     }
     let mut spans = Vec::new();
     for request in receiver.spans.take() {
+        let number = REQUESTS_SEEN.fetch_add(1, Ordering::Relaxed);
+        let fingerprint = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            request.encode_to_vec().hash(&mut hasher);
+            hasher.finish()
+        };
         for resource_spans in request.resource_spans {
             let pid = resource_of(resource_spans.resource.as_ref());
-            spans.push((pid, resource_spans));
+            spans.push((pid, (number, fingerprint), resource_spans));
         }
     }
     for (pid, resource_metrics) in metrics {
@@ -351,15 +370,17 @@ fn take_delivered(receiver: &otlp::Receiver, by_pid: &mut BTreeMap<i64, Delivere
             }
         }
     }
-    for (pid, resource_spans) in spans {
+    for (pid, fingerprint, resource_spans) in spans {
         let entry = by_pid.get_mut(&pid).unwrap();
         entry.span_bytes += resource_spans.encoded_len();
-        entry.spans.extend(
-            resource_spans
-                .scope_spans
-                .into_iter()
-                .flat_map(|scope| scope.spans),
-        );
+        for span in resource_spans
+            .scope_spans
+            .into_iter()
+            .flat_map(|scope| scope.spans)
+        {
+            entry.spans.push(span);
+            entry.span_requests.push(fingerprint);
+        }
     }
 }
 
@@ -390,12 +411,58 @@ fn span_id_of(uuid: &str) -> String {
     format!("{:016x}", if low == 0 { 1 } else { low })
 }
 
+/// The spans delivered more than once, each by its span ID: every delivery's index in
+/// `delivered.spans`.
+fn repeated(delivered: &Delivered) -> BTreeMap<Vec<u8>, Vec<usize>> {
+    let mut deliveries: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
+    for (index, span) in delivered.spans.iter().enumerate() {
+        deliveries
+            .entry(span.span_id.clone())
+            .or_default()
+            .push(index);
+    }
+    deliveries.retain(|_, indexes| indexes.len() > 1);
+    deliveries
+}
+
+/// Trace requests the receiver has taken, numbered in arrival order.
+static REQUESTS_SEEN: AtomicUsize = AtomicUsize::new(0);
+
+/// The repeats of `delivered`, by hop: (deliveries in another request with the first's
+/// very bytes: the collector sent its request again whole; the rest: the span reached
+/// the collector more than once).
+fn repeats_by_hop(delivered: &Delivered) -> (usize, usize) {
+    let (mut collector, mut upstream) = (0, 0);
+    for indexes in repeated(delivered).values() {
+        let (first_number, first_bytes) = delivered.span_requests[indexes[0]];
+        for &index in &indexes[1..] {
+            let (number, bytes) = delivered.span_requests[index];
+            if bytes == first_bytes && number != first_number {
+                collector += 1;
+            } else {
+                upstream += 1;
+            }
+        }
+    }
+    (collector, upstream)
+}
+
+/// The distinct span IDs delivered.
+fn unique_spans(delivered: &Delivered) -> usize {
+    delivered
+        .spans
+        .iter()
+        .map(|span| &span.span_id)
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
 /// Whether everything process `process` reported has arrived: every step's histogram
 /// point at its final count, and one span per step.
 fn complete(process: &Finished, delivered: &Delivered) -> bool {
     let scopes = process.report["agent_scopes"].as_array().unwrap();
     let names: BTreeSet<&str> = scopes.iter().filter_map(|s| s["name"].as_str()).collect();
-    delivered.spans.len() >= scopes.len()
+    unique_spans(delivered) >= scopes.len()
         && names.iter().all(|name| {
             delivered
                 .latest
@@ -586,14 +653,27 @@ fn twenty_processes_into_one_collector_lose_nothing_and_stay_apart() {
         }
     }
 
-    // Spans: one per step, parented as the process gave them.
+    // Spans: one per step (by span ID: a repeat is the same span), parented as the
+    // process gave them; none reached the collector twice.
     for process in &finished {
         let delivered = &by_pid[&i64::from(process.pid)];
         let scopes = process.report["agent_scopes"].as_array().unwrap();
+        for (span_id, indexes) in repeated(delivered) {
+            let first = &delivered.spans[indexes[0]];
+            for &again in &indexes[1..] {
+                assert_eq!(
+                    &delivered.spans[again],
+                    first,
+                    "process {}: span {} delivered again differs",
+                    process.index,
+                    hex(&span_id)
+                );
+            }
+        }
+        let (_, upstream) = repeats_by_hop(delivered);
         assert_eq!(
-            delivered.spans.len(),
-            scopes.len(),
-            "process {}",
+            upstream, 0,
+            "process {}: spans reached the collector more than once",
             process.index
         );
         let (caller_trace, caller_span) = caller(process.index);
@@ -602,7 +682,12 @@ fn twenty_processes_into_one_collector_lose_nothing_and_stay_apart() {
             .iter()
             .map(|span| (hex(&span.span_id), span))
             .collect();
-        assert_eq!(by_span_id.len(), scopes.len(), "a span twice");
+        assert_eq!(
+            by_span_id.len(),
+            scopes.len(),
+            "process {}: one span per step",
+            process.index
+        );
         let scope_by_uuid: BTreeMap<&str, &serde_json::Value> = scopes
             .iter()
             .map(|scope| (scope["uuid"].as_str().unwrap(), scope))
@@ -639,12 +724,21 @@ fn twenty_processes_into_one_collector_lose_nothing_and_stay_apart() {
         started.elapsed().as_secs_f64()
     );
     eprintln!(
-        "process  kind          steps  CPU own s  CPU children s  sent B  received B  forwarded metrics B  forwarded spans B"
+        "process  kind          steps  CPU own s  CPU children s  sent B  received B  forwarded metrics B  forwarded spans B  slowest answer ms  spans repeated (collector, upstream)"
     );
+    let mut repeats = (0, 0);
     for process in &finished {
         let delivered = &by_pid[&i64::from(process.pid)];
+        let slowest = process.report["exporters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|outcome| outcome["slowest_answer_millis"].as_u64())
+            .max();
+        let (collector, upstream) = repeats_by_hop(delivered);
+        repeats = (repeats.0 + collector, repeats.1 + upstream);
         eprintln!(
-            "{:>7}  {:<12}  {:>5}  {:>9.2}  {:>14.2}  {:>6}  {:>10}  {:>19}  {:>17}",
+            "{:>7}  {:<12}  {:>5}  {:>9.2}  {:>14.2}  {:>6}  {:>10}  {:>19}  {:>17}  {:>17}  ({collector}, {upstream})",
             process.index,
             process.kind,
             process.report["agent_scopes"].as_array().unwrap().len(),
@@ -653,7 +747,12 @@ fn twenty_processes_into_one_collector_lose_nothing_and_stay_apart() {
             process.sent,
             process.received,
             delivered.metric_bytes,
-            delivered.span_bytes
+            delivered.span_bytes,
+            slowest.map_or_else(|| "-".to_string(), |ms| ms.to_string()),
         );
     }
+    eprintln!(
+        "spans delivered again: {} in requests the collector sent again whole, {} that reached it twice",
+        repeats.0, repeats.1
+    );
 }

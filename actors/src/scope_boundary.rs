@@ -3,12 +3,26 @@
 //! actor (which books it) both read ([`crate::wake_queue`]), so the caller pushes once
 //! per boundary. Times are the clocks' raw readings: the readers make calendar times
 //! of them, so the caller does not.
+//!
+//! A boundary the API makes now is stamped under the queue's lock ([`QueueStamp`]), so
+//! the energy actor never books it after a reading taken later. The only boundaries
+//! stamped in the past are the window's close and the ends the pipeline makes there
+//! ([`BoundaryAt::WindowClose`]); the close is queued first
+//! ([`ScopeBoundary::WindowCloses`]), so the energy stage holds back every step it
+//! could reach.
+//!
+//! Whatever carries boundaries to the energy stage must keep both: a boundary's
+//! instant is read in the same step that fixes its place among the energy stage's
+//! inputs (here, under the queue's lock that its drain takes), and an instant in the
+//! past is announced before any boundary carries it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
+
+use crate::wake_queue::QueueStamp;
 
 /// Reader 0 of the boundary queue: the merger.
 pub const MERGER_READER: usize = 0;
@@ -37,8 +51,8 @@ pub enum ScopeBoundary {
         weight: Option<f64>,
         /// Its ATOF flags and the caller's `traceparent`, when it has either.
         extras: ScopeStartExtras,
-        /// When it started.
-        at: Instant,
+        /// When it started: stamped as it was queued.
+        at: QueueStamp,
         /// The same instant on the wall clock.
         wall: WallNanos,
     },
@@ -52,10 +66,38 @@ pub enum ScopeBoundary {
         /// [`ENDED_AT_PROGRAM_EXIT`]: wattline_model::events::ENDED_AT_PROGRAM_EXIT
         flags: Vec<&'static str>,
         /// When it ended.
-        at: Instant,
+        at: BoundaryAt,
         /// The same instant on the wall clock.
         wall: WallNanos,
     },
+    /// The measured window closes at `at` (a measured command exited, or the final
+    /// report is taken): scopes still live then end there, later. The merger writes
+    /// nothing for it; the energy stage settles no step that ends after it before the
+    /// final report.
+    WindowCloses {
+        /// The window's last instant.
+        at: BoundaryAt,
+    },
+}
+
+/// When a boundary happened: now, as it was queued, or at the window's close, which
+/// may lie in the past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundaryAt {
+    /// Stamped under the queue's lock as it was queued.
+    Stamped(QueueStamp),
+    /// The window's close ([`ScopeBoundary::WindowCloses`] was queued first).
+    WindowClose(Instant),
+}
+
+impl BoundaryAt {
+    /// The monotonic instant.
+    pub fn instant(self) -> Instant {
+        match self {
+            BoundaryAt::Stamped(stamp) => stamp.instant(),
+            BoundaryAt::WindowClose(at) => at,
+        }
+    }
 }
 
 /// What a scope start carries only sometimes (remote scopes, a caller's trace): one

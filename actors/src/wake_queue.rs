@@ -3,6 +3,14 @@
 //! the energy actor without a message (an allocation, a mailbox slot, a wake-up) per
 //! boundary, and with one push for both.
 //!
+//! An item can be stamped as it is queued ([`WakeSender::push_stamped`]): the clock is
+//! read under the queue's lock, so the items are queued in the order of their stamps
+//! and a drain takes every item stamped before it began; one stamped later was stamped
+//! after the drain let go. A reader that drains before it handles each message (a
+//! reading taken before the message was sent) has then booked every boundary stamped
+//! before that reading: a boundary is never booked after a reading taken later than
+//! it. [`QueueStamp`] is that instant, and only a stamped push makes one.
+//!
 //! The API pushes and, for each reader whose queue was idle, sends that reader one
 //! wake-up message; a reader drains the queue before it handles any message. So a
 //! boundary pushed before some message was sent (a poll, a reading, a report) is taken
@@ -30,7 +38,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a busy queue is held between a reader's own wake-ups: the most a
 /// boundary pushed while it is held waits (a poll, a reading or a report still takes
@@ -169,6 +177,25 @@ impl Wakes {
     }
 }
 
+/// The instant an item was stamped as it was queued ([`WakeSender::push_stamped`]),
+/// under the queue's lock: no item of the queue stamped earlier is queued after it,
+/// and a drain that began later takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct QueueStamp(Instant);
+
+impl QueueStamp {
+    /// The monotonic instant.
+    pub fn instant(self) -> Instant {
+        self.0
+    }
+
+    /// A stamp made up by a test (as if `at` had been read under the lock).
+    #[cfg(test)]
+    pub(crate) fn for_tests(at: Instant) -> Self {
+        QueueStamp(at)
+    }
+}
+
 /// The API's half of a [`wake_queue`].
 pub struct WakeSender<T>(Arc<Mutex<Shared<T>>>);
 
@@ -182,9 +209,19 @@ impl<T> WakeSender<T> {
     /// Queues `item` for every reader; the readers the caller must send a wake-up
     /// message. With every reader gone it is dropped, and wakes none.
     pub fn push(&self, item: T) -> Wakes {
+        self.push_stamped(|_| (item, ())).0
+    }
+
+    /// Reads the clock under the queue's lock and queues the item `make` builds with
+    /// that stamp (kept short: every push and drain waits on it), returning what else
+    /// `make` returned; the readers the caller must send a wake-up message. With every
+    /// reader gone nothing is queued: `make` still runs, its item is dropped and no
+    /// reader is woken.
+    pub fn push_stamped<R>(&self, make: impl FnOnce(QueueStamp) -> (T, R)) -> (Wakes, R) {
         let mut shared = lock(&self.0);
+        let (item, made) = make(QueueStamp(Instant::now()));
         if !shared.readers.iter().any(|reader| reader.open) {
-            return Wakes::default();
+            return (Wakes::default(), made);
         }
         shared.room_for_one();
         shared.filling.push(item);
@@ -194,7 +231,7 @@ impl<T> WakeSender<T> {
                 wakes |= 1 << index;
             }
         }
-        Wakes(wakes)
+        (Wakes(wakes), made)
     }
 }
 
@@ -497,6 +534,55 @@ mod tests {
         assert_eq!(receiver.woken(), AfterWakeUp::Released);
         assert_eq!(drained(&mut receiver), [2]);
         assert!(woke_first(sender.push(3)), "released: the next push wakes");
+    }
+
+    #[test]
+    fn stamps_are_in_queue_order_and_a_drain_takes_every_item_stamped_before_it_began() {
+        const PRODUCERS: usize = 4;
+        const EACH: usize = 5_000;
+        let (sender, mut receiver) = single::<QueueStamp>();
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let sender = sender.clone();
+                std::thread::spawn(move || {
+                    for n in 0..EACH {
+                        let _ = sender.push_stamped(|stamp| (stamp, ()));
+                        if n % 64 == 0 {
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        // Each drain: the instant before it began, and what it took.
+        let mut drains: Vec<(Instant, Vec<QueueStamp>)> = Vec::new();
+        let mut taken = 0;
+        while taken < PRODUCERS * EACH {
+            let began = Instant::now();
+            let items = drained(&mut receiver);
+            taken += items.len();
+            drains.push((began, items));
+            std::thread::yield_now();
+        }
+        for producer in producers {
+            producer.join().expect("a producer panicked");
+        }
+        let all: Vec<QueueStamp> = drains.iter().flat_map(|(_, items)| items.clone()).collect();
+        assert!(
+            all.windows(2).all(|pair| pair[0] <= pair[1]),
+            "out of stamp order"
+        );
+        for (index, (began, _)) in drains.iter().enumerate() {
+            let late = drains[index + 1..]
+                .iter()
+                .flat_map(|(_, items)| items)
+                .filter(|stamp| stamp.instant() < *began)
+                .count();
+            assert_eq!(
+                late, 0,
+                "items stamped before drain {index} began came after it"
+            );
+        }
     }
 
     #[test]

@@ -30,11 +30,13 @@ use wattline_model::scope_energy::SettledScope;
 use wattline_model::trace_context::ScopeTrace;
 
 mod domain_joules;
+mod late_boundaries;
 mod power_shape;
 mod reporting;
 mod settling;
 
 use self::domain_joules::DomainJoules;
+use self::late_boundaries::Boundary;
 use self::power_shape::PowerShape;
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
@@ -68,6 +70,8 @@ struct Segment {
     trapezoid_joules: Option<f64>,
     counter_joules: Option<f64>,
     shares: Option<ProcessShares>,
+    /// Where the window opened when it was booked: its attributed part starts there.
+    booked_from: Nanos,
 }
 
 impl Segment {
@@ -250,6 +254,7 @@ impl Meter {
                 trapezoid_joules,
                 counter_joules,
                 shares: self.shares.clone(),
+                booked_from: 0,
             }
         });
         self.last = Some(point);
@@ -379,6 +384,13 @@ pub struct EnergyAccount {
     cpu_unavailable: Option<String>,
     last_report: Option<(Nanos, DateTime<Utc>)>,
     newest: Nanos,
+    /// The end of the newest interval booked into the scopes: a boundary stamped
+    /// before it reaches intervals already divided (see `late_boundaries`).
+    booked_until: Nanos,
+    /// Boundaries stamped as early as this may still come
+    /// ([`EnergyRecord::LateBoundariesFrom`]): no step ending after it settles before
+    /// the final report.
+    late_boundaries_from: Option<Nanos>,
     /// Scopes whose figures became final since the last
     /// [`EnergyAccount::take_settled_scopes`]; `None` unless announcing was asked for (a
     /// replay does not, so it keeps nothing extra).
@@ -423,6 +435,8 @@ impl EnergyAccount {
             cpu_unavailable: None,
             last_report: None,
             newest: at,
+            booked_until: 0,
+            late_boundaries_from: None,
             settled: None,
         }
     }
@@ -507,7 +521,7 @@ impl EnergyAccount {
                 traceparent,
             } => {
                 let trace = self.scope_trace(*uuid, *parent, traceparent.as_deref());
-                self.scopes.push(ScopeAccount {
+                self.book_boundary(Boundary::Start(ScopeAccount {
                     uuid: *uuid,
                     name: std::sync::Arc::clone(name),
                     parent: *parent,
@@ -521,7 +535,7 @@ impl EnergyAccount {
                     announced: false,
                     trace: Some(trace),
                     covered: Vec::new(),
-                });
+                }));
             }
             EnergyRecord::ScopeEnded { uuid, at, wall } => {
                 // The newest scopes are at the end: most ends find theirs soon.
@@ -530,10 +544,14 @@ impl EnergyAccount {
                     .iter()
                     .rposition(|s| s.uuid == *uuid && s.end.is_none())
                 {
-                    self.scopes[index].end = Some((*at, *wall));
+                    self.book_boundary(Boundary::End {
+                        index,
+                        at: *at,
+                        wall: *wall,
+                    });
                     // Retired at once when no open reading reaches back to its end (with
                     // no meter at all, always): without readings nothing else would.
-                    if *at <= self.horizon(*at) {
+                    if *at <= self.settle_limit(*at) {
                         let scope = self.scopes.remove(index);
                         self.finish(scope);
                     }
@@ -550,6 +568,10 @@ impl EnergyAccount {
             }
             EnergyRecord::CpuStatus { unavailable } => {
                 self.cpu_unavailable.clone_from(unavailable);
+            }
+            EnergyRecord::LateBoundariesFrom { at } => {
+                self.late_boundaries_from =
+                    Some(self.late_boundaries_from.map_or(*at, |from| from.min(*at)));
             }
             EnergyRecord::Report { at, wall } => self.last_report = Some((*at, *wall)),
         }
@@ -685,8 +707,9 @@ impl EnergyAccount {
     }
 
     /// Books a closed interval into the run, the scopes, and the recent list.
-    fn book(&mut self, domain: EnergyDomain, id: &str, segment: Segment) {
+    fn book(&mut self, domain: EnergyDomain, id: &str, mut segment: Segment) {
         let from = self.measuring_from.map_or(0, |(at, _)| at);
+        segment.booked_from = from;
         let Some(meter) = self.meters.get_mut(&(domain, id.to_owned())) else {
             return;
         };
@@ -709,6 +732,7 @@ impl EnergyAccount {
                 }
             }
             *self.unattributed.entry(domain).or_default() += division.unattributed;
+            self.booked_until = self.booked_until.max(segment.end.at);
         }
         let newest = segment.end.at;
         // Kept in the order they end (see `Meter::after`): one that ends before the
@@ -736,9 +760,19 @@ impl EnergyAccount {
             .min(now)
     }
 
-    /// Scopes that ended before every meter's open reading can receive no more.
-    fn retire_scopes(&mut self, now: Nanos) {
+    /// The latest end a scope can have and settle now: no later interval reaches back
+    /// before every meter's open reading (the horizon), and no boundary stamped before
+    /// [`EnergyRecord::LateBoundariesFrom`] can still come.
+    fn settle_limit(&self, now: Nanos) -> Nanos {
         let horizon = self.horizon(now);
+        self.late_boundaries_from
+            .map_or(horizon, |from| horizon.min(from))
+    }
+
+    /// Scopes that ended before every meter's open reading, and before any boundary
+    /// still to come, can receive no more.
+    fn retire_scopes(&mut self, now: Nanos) {
+        let horizon = self.settle_limit(now);
         let retired = |scope: &ScopeAccount| scope.end.is_some_and(|(end, _)| end <= horizon);
         // Most readings retire nothing: the list is left as it is.
         if !self.scopes.iter().any(retired) {

@@ -1099,6 +1099,7 @@ fn an_exporter_lost_data_when_it_dropped_failed_or_lost_anything_and_says_what()
         failed,
         lost,
         last_error: None,
+        slowest_answer_millis: None,
     };
     assert!(!outcome(0, 0, 0).lost_data());
     assert!(outcome(1, 0, 0).lost_data());

@@ -853,3 +853,249 @@ fn a_package_sub_zone_is_no_domain_or_meter_of_a_settled_scope_or_the_report() {
     assert_eq!(domains, [EnergyDomain::CpuPackage]);
     assert_close(joules(report.total.energy_kwh.unwrap()), 30.0);
 }
+
+/// `records` (in time order) with the scope boundaries at `late` (positions among
+/// the scope records, in order) booked after later readings: each moved past the
+/// next `by` power readings, never past another record of its own scope, and the
+/// account told first ([`EnergyRecord::LateBoundariesFrom`], in time order at the
+/// earliest moved boundary's stamp), as the pipeline tells it before it stamps a
+/// boundary in the past.
+fn delivered_late(
+    records: &[EnergyRecord],
+    late: &[prop::sample::Index],
+    by: usize,
+) -> Vec<EnergyRecord> {
+    let scope_of = |record: &EnergyRecord| match record {
+        EnergyRecord::ScopeStarted { uuid, .. } | EnergyRecord::ScopeEnded { uuid, .. } => {
+            Some(*uuid)
+        }
+        _ => None,
+    };
+    let boundaries: Vec<usize> = (0..records.len())
+        .filter(|&i| scope_of(&records[i]).is_some())
+        .collect();
+    if boundaries.is_empty() {
+        return records.to_vec();
+    }
+    let mut moved: Vec<usize> = late
+        .iter()
+        .map(|index| boundaries[index.index(boundaries.len())])
+        .collect();
+    moved.sort_unstable();
+    moved.dedup();
+    // Where each moved record goes: after the `by`-th power reading past it, before the
+    // next record of its own scope.
+    let mut after: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for &position in &moved {
+        let uuid = scope_of(&records[position]);
+        let mut target = position;
+        let mut readings = 0;
+        for (next, record) in records.iter().enumerate().skip(position + 1) {
+            if scope_of(record) == uuid {
+                break;
+            }
+            target = next;
+            if matches!(record, EnergyRecord::Power(_)) {
+                readings += 1;
+                if readings == by {
+                    break;
+                }
+            }
+        }
+        after.entry(target).or_default().push(position);
+    }
+    let earliest = moved
+        .iter()
+        .filter_map(|&position| records[position].at())
+        .min()
+        .unwrap_or(0);
+    let mut out = Vec::with_capacity(records.len() + 1);
+    let mut told = false;
+    for (position, record) in records.iter().enumerate() {
+        if !told && record.at().is_some_and(|at| at >= earliest) {
+            out.push(EnergyRecord::LateBoundariesFrom { at: earliest });
+            told = true;
+        }
+        if !moved.contains(&position) {
+            out.push(record.clone());
+        }
+        for &late in after.get(&position).into_iter().flatten() {
+            out.push(records[late].clone());
+        }
+    }
+    out
+}
+
+/// Every scope's settled figures when `records` are booked in order, then a final
+/// report as of `final_at` settles what is left.
+fn settled_by_uuid(
+    records: &[EnergyRecord],
+    final_at: Nanos,
+) -> BTreeMap<Uuid, (usize, SettledScope)> {
+    let (mut account, settled) = settling(records);
+    let report = account.report(final_at, wall(final_at));
+    account.settle_remaining_scopes(&report);
+    let mut by_uuid: BTreeMap<Uuid, (usize, SettledScope)> = BTreeMap::new();
+    for scope in settled
+        .into_iter()
+        .map(|(_, scope)| scope)
+        .chain(account.take_settled_scopes())
+    {
+        let entry = by_uuid.entry(scope.energy.uuid).or_insert((0, scope));
+        entry.0 += 1;
+    }
+    by_uuid
+}
+
+fn close_option(a: Option<f64>, b: Option<f64>, tolerance: f64) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= tolerance,
+        (a, b) => a == b,
+    }
+}
+
+/// The figures two reports (or settled scopes) must share: window and attributed,
+/// GPU and all domains. A step no GPU interval reached (inside a gap) has a GPU window
+/// of null or 0 J depending on whether it was still listed when the next interval was
+/// booked, in time order as late: that one figure may be either.
+fn same_scope_figures(a: &ScopeEnergy, b: &ScopeEnergy, tolerance: f64) -> bool {
+    let gpu_window = |scope: &ScopeEnergy| scope.gpu_energy_kwh.or(Some(0.0));
+    close_option(gpu_window(a), gpu_window(b), tolerance)
+        && close_option(a.energy_kwh, b.energy_kwh, tolerance)
+        && close_option(
+            a.attributed_gpu_energy_kwh,
+            b.attributed_gpu_energy_kwh,
+            tolerance,
+        )
+        && close_option(a.attributed_energy_kwh, b.attributed_energy_kwh, tolerance)
+        && a.ended_at == b.ended_at
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Boundaries booked after later readings (as the window's close and the ends
+    /// stamped there are) leave the account as booking them in time order does: the
+    /// same report, as of any instant, and every step settled once with the same
+    /// figures, none before the boundaries that reach it.
+    #[test]
+    fn boundaries_booked_late_give_the_report_and_settled_figures_of_time_order(
+        case in case(),
+        late in prop::collection::vec(any::<prop::sample::Index>(), 1..4),
+        by in 1usize..4,
+    ) {
+        // Readings before any boundary, as the pipeline books them before any step can
+        // start (a step settled before anything was measured has null figures, after
+        // it zero: that depends on when it settles, not on how).
+        let mut in_order = vec![gpu(0, Some(100.0), None), rapl(0, 0)];
+        in_order.extend(case.records.iter().cloned());
+        let in_order = &in_order;
+        let late_records = delivered_late(in_order, &late, by);
+        let delivered = late_records
+            .iter()
+            .filter(|record| !matches!(record, EnergyRecord::LateBoundariesFrom { .. }))
+            .count();
+        prop_assert_eq!(delivered, in_order.len(), "every record delivered once");
+        let newest = in_order.iter().filter_map(EnergyRecord::at).max().unwrap_or(0);
+        for report_at in [case.report_at, newest] {
+            let expected = report(in_order, report_at);
+            let seen = report(&late_records, report_at);
+            let total: f64 = expected.domains.iter().map(|d| d.energy_kwh).sum();
+            let tolerance = 1e-9 * total.abs() + 1e-15;
+            prop_assert_eq!(&seen.domains.len(), &expected.domains.len());
+            for (seen, expected) in seen.domains.iter().zip(&expected.domains) {
+                prop_assert_eq!(seen.domain, expected.domain);
+                prop_assert!((seen.energy_kwh - expected.energy_kwh).abs() <= tolerance);
+                prop_assert!(
+                    (seen.unattributed_kwh - expected.unattributed_kwh).abs() <= tolerance,
+                    "{:?} unattributed {} != {}", seen.domain, seen.unattributed_kwh, expected.unattributed_kwh
+                );
+            }
+            prop_assert_eq!(seen.agent_scopes.len(), expected.agent_scopes.len());
+            for expected_scope in &expected.agent_scopes {
+                let seen_scope = scope(&seen, expected_scope.uuid.as_u128());
+                prop_assert!(
+                    same_scope_figures(seen_scope, expected_scope, tolerance),
+                    "as of {}: {:?} != {:?}", report_at, seen_scope, expected_scope
+                );
+            }
+        }
+        let expected = settled_by_uuid(in_order, newest);
+        let seen = settled_by_uuid(&late_records, newest);
+        let total: f64 = report(in_order, newest).domains.iter().map(|d| d.energy_kwh).sum();
+        let tolerance = 1e-9 * total.abs() + 1e-15;
+        prop_assert_eq!(seen.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+        for (uuid, (times, expected_scope)) in &expected {
+            let (seen_times, seen_scope) = &seen[uuid];
+            prop_assert_eq!((*times, *seen_times), (1, 1), "{} settled more than once", uuid);
+            prop_assert!(
+                same_scope_figures(&seen_scope.energy, &expected_scope.energy, tolerance),
+                "{:?} != {:?}", seen_scope.energy, expected_scope.energy
+            );
+            prop_assert!(
+                close_option(seen_scope.coverage, expected_scope.coverage, 1e-9),
+                "coverage {:?} != {:?}", seen_scope.coverage, expected_scope.coverage
+            );
+        }
+    }
+}
+
+#[test]
+fn an_end_booked_after_later_readings_divides_them_again_and_holds_the_steps_it_reaches() {
+    // 100 W read every half second, 0–4 s. A holds 0.5–3.5 s, B 1.5–2.5 s, C 2–3 s.
+    // B's end is booked after every reading (as a step ended at the window's close
+    // is), the account told first. By hand: 0.5–1.5 A alone 100 J; 1.5–2 A, B 25 J
+    // each; 2–2.5 A, B, C 50/3 J each; 2.5–3 A, C 25 J each; 3–3.5 A alone 50 J.
+    let steps = [
+        Step::new(1, 0.5, 3.5),
+        Step::new(2, 1.5, 2.5),
+        Step::new(3, 2.0, 3.0),
+    ];
+    let in_order = schedule(&steps, flat_gpu(4.0, None));
+    let late_end = in_order
+        .iter()
+        .position(
+            |r| matches!(r, EnergyRecord::ScopeEnded { uuid, .. } if *uuid == Uuid::from_u128(2)),
+        )
+        .unwrap();
+    let mut records = in_order.clone();
+    let end = records.remove(late_end);
+    records.insert(late_end, EnergyRecord::LateBoundariesFrom { at: at(2.5) });
+    records.push(end);
+    let (mut account, settled) = settling(&records);
+    // C ends after B's end: it waits for it (A too); only B could settle before.
+    assert!(
+        settled
+            .iter()
+            .all(|(_, s)| s.energy.uuid == Uuid::from_u128(2)),
+        "{settled:?}"
+    );
+    let report = account.report(at(4.0), wall(at(4.0)));
+    account.settle_remaining_scopes(&report);
+    let mut figures: BTreeMap<u128, SettledScope> = settled
+        .into_iter()
+        .map(|(_, s)| s)
+        .chain(account.take_settled_scopes())
+        .map(|s| (s.energy.uuid.as_u128(), s))
+        .collect();
+    assert_eq!(figures.len(), 3);
+    for (n, window, attributed) in [
+        (1, 300.0, 100.0 + 25.0 + 50.0 / 3.0 + 25.0 + 50.0),
+        (2, 100.0, 25.0 + 50.0 / 3.0),
+        (3, 100.0, 50.0 / 3.0 + 25.0),
+    ] {
+        let step = figures.remove(&n).unwrap();
+        assert_close(joules(step.energy.gpu_energy_kwh.unwrap()), window);
+        assert_close(
+            joules(step.energy.attributed_gpu_energy_kwh.unwrap()),
+            attributed,
+        );
+        assert_eq!(step.coverage, Some(1.0), "step {n}");
+        assert_eq!(
+            step.energy,
+            *scope(&report, n),
+            "step {n}: the report's figures"
+        );
+    }
+    assert_close(joules(report.domains[0].unattributed_kwh), 100.0);
+}

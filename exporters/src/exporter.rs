@@ -52,6 +52,12 @@ pub trait Exporter: Send + 'static {
     fn lost(&self) -> u64 {
         0
     }
+
+    /// The slowest a destination has been to answer one request (a collector's
+    /// acceptance or refusal), where the exporter sends requests. Default: none.
+    fn slowest_answer(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// Why one export, flush or shutdown failed.

@@ -133,6 +133,9 @@ pub struct ExporterStats {
     pub queued: usize,
     /// The last error a call returned, if any.
     pub last_error: Option<String>,
+    /// The slowest its destination answered one request (see
+    /// [`Exporter::slowest_answer`]), as of its last call.
+    pub slowest_answer: Option<std::time::Duration>,
 }
 
 /// How one exporter answered a flush or shutdown.
@@ -217,6 +220,8 @@ struct LaneShared {
     dropped: AtomicU64,
     drops_reported: AtomicU64,
     lost: AtomicU64,
+    /// [`Exporter::slowest_answer`] after the last call, µs (0: none).
+    slowest_answer_micros: AtomicU64,
     last_error: std::sync::Mutex<Option<String>>,
 }
 
@@ -288,6 +293,10 @@ impl LaneShared {
             dropped: self.dropped.load(Ordering::Relaxed),
             lost: self.lost.load(Ordering::Relaxed),
             queued: self.queued.load(Ordering::Relaxed),
+            slowest_answer: match self.slowest_answer_micros.load(Ordering::Relaxed) {
+                0 => None,
+                micros => Some(std::time::Duration::from_micros(micros)),
+            },
             last_error: self.last_error.lock().ok().and_then(|last| last.clone()),
         }
     }
@@ -488,6 +497,12 @@ impl LaneTask {
         match outcome {
             Ok((exporter, result)) => {
                 self.shared.lost.store(exporter.lost(), Ordering::Relaxed);
+                let slowest = exporter.slowest_answer().map_or(0, |took| {
+                    u64::try_from(took.as_micros()).unwrap_or(u64::MAX)
+                });
+                self.shared
+                    .slowest_answer_micros
+                    .store(slowest, Ordering::Relaxed);
                 self.exporter = Some(exporter);
                 if let Err(error) = &result {
                     self.shared.note_failure(error);
@@ -700,6 +715,7 @@ impl FanOutBuilder {
                 failures_reported: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 lost: AtomicU64::new(0),
+                slowest_answer_micros: AtomicU64::new(0),
                 drops_reported: AtomicU64::new(0),
                 last_error: std::sync::Mutex::new(None),
             });

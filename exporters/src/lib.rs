@@ -24,7 +24,9 @@ pub mod otlp;
 mod otlp_grpc;
 pub mod otlp_http;
 pub mod otlp_resource;
+pub mod otlp_retry;
 pub mod otlp_spans;
+mod otlp_transport;
 pub mod semconv_names;
 pub mod stdout;
 

@@ -39,12 +39,15 @@ pub fn sdk_temporality(temporality: MetricTemporality) -> Temporality {
     }
 }
 
-/// Outcomes of the exports one pipeline made, shared with its reader thread.
+/// Outcomes of the exports one pipeline made, shared with its reader thread, and how
+/// long the collector took to answer.
 #[derive(Debug, Default)]
 pub struct ExportStatus {
     succeeded: AtomicU64,
     failed: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// The slowest answer (acceptance or refusal) to one attempt, µs.
+    slowest_answer_micros: AtomicU64,
 }
 
 impl ExportStatus {
@@ -66,7 +69,38 @@ impl ExportStatus {
             .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
-    fn note(&self, result: &OTelSdkResult) {
+    /// The slowest the collector has been to answer one attempt (to accept or refuse
+    /// it; an attempt that ran out of time counts as failed, not here).
+    pub fn slowest_answer(&self) -> Option<Duration> {
+        match self.slowest_answer_micros.load(Ordering::Relaxed) {
+            0 => None,
+            micros => Some(Duration::from_micros(micros)),
+        }
+    }
+
+    /// The collector answered one attempt after `took`.
+    pub(crate) fn note_answer(&self, took: Duration) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX).max(1);
+        self.slowest_answer_micros
+            .fetch_max(micros, Ordering::Relaxed);
+    }
+
+    /// The exports that failed since `reported` of them were (which it is brought up
+    /// to), in words, `what` naming them; `None` when none did.
+    pub(crate) fn unreported_failures(&self, reported: &mut u64, what: &str) -> Option<String> {
+        let failed = self.failed();
+        if failed == *reported {
+            return None;
+        }
+        let new = failed - *reported;
+        *reported = failed;
+        Some(format!(
+            "{new} {what}(s) failed; last: {}",
+            self.last_error().unwrap_or_default()
+        ))
+    }
+
+    pub(crate) fn note(&self, result: &OTelSdkResult) {
         match result {
             Ok(()) => {
                 self.succeeded.fetch_add(1, Ordering::Relaxed);
@@ -168,13 +202,12 @@ impl MetricsPipeline {
     /// `otel.metric.overflow = true`).
     pub(crate) fn start<E: PushMetricExporter>(
         target: String,
-        exporter: E,
+        (exporter, status): (E, Arc<ExportStatus>),
         interval: Duration,
         resource: Resource,
         max_instruments: usize,
         cardinality_limit: usize,
     ) -> Self {
-        let status = Arc::new(ExportStatus::default());
         let periodic = PeriodicReader::builder(ObservedExporter {
             inner: exporter,
             status: Arc::clone(&status),
@@ -231,20 +264,17 @@ impl MetricsPipeline {
     }
 
     fn unreported_failures(&mut self) -> Result<(), ExportError> {
-        let failed = self.status.failed();
-        if failed == self.failures_reported {
-            return Ok(());
+        let failures = self
+            .status
+            .unreported_failures(&mut self.failures_reported, "periodic export");
+        match failures {
+            None => Ok(()),
+            Some(message) => Err(ExportError::Otlp {
+                operation: "export",
+                endpoint: self.target.clone(),
+                message,
+            }),
         }
-        let new = failed - self.failures_reported;
-        self.failures_reported = failed;
-        Err(ExportError::Otlp {
-            operation: "export",
-            endpoint: self.target.clone(),
-            message: format!(
-                "{new} periodic export(s) failed; last: {}",
-                self.status.last_error().unwrap_or_default()
-            ),
-        })
     }
 
     /// Exports now and waits for the outcome (bounded by the exporter's own timeout).

@@ -19,12 +19,13 @@ use wattline_model::events::PipelineEvent;
 
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
 use crate::metrics_pipeline::{ExportStatus, MetricsPipeline, PipelineSet, sdk_temporality};
-use crate::otlp_grpc::{grpc_exporter, grpc_runtime};
-use crate::otlp_http::http_exporter;
+use crate::otlp_grpc::{GrpcTarget, grpc_runtime, lazy_channel};
+use crate::otlp_http::{HttpTarget, metrics_url};
 use crate::otlp_resource::{
     RESOURCE_ATTRIBUTES_VARIABLE, RunIdentity, SERVICE_NAME_VARIABLE, endpoint_resource,
 };
-use crate::otlp_spans::SpanPipeline;
+use crate::otlp_spans::{SpanPipeline, traces_url};
+use crate::otlp_transport::{OtlpMetrics, OtlpSpans, Transport};
 
 /// Reads an environment variable for `header_env`; the process environment by default.
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<OsString> + Send + Sync>;
@@ -108,59 +109,58 @@ impl OtlpExporterBuilder {
             }
             let headers = resolve_headers(index, endpoint, &self.env)?;
             let timeout = Duration::from_millis(endpoint.timeout_millis);
-            let exporter = match endpoint.transport {
-                OtlpTransport::Grpc => {
-                    if runtime.is_none() {
-                        runtime = Some(grpc_runtime().map_err(|source| BuildError::Runtime {
-                            what: "gRPC runtime",
-                            source,
-                        })?);
-                    }
-                    let Some(runtime) = runtime.as_ref() else {
-                        continue;
-                    };
-                    grpc_exporter(
-                        &endpoint.endpoint,
-                        headers.clone(),
-                        timeout,
-                        temporality,
-                        runtime,
-                    )
-                }
-                OtlpTransport::HttpBinary => {
-                    http_exporter(&endpoint.endpoint, &headers, timeout, temporality)
-                }
-            }
-            .map_err(|message| BuildError::Otlp {
+            let otlp_error = |message| BuildError::Otlp {
                 index,
                 endpoint: endpoint.endpoint.clone(),
                 message,
-            })?;
+            };
             let resource = endpoint_resource(
                 endpoint,
                 &self.identity,
                 service_name_variable.as_deref(),
                 resource_attributes_variable.as_deref(),
             );
+            let (status, span_status) = (Arc::<ExportStatus>::default(), Arc::default());
+            let url = &endpoint.endpoint;
+            // gRPC: one connection for both signals (HTTP/2 streams side by side).
+            let channel = match endpoint.transport {
+                OtlpTransport::Grpc => {
+                    let runtime = match &mut runtime {
+                        Some(runtime) => runtime,
+                        None => runtime.insert(grpc_runtime().map_err(|source| {
+                            BuildError::Runtime {
+                                what: "gRPC runtime",
+                                source,
+                            }
+                        })?),
+                    };
+                    Some(lazy_channel(url, timeout, runtime).map_err(otlp_error)?)
+                }
+                OtlpTransport::HttpBinary => None,
+            };
+            // Where one signal goes: the channel, else its own URL.
+            let transport = |signal_url: String, status| -> Result<Transport, BuildError> {
+                Ok(match &channel {
+                    Some(channel) => Transport::Grpc(GrpcTarget::new(
+                        url,
+                        channel.clone(),
+                        headers.clone(),
+                        status,
+                    )),
+                    None => Transport::Http(
+                        HttpTarget::new(signal_url, &headers, timeout, status)
+                            .map_err(otlp_error)?,
+                    ),
+                })
+            };
             if self.config.spans {
-                let spans = SpanPipeline::start(
-                    &endpoint.endpoint,
-                    endpoint.transport,
-                    &headers,
-                    timeout,
-                    &resource,
-                    runtime.as_ref(),
-                )
-                .map_err(|message| BuildError::Otlp {
-                    index,
-                    endpoint: endpoint.endpoint.clone(),
-                    message,
-                })?;
-                span_pipelines.push(spans);
+                let spans = OtlpSpans::new(transport(traces_url(url), Arc::clone(&span_status))?);
+                span_pipelines.push(SpanPipeline::start(spans, span_status, &resource));
             }
+            let metrics = transport(metrics_url(url), Arc::clone(&status))?;
             pipelines.push(MetricsPipeline::start(
-                endpoint.endpoint.clone(),
-                exporter,
+                url.clone(),
+                (OtlpMetrics::new(metrics, temporality), status),
                 interval,
                 resource,
                 self.max_instruments,
@@ -284,39 +284,54 @@ impl Exporter for OtlpExporter {
     }
 
     fn export(&mut self, event: &PipelineEvent) -> Result<(), ExportError> {
+        let mut spans = Ok(());
         if let PipelineEvent::ScopeEnergy { settled, .. } = event {
-            for spans in &self.spans {
-                spans.export(settled);
-            }
+            spans = first_error(self.spans.iter_mut().map(|spans| spans.export(settled)));
         }
-        self.pipelines.export(event)
+        self.pipelines.export(event)?;
+        spans.map_err(ExportError::Spans)
     }
 
     fn flush(&mut self) -> Result<(), ExportError> {
-        let spans = self
-            .spans
-            .iter()
-            .map(SpanPipeline::flush)
-            .find_map(Result::err);
+        let spans = first_error(self.spans.iter_mut().map(SpanPipeline::flush));
         self.pipelines.flush()?;
-        match spans {
-            Some(message) => Err(ExportError::Spans(message)),
-            None => Ok(()),
-        }
+        spans.map_err(ExportError::Spans)
     }
 
     fn shutdown(&mut self) -> Result<(), ExportError> {
-        for spans in self.spans.drain(..) {
-            if let Err(message) = spans.shutdown() {
-                tracing::warn!(%message, "OTLP span exports did not all go out at shutdown");
-            }
-        }
+        let spans = first_error(self.spans.iter_mut().map(SpanPipeline::shutdown));
+        self.spans.clear();
         let result = self.pipelines.shutdown();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
-        result
+        result?;
+        spans.map_err(ExportError::Spans)
     }
+
+    fn slowest_answer(&self) -> Option<Duration> {
+        let metrics = self
+            .pipelines
+            .pipelines()
+            .iter()
+            .filter_map(|pipeline| pipeline.status().slowest_answer());
+        let spans = self
+            .spans
+            .iter()
+            .filter_map(|spans| spans.status().slowest_answer());
+        metrics.chain(spans).max()
+    }
+}
+
+/// Every call made, the first error kept.
+fn first_error(results: impl Iterator<Item = Result<(), String>>) -> Result<(), String> {
+    let mut first = Ok(());
+    for result in results {
+        if first.is_ok() {
+            first = result;
+        }
+    }
+    first
 }
 
 impl Drop for OtlpExporter {

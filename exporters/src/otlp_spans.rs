@@ -5,27 +5,21 @@
 //! user's own trace. One batch processor per endpoint sends them on its own thread.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use http::HeaderMap;
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState,
 };
 use opentelemetry::{InstrumentationScope, KeyValue, Value};
-use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
-use opentelemetry_otlp::{
-    Protocol, SpanExporter, WithExportConfig, WithHttpConfig, WithTonicConfig,
-};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
-    BatchSpanProcessor, SpanData, SpanEvents, SpanLinks, SpanProcessor,
+    BatchSpanProcessor, SpanData, SpanEvents, SpanExporter, SpanLinks, SpanProcessor,
 };
-use tokio::runtime::Runtime;
-use wattline_config::OtlpTransport;
 use wattline_model::scope_energy::{SettledScope, joules};
 
-use crate::otlp_grpc::lazy_channel;
-use crate::otlp_http::header_pairs;
+use crate::metrics_pipeline::ExportStatus;
 
 /// The path OTLP/HTTP collectors take traces on.
 pub const TRACES_PATH: &str = "/v1/traces";
@@ -151,6 +145,8 @@ fn span_attributes(settled: &SettledScope) -> Vec<KeyValue> {
 /// One endpoint's span exports.
 pub(crate) struct SpanPipeline {
     processor: BatchSpanProcessor,
+    status: Arc<ExportStatus>,
+    failures_reported: u64,
 }
 
 impl std::fmt::Debug for SpanPipeline {
@@ -159,59 +155,85 @@ impl std::fmt::Debug for SpanPipeline {
     }
 }
 
-impl SpanPipeline {
-    /// Starts the span exports to `endpoint` over `transport`, with `resource` (the
-    /// metrics' own); a gRPC channel's task runs on `runtime`.
-    pub(crate) fn start(
-        endpoint: &str,
-        transport: OtlpTransport,
-        headers: &HeaderMap,
-        timeout: Duration,
-        resource: &Resource,
-        runtime: Option<&Runtime>,
-    ) -> Result<Self, String> {
-        let exporter = match (transport, runtime) {
-            (OtlpTransport::Grpc, Some(runtime)) => {
-                let channel = lazy_channel(endpoint, timeout, runtime)?;
-                SpanExporter::builder()
-                    .with_tonic()
-                    .with_channel(channel)
-                    .with_timeout(timeout)
-                    .with_metadata(MetadataMap::from_headers(headers.clone()))
-                    .build()
-            }
-            (OtlpTransport::Grpc, None) => return Err("no gRPC runtime".into()),
-            (OtlpTransport::HttpBinary, _) => SpanExporter::builder()
-                .with_http()
-                .with_protocol(Protocol::HttpBinary)
-                .with_endpoint(traces_url(endpoint))
-                .with_headers(header_pairs(headers))
-                .with_timeout(timeout)
-                .build(),
-        }
-        .map_err(|error| error.to_string())?;
-        let mut processor = BatchSpanProcessor::builder(exporter).build();
-        processor.set_resource(resource);
-        Ok(SpanPipeline { processor })
+/// A span exporter whose every export's outcome is counted in `status`.
+#[derive(Debug)]
+struct Observed<E> {
+    inner: E,
+    status: Arc<ExportStatus>,
+}
+
+impl<E: SpanExporter> SpanExporter for Observed<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let result = self.inner.export(batch).await;
+        self.status.note(&result);
+        result
     }
 
-    /// Queues the span of `settled`, if it has one.
-    pub(crate) fn export(&self, settled: &SettledScope) {
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+impl SpanPipeline {
+    /// Starts the span exports through `exporter` (a transport's), with `resource`
+    /// (the metrics' own), counting their outcomes in `status`.
+    pub(crate) fn start(
+        exporter: impl SpanExporter + 'static,
+        status: Arc<ExportStatus>,
+        resource: &Resource,
+    ) -> Self {
+        let observed = Observed {
+            inner: exporter,
+            status: Arc::clone(&status),
+        };
+        let mut processor = BatchSpanProcessor::builder(observed).build();
+        processor.set_resource(resource);
+        SpanPipeline {
+            processor,
+            status,
+            failures_reported: 0,
+        }
+    }
+
+    /// Queues the span of `settled`, if it has one; the span exports that failed
+    /// since the last call, if any.
+    pub(crate) fn export(&mut self, settled: &SettledScope) -> Result<(), String> {
         if let Some(span) = scope_span(settled) {
             self.processor.on_end(span);
         }
+        self.unreported_failures()
+    }
+
+    fn unreported_failures(&mut self) -> Result<(), String> {
+        let failures = self
+            .status
+            .unreported_failures(&mut self.failures_reported, "span export");
+        failures.map_or(Ok(()), Err)
+    }
+
+    /// The outcome counters of its exports.
+    pub(crate) fn status(&self) -> &ExportStatus {
+        &self.status
     }
 
     /// Sends every queued span now.
-    pub(crate) fn flush(&self) -> Result<(), String> {
+    pub(crate) fn flush(&mut self) -> Result<(), String> {
         self.processor
             .force_flush()
-            .map_err(|error| error.to_string())
+            .map_err(|error| error.to_string())?;
+        self.unreported_failures()
     }
 
     /// Sends what is queued and stops.
-    pub(crate) fn shutdown(&self) -> Result<(), String> {
-        self.processor.shutdown().map_err(|error| error.to_string())
+    pub(crate) fn shutdown(&mut self) -> Result<(), String> {
+        self.processor
+            .shutdown()
+            .map_err(|error| error.to_string())?;
+        self.unreported_failures()
     }
 }
 

@@ -29,7 +29,7 @@ impl StdoutExporter {
             .build();
         let pipeline = MetricsPipeline::start(
             "stdout".into(),
-            exporter,
+            (exporter, Default::default()),
             interval,
             resource,
             DEFAULT_MAX_INSTRUMENTS,

@@ -220,6 +220,13 @@ pub enum EnergyRecord {
         /// The cause and its fix, in words.
         unavailable: Option<String>,
     },
+    /// Scope boundaries stamped as early as `at` may still come after readings taken
+    /// later than it: the window closes at `at`, and the scopes still live then are
+    /// ended there. No step that ends after `at` settles before the final report.
+    LateBoundariesFrom {
+        /// Monotonic time.
+        at: Nanos,
+    },
     /// A report was taken as of `at`.
     Report {
         /// Monotonic time.
@@ -238,6 +245,7 @@ impl EnergyRecord {
             | EnergyRecord::Rapl { at, .. }
             | EnergyRecord::ScopeStarted { at, .. }
             | EnergyRecord::ScopeEnded { at, .. }
+            | EnergyRecord::LateBoundariesFrom { at }
             | EnergyRecord::Report { at, .. } => Some(*at),
             EnergyRecord::Power(power) => Some(power.at),
             EnergyRecord::GpuStatus { .. } | EnergyRecord::CpuStatus { .. } => None,

@@ -300,6 +300,11 @@ pub struct ExporterOutcome {
     pub lost: u64,
     /// The last error, if any.
     pub last_error: Option<String>,
+    /// The slowest its collector was to answer one request (accepted or refused), ms,
+    /// rounded up: how near the export timeout a busy collector comes. Exporters that
+    /// send no requests have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest_answer_millis: Option<u64>,
 }
 
 impl ExporterOutcome {

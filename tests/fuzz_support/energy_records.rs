@@ -176,6 +176,7 @@ pub fn energy_record(
         1 => (0..3u128, edge_u64(), wall.clone()).prop_map(|(uuid, at, wall)| EnergyRecord::ScopeEnded { uuid: Uuid::from_u128(uuid), at, wall }),
         1 => (select(&["nvml+drm", "none"][..]), text()).prop_map(|(configured, unavailable)| EnergyRecord::GpuStatus { configured: configured.into(), unavailable, selection: None }),
         1 => text().prop_map(|unavailable| EnergyRecord::CpuStatus { unavailable }),
+        1 => edge_u64().prop_map(|at| EnergyRecord::LateBoundariesFrom { at }),
         1 => (edge_u64(), wall).prop_map(|(at, wall)| EnergyRecord::Report { at, wall }),
     ]
 }

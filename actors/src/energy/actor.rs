@@ -182,7 +182,7 @@ impl EnergyState {
                 at,
                 wall,
             } => {
-                let at = self.epoch.nanos(*at);
+                let at = self.epoch.nanos(at.instant());
                 self.record(EnergyRecord::ScopeStarted {
                     uuid: *uuid,
                     name: Arc::clone(name),
@@ -201,7 +201,11 @@ impl EnergyState {
                 wall,
             } => {
                 let ended_at_program_exit = flags.contains(&ENDED_AT_PROGRAM_EXIT);
-                self.scope_ended(*uuid, *at, (*wall).into(), ended_at_program_exit);
+                self.scope_ended(*uuid, at.instant(), (*wall).into(), ended_at_program_exit);
+            }
+            ScopeBoundary::WindowCloses { at } => {
+                let at = self.epoch.nanos(at.instant());
+                self.record(EnergyRecord::LateBoundariesFrom { at });
             }
         }
     }
@@ -481,7 +485,8 @@ mod tests {
     use crate::energy::report::EnergyReport;
     use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
     use crate::samplers::gpu::PowerSampleSink;
-    use crate::wake_queue::WakeSender;
+    use crate::scope_boundary::BoundaryAt;
+    use crate::wake_queue::{QueueStamp, WakeSender};
     use uuid::Uuid;
     use wattline_model::events::CollectingEventSink;
     use wattline_model::metric_names as names;
@@ -602,13 +607,13 @@ mod tests {
                 process_id: None,
                 weight: None,
                 extras: crate::scope_boundary::ScopeStartExtras::default(),
-                at: at(from),
+                at: QueueStamp::for_tests(at(from)),
                 wall: std::time::SystemTime::now().into(),
             },
             ScopeBoundary::Ended {
                 uuid,
                 flags,
-                at: at(to),
+                at: BoundaryAt::Stamped(QueueStamp::for_tests(at(to))),
                 wall: std::time::SystemTime::now().into(),
             },
         ]

@@ -107,6 +107,8 @@ impl ScopeTable {
             } => {
                 self.end(*uuid, (*wall).into(), flags, sink);
             }
+            // The energy stage's concern: no event.
+            ScopeBoundary::WindowCloses { .. } => {}
         }
     }
 

@@ -9,6 +9,8 @@ pub mod gpu_events;
 pub mod health;
 mod scope_start;
 mod stages;
+#[cfg(feature = "test-support")]
+mod stall;
 pub mod supervisor;
 mod wall_clock;
 
@@ -42,8 +44,10 @@ use crate::merger::scopes::{scope_event, strictly_after};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
-use crate::scope_boundary::{ENERGY_READER, MERGER_READER, ScopeBoundary, ScopeStartExtras};
-use crate::wake_queue::{WakeSender, wake_queue};
+use crate::scope_boundary::{
+    BoundaryAt, ENERGY_READER, MERGER_READER, ScopeBoundary, ScopeStartExtras, WallNanos,
+};
+use crate::wake_queue::{QueueStamp, WakeSender, wake_queue};
 pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid_at};
@@ -219,6 +223,9 @@ pub struct RunningPipeline {
     /// Where the final report's window closes when it is not the shutdown call (a
     /// measured command's exit).
     measuring_until: std::sync::OnceLock<(Instant, DateTime<Utc>)>,
+    /// Holds the next boundary's caller right after its stamp (tests).
+    #[cfg(feature = "test-support")]
+    stall: stall::BoundaryStall,
 }
 
 fn is_alive(status: ractor::ActorStatus) -> bool {
@@ -353,11 +360,21 @@ impl RunningPipeline {
             root_ended: AtomicBool::new(false),
             boundary_clock: wall_clock::BoundaryClock::default(),
             measuring_until: std::sync::OnceLock::new(),
+            #[cfg(feature = "test-support")]
+            stall: stall::BoundaryStall::default(),
             sink: spec.sink,
             rapl,
             health,
             boundary_readings,
         })
+    }
+
+    /// The next scope boundary's caller (a start, an end, the final report's close)
+    /// stops for `pause` right after its instant is read, as a thread preempted there
+    /// would: tests of the order the energy stage books boundaries and readings in.
+    #[cfg(feature = "test-support")]
+    pub fn stall_next_boundary(&self, pause: Duration) {
+        self.stall.arm(pause);
     }
 
     /// Stops the merger as if it had failed (tests of [`Self::health`]).
@@ -475,23 +492,25 @@ impl RunningPipeline {
             weight,
             traceparent,
         } = start;
-        // Raw clock readings: the actors make the calendar time.
-        let (at, wall) = self.boundary_clock.now();
-        let uuid = new_uuid_at(wall.into());
         let name = scope_start::shared_name(name);
+        let extras = ScopeStartExtras::new(attributes, traceparent);
         // The merger writes the start event in order with its polls: no mark under
-        // this scope comes before it.
-        self.push_boundary(ScopeBoundary::Started {
-            uuid,
-            name,
-            parent,
-            process_id,
-            weight,
-            extras: ScopeStartExtras::new(attributes, traceparent),
-            at,
-            wall,
-        });
-        uuid
+        // this scope comes before it. Stamped as it is queued (raw clock readings: the
+        // actors make the calendar time).
+        self.push_stamped_boundary(|at, wall| {
+            let uuid = new_uuid_at(wall.into());
+            let boundary = ScopeBoundary::Started {
+                uuid,
+                name,
+                parent,
+                process_id,
+                weight,
+                extras,
+                at,
+                wall,
+            };
+            (boundary, uuid)
+        })
     }
 
     /// Ends an Agent scope at this instant, without waiting (safe from `Drop`); the
@@ -509,29 +528,60 @@ impl RunningPipeline {
             return false;
         }
         let ended_at_program_exit = flags.contains(&ENDED_AT_PROGRAM_EXIT);
+        let flags = flags.to_vec();
         // Ended at its program's exit: at that instant, where the window closed, so its
-        // figures and the final report's agree.
-        let (at, wall) = self
-            .measuring_until
-            .get()
-            .filter(|_| ended_at_program_exit)
-            .map_or_else(
-                || self.boundary_clock.now(),
-                |&(at, wall)| (at, std::time::SystemTime::from(wall).into()),
-            );
-        self.push_boundary(ScopeBoundary::Ended {
-            uuid,
-            flags: flags.to_vec(),
-            at,
-            wall,
-        });
+        // figures and the final report's agree (the close was queued before).
+        if let Some(&(at, wall)) = self.measuring_until.get().filter(|_| ended_at_program_exit) {
+            self.push_boundary(ScopeBoundary::Ended {
+                uuid,
+                flags,
+                at: BoundaryAt::WindowClose(at),
+                wall: std::time::SystemTime::from(wall).into(),
+            });
+        } else {
+            self.push_stamped_boundary(|at, wall| {
+                let at = BoundaryAt::Stamped(at);
+                (
+                    ScopeBoundary::Ended {
+                        uuid,
+                        flags,
+                        at,
+                        wall,
+                    },
+                    (),
+                )
+            });
+        }
         true
     }
 
-    /// Queues `boundary` for the merger and the energy actor, waking each whose queue
-    /// was idle.
+    /// Queues the boundary `make` builds from the instant it is stamped with, read as
+    /// it is queued (and the same instant on the wall clock): so the energy actor,
+    /// which takes the queue before every reading, never books a reading taken after
+    /// it first. Returns what else `make` returned.
+    fn push_stamped_boundary<R>(
+        &self,
+        make: impl FnOnce(QueueStamp, WallNanos) -> (ScopeBoundary, R),
+    ) -> R {
+        let (wakes, made) = self.boundaries.push_stamped(|at| {
+            let wall = self.boundary_clock.wall_at(at.instant());
+            #[cfg(feature = "test-support")]
+            self.stall.after_stamp();
+            make(at, wall)
+        });
+        self.wake_boundary_readers(wakes);
+        made
+    }
+
+    /// Queues `boundary` (its instant already known) for the merger and the energy
+    /// actor, waking each whose queue was idle.
     fn push_boundary(&self, boundary: ScopeBoundary) {
         let wakes = self.boundaries.push(boundary);
+        self.wake_boundary_readers(wakes);
+    }
+
+    /// Wakes the readers a push said to.
+    fn wake_boundary_readers(&self, wakes: crate::wake_queue::Wakes) {
         if wakes.includes(MERGER_READER) {
             let _ = self.merger.cast(MergerMessage::ScopeBoundaries);
         }
@@ -652,6 +702,11 @@ impl RunningPipeline {
     /// as of that instant, not of the shutdown that follows it. The first call wins.
     pub fn measuring_until(&self, at: Instant, wall: DateTime<Utc>) {
         if self.measuring_until.set((at, wall)).is_ok() {
+            // Queued before any end made at that instant: the energy stage settles no
+            // step such an end could still reach.
+            self.push_boundary(ScopeBoundary::WindowCloses {
+                at: BoundaryAt::WindowClose(at),
+            });
             // A reading right after the edge, so the interval cut there is short.
             self.boundary_reading();
         }
@@ -661,11 +716,16 @@ impl RunningPipeline {
     /// [`Self::measuring_until`], else now), which is also the report's, so the report
     /// and the event file agree.
     pub async fn final_report(&self) -> Result<EnergyReport, PipelineError> {
-        let (at, wall) = self
-            .measuring_until
-            .get()
-            .copied()
-            .unwrap_or_else(|| (Instant::now(), Utc::now()));
+        let (at, wall) = match self.measuring_until.get() {
+            Some(&closes) => closes,
+            // The window closes now, stamped as it is queued: the scopes still live
+            // end at it, after readings taken later may have been booked.
+            None => self.push_stamped_boundary(|at, wall| {
+                let closes = (at.instant(), DateTime::<Utc>::from(wall));
+                let at = BoundaryAt::Stamped(at);
+                (ScopeBoundary::WindowCloses { at }, closes)
+            }),
+        };
         self.end_live_scopes(at, wall).await;
         self.energy_report_at(at, wall, true).await
     }

@@ -42,18 +42,26 @@ impl Default for BoundaryClock {
 
 impl BoundaryClock {
     /// This instant on the monotonic clock and on the wall clock (as a boundary keeps
-    /// it: worked out in nanoseconds, never through a `SystemTime`).
+    /// it: worked out in nanoseconds, never through a `SystemTime`). Boundaries read
+    /// the monotonic clock under their queue's lock and ask [`Self::wall_at`].
+    #[cfg(test)]
     pub fn now(&self) -> (Instant, WallNanos) {
         let at = Instant::now();
+        (at, self.wall_at(at))
+    }
+
+    /// Monotonic `at` (a reading just taken: not before the last one this clock
+    /// worked from) on the wall clock.
+    pub fn wall_at(&self, at: Instant) -> WallNanos {
         let since_epoch = nanos(at.saturating_duration_since(self.epoch));
         let read_at = self.read_at_nanos.load(Ordering::Relaxed);
         if read_at != u64::MAX && since_epoch.saturating_sub(read_at) < nanos(REREAD_AFTER) {
             let offset = self.offset_nanos.load(Ordering::Relaxed);
             if let Some(wall) = wall_nanos(since_epoch, offset) {
-                return (at, WallNanos::from_nanos(wall));
+                return WallNanos::from_nanos(wall);
             }
         }
-        (at, self.read_offset(since_epoch).into())
+        self.read_offset(since_epoch).into()
     }
 
     /// Reads the wall clock now (monotonic `since_epoch`), keeps the two clocks'
