@@ -17,6 +17,11 @@ impl BoundaryStall {
 
     /// Called right after a boundary's instant is read: pauses, once, if armed.
     pub(super) fn after_stamp(&self) {
+        // A load first: every boundary passes here, and an unarmed stall must not make
+        // concurrent callers fight over the cache line a swap would write.
+        if self.0.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         let micros = self.0.swap(0, Ordering::SeqCst);
         if micros > 0 {
             std::thread::sleep(Duration::from_micros(micros));
