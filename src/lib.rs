@@ -34,12 +34,12 @@ pub use wattline_model::events;
 pub use wattline_model::metric_names;
 pub use wattline_model::report::EnergyReport;
 
-pub use wattline_actors::SamplingSeries;
 /// This process's id, cached and read again in a forked child: what tells a pipeline
 /// (or a binding's runtime) that it runs in a child of the process that made it.
 pub use wattline_actors::pipeline::current_process_id;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};
 pub use wattline_config as config;
+pub use wattline_model::series::SamplingSeries;
 pub use wattline_model::snapshot;
 
 use wattline_actors::Collector;

@@ -8,10 +8,10 @@ use wattline_config::ResourceMetricsConfig;
 
 use crate::categories::sampler_factories;
 use crate::merger::tick::{finish_tick, prepare_tick};
-use crate::readings::SamplingSeries;
 use crate::samplers::CategorySampler;
 use crate::samplers::environment::EnvironmentReader;
 use crate::scope::ScopeTarget;
+use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 
 /// Collects snapshots of one target with one configuration.

@@ -31,7 +31,6 @@ pub use diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
 pub use energy::report::EnergyReport;
 pub use gpu::GpuSource;
 pub use platform::{ParseError, ReadError, ReadErrorClass};
-pub use readings::SamplingSeries;
 pub use scope::{ProcessIdentity, ScopeTarget};
 pub use wattline_model::energy::{EnergyRecord, Epoch};
 pub use wattline_model::events::{EventSink, PipelineEvent};

@@ -38,7 +38,7 @@ pub use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSampl
 
 /// The two sampling series; each keeps its own utilization baselines, so an
 /// on-demand collection never disturbs the polling rates (and the reverse).
-pub use crate::readings::SamplingSeries;
+pub use wattline_model::series::SamplingSeries;
 
 /// Which processes get process records.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -132,7 +132,7 @@ impl PreparedGpu {
 /// needs before the pipeline runs.
 fn devices_only(device_selectors: Vec<String>) -> crate::gpu::GpuSampleRequest {
     crate::gpu::GpuSampleRequest {
-        series: crate::readings::SamplingSeries::Polling,
+        series: wattline_model::series::SamplingSeries::Polling,
         device_metrics: true,
         process_metrics: false,
         device_selectors,
@@ -424,7 +424,7 @@ impl RunningPipeline {
             .merger
             .call(
                 |reply| MergerMessage::Collect {
-                    series: crate::readings::SamplingSeries::OnDemand,
+                    series: wattline_model::series::SamplingSeries::OnDemand,
                     reply,
                 },
                 None,

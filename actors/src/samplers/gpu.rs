@@ -11,7 +11,8 @@ use wattline_config::resource_metrics::GpuConfig;
 use super::{ReadProblems, SampleRequest, SamplerOutput};
 use crate::gpu::visible_devices::{GpuSelection, configured_selection};
 use crate::gpu::{GpuSample, GpuSampleRequest, GpuSource, ProcessScope, SamplePart, merge_parts};
-use crate::readings::{FieldCoverage, SamplingSeries};
+use crate::readings::FieldCoverage;
+use wattline_model::series::SamplingSeries;
 
 pub use crate::gpu::{PowerSample, PowerSampleSink};
 pub use wattline_model::snapshot::GpuReading;
