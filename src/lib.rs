@@ -11,6 +11,7 @@ pub mod api;
 pub mod embedded;
 mod error;
 mod exporting;
+pub mod gpu;
 #[cfg(unix)]
 pub mod host;
 pub mod overrides;
@@ -29,7 +30,6 @@ pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::command_cgroup;
 pub use wattline_actors::diagnostics;
 pub use wattline_actors::doctor;
-pub use wattline_actors::gpu;
 pub use wattline_model::events;
 pub use wattline_model::metric_names;
 pub use wattline_model::report::EnergyReport;

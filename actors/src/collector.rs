@@ -49,7 +49,7 @@ impl Collector {
     }
 
     /// Adds a GPU sampler over `source` (the GPU category stays `null` without one).
-    pub fn with_gpu_source(mut self, source: Option<Box<dyn crate::gpu::GpuSource>>) -> Self {
+    pub fn with_gpu_source(mut self, source: Option<Box<dyn wattline_gpu::GpuSource>>) -> Self {
         if self.config.gpu.enabled {
             self.samplers
                 .push(Box::new(crate::samplers::gpu::GpuSampler::new(

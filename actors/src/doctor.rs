@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::gpu::drm::read_drm_devices;
-use crate::gpu::nvml::{NvmlConfig, open_nvml};
 use crate::platform::ReadErrorClass;
 use crate::platform::os::cgroup::{CgroupLayout, read_cgroup_layout};
 use crate::platform::os::pressure::{PressureResource, read_system_pressure};
 use crate::platform::os::process_io::read_process_io;
 use crate::platform::os::rapl::read_rapl_zones;
+use wattline_gpu::drm::read_drm_devices;
+use wattline_gpu::nvml::{NvmlConfig, open_nvml};
 
 /// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

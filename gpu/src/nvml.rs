@@ -23,13 +23,13 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
 
-use super::dense_power::{DensePower, DenseSampling};
-use super::events::{GpuEvent, GpuEventSink};
-use super::visible_devices::{DeviceIdentity, needs_mig_instances, selectors_select_device};
-use super::{
-    GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
-    PowerProbe, PowerSampleSink, SamplingSeries,
-};
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
+
+use crate::dense_power::{DensePower, DenseSampling};
+use crate::events::{GpuEvent, GpuEventSink};
+use crate::visible_devices::{DeviceIdentity, needs_mig_instances, selectors_select_device};
+use crate::{GpuSampleRequest, GpuSource, PowerProbe, PowerSampleSink};
 
 /// The library's file name where no path is configured.
 #[cfg(windows)]
