@@ -31,6 +31,7 @@ pub mod nvidia_smi;
 pub mod nvidia_smi_collector;
 pub mod nvidia_smi_stream;
 pub mod nvml;
+pub mod nvml_survey;
 pub mod selection;
 pub mod timed_run;
 pub mod visible_devices;
