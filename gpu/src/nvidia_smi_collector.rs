@@ -32,7 +32,7 @@ use tokio::time::MissedTickBehavior;
 
 use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
 
-pub use crate::timed_run::{RunOutcome, run_with_timeout};
+use crate::timed_run::{RunOutcome, run_with_timeout};
 
 use crate::events::{GpuEvent, GpuEventSink};
 use crate::nvidia_smi::{FieldList, QueryFieldSet, SmiAnswer, interpret_answer};

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use support::{LogRecorder, calls, fake_smi_dir};
 use tracing::Level;
 use wattline_gpu::nvidia_smi_collector::{
-    CollectorState, NvidiaSmiCollector, NvidiaSmiConfig, NvidiaSmiSource, RunOutcome,
-    locate_nvidia_smi, run_with_timeout,
+    CollectorState, NvidiaSmiCollector, NvidiaSmiConfig, NvidiaSmiSource, locate_nvidia_smi,
 };
+use wattline_gpu::timed_run::{RunOutcome, run_with_timeout};
 use wattline_gpu::{CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource};
 use wattline_model::series::SamplingSeries;
 
