@@ -37,7 +37,9 @@ pub enum ConfigSource {
 /// Makes the GPU source of each pipeline started with it (`None`: GPU reading is
 /// off): how a language package plugs in a source written in that language.
 #[derive(Clone)]
-pub struct GpuSourceHook(pub Arc<dyn Fn() -> Option<Box<dyn crate::gpu::GpuSource>> + Send + Sync>);
+pub struct GpuSourceHook(
+    pub Arc<dyn Fn() -> Option<Box<dyn wattline_gpu::GpuSource>> + Send + Sync>,
+);
 
 impl std::fmt::Debug for GpuSourceHook {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

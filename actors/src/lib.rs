@@ -9,7 +9,6 @@ pub mod command_cgroup;
 pub mod diagnostics;
 pub mod doctor;
 pub mod energy;
-pub mod gpu;
 pub(crate) mod merger;
 pub mod pipeline;
 // The OS readers are this crate's own; the `test-support` feature opens them to its
@@ -29,9 +28,7 @@ pub mod wake_queue;
 pub use collector::Collector;
 pub use diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
 pub use energy::report::EnergyReport;
-pub use gpu::GpuSource;
 pub use platform::{ParseError, ReadError, ReadErrorClass};
-pub use readings::SamplingSeries;
 pub use scope::{ProcessIdentity, ScopeTarget};
 pub use wattline_model::energy::{EnergyRecord, Epoch};
 pub use wattline_model::events::{EventSink, PipelineEvent};

@@ -23,7 +23,6 @@ use crate::merger::on_demand::{
 };
 use crate::merger::scopes::ScopeTable;
 use crate::merger::tick::{finish_tick, prepare_tick};
-use crate::readings::SamplingSeries;
 use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
@@ -34,6 +33,7 @@ use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
 };
+use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 use wattline_model::snapshot::resource_measurements;
 

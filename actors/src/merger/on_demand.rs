@@ -200,10 +200,10 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::readings::SamplingSeries;
     use crate::scope::{ResolvedScope, ScopeStatus, ScopeTarget};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Instant;
+    use wattline_model::series::SamplingSeries;
 
     /// Panics on its first sample after being built the first time; answers otherwise.
     struct Flaky {

@@ -21,14 +21,14 @@ use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments};
 use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
-use crate::gpu::{GpuSource, PowerSample};
 use crate::merger::actor::{DirectCollector, MergerActor, MergerArguments, MergerMessage};
 use crate::samplers::CategorySampler;
-use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
+use crate::samplers::gpu::GpuSampler;
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::WakeReceiver;
+use wattline_gpu::{GpuSource, PowerSample, PowerSampleSink};
 
 fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
     PipelineError::Spawn(error.to_string())
