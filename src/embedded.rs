@@ -306,19 +306,19 @@ impl EmbeddedPipeline {
         let scope = self
             .pipeline
             .agent_scope_with(name, options)
-            .await
             .map_err(Self::other)?;
         let uuid = scope.uuid().to_string();
         self.scopes().insert(uuid.clone(), scope);
         Ok(uuid)
     }
 
-    /// Ends the Agent scope `uuid`; `false` when it was not live.
+    /// Ends the Agent scope `uuid`; `false` when it was not live, an error when the
+    /// pipeline has shut down.
     pub async fn end_scope(&self, uuid: &str) -> Result<bool, EmbeddedError> {
         let Some(scope) = self.scopes().remove(uuid) else {
             return Ok(false);
         };
-        scope.end().await.map_err(Self::other)?;
+        scope.end().map_err(Self::other)?;
         Ok(true)
     }
 
@@ -340,7 +340,7 @@ impl EmbeddedPipeline {
         }
         let live: Vec<AgentScope> = self.scopes().drain().map(|(_, scope)| scope).collect();
         for scope in live {
-            let _ = scope.end().await;
+            let _ = scope.end();
         }
         let report = self.pipeline.shutdown().await.map_err(Self::other)?;
         if let Ok(mut stored) = self.report.lock() {
