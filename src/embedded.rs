@@ -292,8 +292,9 @@ impl EmbeddedPipeline {
 
     /// Starts an Agent scope of `weight` (1 when `None`) among the scopes live beside
     /// it, its span a child of the caller's span `traceparent` (W3C; a trace of its own
-    /// when `None`); its UUID names it in [`Self::end_scope`].
-    pub async fn start_scope(
+    /// when `None`); its UUID names it in [`Self::end_scope`]. Synchronous, and needs
+    /// no runtime: a binding calls it in place.
+    pub fn start_scope(
         &self,
         name: &str,
         weight: Option<f64>,
@@ -313,8 +314,8 @@ impl EmbeddedPipeline {
     }
 
     /// Ends the Agent scope `uuid`; `false` when it was not live, an error when the
-    /// pipeline has shut down.
-    pub async fn end_scope(&self, uuid: &str) -> Result<bool, EmbeddedError> {
+    /// pipeline has shut down. Synchronous, as [`Self::start_scope`].
+    pub fn end_scope(&self, uuid: &str) -> Result<bool, EmbeddedError> {
         let Some(scope) = self.scopes().remove(uuid) else {
             return Ok(false);
         };
