@@ -572,18 +572,16 @@ impl Pipeline {
 
     /// Starts an Agent scope at this instant (never after a poll in flight): every
     /// poll's mark is copied under it until the guard is dropped or
-    /// [`AgentScope::end`] is called.
-    pub async fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
-        self.agent_scope_with(name, ScopeOptions::default()).await
+    /// [`AgentScope::end`] is called. A send to the pipeline: it waits for nothing
+    /// (no poll, no device read) and may be called from any thread, inside a runtime
+    /// or not.
+    pub fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
+        self.agent_scope_with(name, ScopeOptions::default())
     }
 
     /// Starts an Agent scope like [`Self::agent_scope`], with `options` (its weight
     /// among the scopes live beside it).
-    pub async fn agent_scope_with(
-        &self,
-        name: &str,
-        options: ScopeOptions,
-    ) -> Result<AgentScope, Error> {
+    pub fn agent_scope_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
         self.check_process()?;
         AgentScope::start(&self.inner, name, &options, None)
     }
