@@ -9,7 +9,6 @@ use std::sync::Mutex;
 
 use wattline::config::units::CapacityUnit;
 use wattline::events::{EventSink, MetricMeasurement, PipelineEvent};
-use wattline::metric_names as names;
 use wattline::report::human_units::{energy_text, power_text, three_significant_figures};
 use wattline::snapshot::GpuSample;
 use wattline_actors::energy::account::EnergyAccount;
@@ -184,8 +183,6 @@ impl StatusSink {
                 {
                     figures.memory(measurement)
                 }
-                // Without energy records (the energy component off), the polls' figure.
-                names::GPU_AGGREGATE_TOTAL_POWER => figures.gpu_watts = Some(value),
                 _ => {}
             }
         }
