@@ -184,3 +184,18 @@ fn the_table_and_page_write_figures_in_units_for_people() {
     assert!(page.contains("1000 J → 3000 J (+200.0%)"));
     assert!(!page.contains("<script"));
 }
+
+#[test]
+fn runs_priced_in_different_currencies_say_so_and_runs_in_one_do_not() {
+    let base = run_at(100.0);
+    let mut new = run_at(100.0);
+    let same = compare_reports(&base, &new, "a", "b");
+    assert!(same.notes.is_empty(), "{:?}", same.notes);
+    new.currency = "EUR".into();
+    let differ = compare_reports(&base, &new, "a", "b");
+    assert_eq!(
+        differ.notes,
+        ["the runs' currencies differ (USD and EUR): costs are not comparable"]
+    );
+    assert_eq!(differ.currency, "EUR", "the new run's");
+}
