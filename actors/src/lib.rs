@@ -11,6 +11,8 @@ pub mod doctor;
 pub mod energy;
 pub mod gpu;
 pub(crate) mod merger;
+pub(crate) mod on_demand;
+pub(crate) mod panics;
 pub mod pipeline;
 // The OS readers are this crate's own; the `test-support` feature opens them to its
 // integration tests and benchmarks, which point them at fixture trees.
