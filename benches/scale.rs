@@ -143,7 +143,6 @@ async fn measure_row(settings: &Settings, scopes: u64, exporters: &str, url: &st
         agents.push(
             pipeline
                 .agent_scope(&format!("agent-{index}"))
-                .await
                 .expect("an Agent scope"),
         );
     }

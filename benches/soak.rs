@@ -134,7 +134,6 @@ async fn main() {
                 scopes.push_back(
                     pipeline
                         .agent_scope(&format!("agent-{opened}"))
-                        .await
                         .expect("an Agent scope"),
                 );
                 opened += 1;
@@ -215,9 +214,8 @@ async fn churn_scopes(count: u64) {
     for opened in 1..=count {
         let scope = pipeline
             .agent_scope(&format!("step-{}", opened % 10))
-            .await
             .expect("an Agent scope");
-        scope.end().await.expect("the end");
+        scope.end().expect("the end");
         // The scopes are messages, and this loop outruns the actors that take them: a
         // flush every 10,000 waits until they have (a host doing work between steps
         // never gets so far ahead), so RSS is what the pipeline keeps, not a backlog.

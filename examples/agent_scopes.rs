@@ -24,10 +24,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .spawn()
         .await?;
 
-    let planner = pipeline.agent_scope("planner").await?;
-    let coder = pipeline.agent_scope("coder").await?;
+    let planner = pipeline.agent_scope("planner")?;
+    let coder = pipeline.agent_scope("coder")?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    coder.end().await?;
+    coder.end()?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     drop(planner);
     pipeline.shutdown().await?;

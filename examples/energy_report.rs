@@ -46,9 +46,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .gpu_source(|| Some(Box::new(SimulatedGpu)))
         .spawn()
         .await?;
-    let agent = pipeline.agent_scope("training-step").await?;
+    let agent = pipeline.agent_scope("training-step")?;
     tokio::time::sleep(Duration::from_millis(800)).await;
-    agent.end().await?;
+    agent.end()?;
     if let Some(report) = pipeline.shutdown().await? {
         print!("{}", wattline::report::render_table(&report));
         println!("{}", report.to_json()?);

@@ -83,20 +83,18 @@ async fn host_worker(
 ) -> Result<(), wattline::Error> {
     let mut round = 0;
     while Instant::now() < deadline {
-        let request = pipeline
-            .agent_scope_with(
-                "request",
-                ScopeOptions::default().with_traceparent(traceparent.clone()),
-            )
-            .await?;
-        let tool = request.child("tool").await?;
+        let request = pipeline.agent_scope_with(
+            "request",
+            ScopeOptions::default().with_traceparent(traceparent.clone()),
+        )?;
+        let tool = request.child("tool")?;
         tokio::time::sleep(pause(worker, round)).await;
-        tool.end().await?;
+        tool.end()?;
         tokio::time::sleep(pause(worker + 1, round)).await;
-        request.end().await?;
-        let background = pipeline.agent_scope("background").await?;
+        request.end()?;
+        let background = pipeline.agent_scope("background")?;
         tokio::time::sleep(pause(worker + 2, round)).await;
-        background.end().await?;
+        background.end()?;
         round += 1;
     }
     Ok(())

@@ -13,9 +13,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // collect() then needs a resource_metrics component in them.
     let pipeline = wattline::Pipeline::builder().spawn().await?;
     let snapshot = pipeline.collect().await?; // on-demand series, no mark
-    let agent = pipeline.agent_scope("planner").await?; // marks are copied under it while live
+    let agent = pipeline.agent_scope("planner")?; // marks are copied under it while live
     let report = pipeline.flush().await?; // energy/cost report so far
-    agent.end().await?;
+    agent.end()?;
     pipeline.shutdown().await?; // final report
     // ANCHOR_END: readme
     // README: end

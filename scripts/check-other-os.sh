@@ -22,5 +22,5 @@ for target in "$macos" "$windows"; do
 done
 cargo check --workspace --quiet --target "$macos"
 # The CLI's `run` needs Unix signals and process groups; Windows gets the library.
-cargo check --quiet --target "$windows" -p wattline-config -p wattline-diagnostics -p wattline-actors -p wattline-exporters
+cargo check --quiet --target "$windows" -p wattline-config -p wattline-diagnostics -p wattline-gpu -p wattline-actors -p wattline-exporters
 cargo check --quiet --target "$windows" --lib

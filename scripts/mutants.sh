@@ -9,6 +9,7 @@
 # the library once per mutant (debug info off to make that faster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mkdir -p target/mutants
 command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked --quiet cargo-mutants --version 27.1.0
 part="${1:-all}"
 if [ "$part" = all ] || [ "$part" = energy ]; then

@@ -103,13 +103,14 @@ impl AgentScope {
     }
 
     /// Starts an Agent scope nested in this one: its events name this scope as their
-    /// parent (marks are still copied under every live scope).
-    pub async fn child(&self, name: &str) -> Result<AgentScope, Error> {
-        self.child_with(name, ScopeOptions::default()).await
+    /// parent (marks are still copied under every live scope). A send to the
+    /// pipeline: it waits for nothing, and needs no runtime.
+    pub fn child(&self, name: &str) -> Result<AgentScope, Error> {
+        self.child_with(name, ScopeOptions::default())
     }
 
     /// Starts a nested Agent scope like [`Self::child`], with `options`.
-    pub async fn child_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
+    pub fn child_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
         AgentScope::start(&self.pipeline, name, &options, Some(self.uuid))
     }
 
@@ -140,11 +141,17 @@ impl AgentScope {
         })
     }
 
-    /// Ends the scope at this instant; its end event is out when this returns.
-    pub async fn end(mut self) -> Result<(), Error> {
+    /// Ends the scope at this instant: a send to the pipeline, which writes its end
+    /// event in order with its polls; it waits for nothing and needs no runtime.
+    /// [`Error::ScopeAfterShutdown`] when the pipeline has shut down (which ended
+    /// the scope at that instant).
+    pub fn end(mut self) -> Result<(), Error> {
         self.ended = true;
-        self.pipeline.end_agent_scope(self.uuid);
-        Ok(())
+        if self.pipeline.end_agent_scope_with(self.uuid, &[]) {
+            Ok(())
+        } else {
+            Err(Error::ScopeAfterShutdown { uuid: self.uuid })
+        }
     }
 }
 

@@ -37,7 +37,9 @@ pub enum ConfigSource {
 /// Makes the GPU source of each pipeline started with it (`None`: GPU reading is
 /// off): how a language package plugs in a source written in that language.
 #[derive(Clone)]
-pub struct GpuSourceHook(pub Arc<dyn Fn() -> Option<Box<dyn crate::gpu::GpuSource>> + Send + Sync>);
+pub struct GpuSourceHook(
+    pub Arc<dyn Fn() -> Option<Box<dyn wattline_gpu::GpuSource>> + Send + Sync>,
+);
 
 impl std::fmt::Debug for GpuSourceHook {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -292,8 +294,9 @@ impl EmbeddedPipeline {
 
     /// Starts an Agent scope of `weight` (1 when `None`) among the scopes live beside
     /// it, its span a child of the caller's span `traceparent` (W3C; a trace of its own
-    /// when `None`); its UUID names it in [`Self::end_scope`].
-    pub async fn start_scope(
+    /// when `None`); its UUID names it in [`Self::end_scope`]. Synchronous, and needs
+    /// no runtime: a binding calls it in place.
+    pub fn start_scope(
         &self,
         name: &str,
         weight: Option<f64>,
@@ -306,19 +309,19 @@ impl EmbeddedPipeline {
         let scope = self
             .pipeline
             .agent_scope_with(name, options)
-            .await
             .map_err(Self::other)?;
         let uuid = scope.uuid().to_string();
         self.scopes().insert(uuid.clone(), scope);
         Ok(uuid)
     }
 
-    /// Ends the Agent scope `uuid`; `false` when it was not live.
-    pub async fn end_scope(&self, uuid: &str) -> Result<bool, EmbeddedError> {
+    /// Ends the Agent scope `uuid`; `false` when it was not live, an error when the
+    /// pipeline has shut down. Synchronous, as [`Self::start_scope`].
+    pub fn end_scope(&self, uuid: &str) -> Result<bool, EmbeddedError> {
         let Some(scope) = self.scopes().remove(uuid) else {
             return Ok(false);
         };
-        scope.end().await.map_err(Self::other)?;
+        scope.end().map_err(Self::other)?;
         Ok(true)
     }
 
@@ -340,7 +343,7 @@ impl EmbeddedPipeline {
         }
         let live: Vec<AgentScope> = self.scopes().drain().map(|(_, scope)| scope).collect();
         for scope in live {
-            let _ = scope.end().await;
+            let _ = scope.end();
         }
         let report = self.pipeline.shutdown().await.map_err(Self::other)?;
         if let Ok(mut stored) = self.report.lock() {

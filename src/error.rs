@@ -39,6 +39,13 @@ pub enum Error {
         /// What is wrong with it.
         source: wattline_model::trace_context::TraceParentError,
     },
+    /// A scope was ended after its pipeline had shut down: the shutdown ended it, at
+    /// that instant.
+    #[error("cannot end scope {uuid}: the pipeline has shut down (which ended the scope)")]
+    ScopeAfterShutdown {
+        /// The scope's UUID.
+        uuid: uuid::Uuid,
+    },
     /// This process is a child forked from the one that started the pipeline.
     #[error(
         "this pipeline belongs to process {owner}; after a fork, start a new pipeline in the child (this is process {current})"

@@ -11,6 +11,7 @@ pub mod api;
 pub mod embedded;
 mod error;
 mod exporting;
+pub mod gpu;
 #[cfg(unix)]
 pub mod host;
 pub mod overrides;
@@ -29,17 +30,16 @@ pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::command_cgroup;
 pub use wattline_actors::diagnostics;
 pub use wattline_actors::doctor;
-pub use wattline_actors::gpu;
 pub use wattline_model::events;
 pub use wattline_model::metric_names;
 pub use wattline_model::report::EnergyReport;
 
-pub use wattline_actors::SamplingSeries;
 /// This process's id, cached and read again in a forked child: what tells a pipeline
 /// (or a binding's runtime) that it runs in a child of the process that made it.
 pub use wattline_actors::pipeline::current_process_id;
 pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};
 pub use wattline_config as config;
+pub use wattline_model::series::SamplingSeries;
 pub use wattline_model::snapshot;
 
 use wattline_actors::Collector;

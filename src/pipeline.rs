@@ -13,8 +13,6 @@ use wattline_actors::ScopeTarget;
 use wattline_actors::Snapshot;
 use wattline_actors::command_cgroup::CommandCgroup;
 use wattline_actors::diagnostics::DiagnosticError;
-use wattline_actors::gpu::visible_devices::GpuSelection;
-use wattline_actors::gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_actors::pipeline::DIAGNOSTICS_BUSY_LIMIT;
 use wattline_actors::pipeline::{
     GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
@@ -22,7 +20,9 @@ use wattline_actors::pipeline::{
 };
 use wattline_config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};
 use wattline_exporters::RunIdentity;
+use wattline_gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_model::events::new_uuid;
+use wattline_model::gpu_selection::GpuSelection;
 
 use crate::agent_scope::{AgentScope, ScopeOptions};
 pub use crate::error::Error;
@@ -109,7 +109,7 @@ impl PipelineBuilder {
 
     /// Counts only the GPUs `selection` selects, instead of the configuration's
     /// `gpu.devices` (e.g. the devices a measured command can use: see
-    /// [`gpu_selection_for_command`](wattline_actors::gpu::visible_devices::gpu_selection_for_command)).
+    /// [`gpu_selection_for_command`](wattline_gpu::visible_devices::gpu_selection_for_command)).
     pub fn gpu_selection(mut self, selection: GpuSelection) -> Self {
         self.gpu_selection = Some(selection);
         self
@@ -225,7 +225,7 @@ impl PipelineBuilder {
                 prepare_gpu_source(
                     &gpu_source,
                     diagnostics.as_ref().map(|(_, components)| components),
-                    wattline_actors::gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
+                    wattline_gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
                     gpu_selectors(self.gpu_selection.as_ref(), &config),
                 )
                 .await,
@@ -467,7 +467,7 @@ async fn start_workers(
 /// more often than `nvidia_smi_collector::MIN_PIPELINE_INTERVAL` (polls in between
 /// reuse its last answer).
 fn nvidia_smi_interval(interval: Duration) -> Duration {
-    use wattline_actors::gpu::nvidia_smi_collector::MIN_PIPELINE_INTERVAL;
+    use wattline_gpu::nvidia_smi_collector::MIN_PIPELINE_INTERVAL;
     if interval < MIN_PIPELINE_INTERVAL {
         tracing::debug!(
             asked_ms = interval.as_millis() as u64,
@@ -572,18 +572,16 @@ impl Pipeline {
 
     /// Starts an Agent scope at this instant (never after a poll in flight): every
     /// poll's mark is copied under it until the guard is dropped or
-    /// [`AgentScope::end`] is called.
-    pub async fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
-        self.agent_scope_with(name, ScopeOptions::default()).await
+    /// [`AgentScope::end`] is called. A send to the pipeline: it waits for nothing
+    /// (no poll, no device read) and may be called from any thread, inside a runtime
+    /// or not.
+    pub fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
+        self.agent_scope_with(name, ScopeOptions::default())
     }
 
     /// Starts an Agent scope like [`Self::agent_scope`], with `options` (its weight
     /// among the scopes live beside it).
-    pub async fn agent_scope_with(
-        &self,
-        name: &str,
-        options: ScopeOptions,
-    ) -> Result<AgentScope, Error> {
+    pub fn agent_scope_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
         self.check_process()?;
         AgentScope::start(&self.inner, name, &options, None)
     }

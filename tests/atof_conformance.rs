@@ -101,12 +101,12 @@ async fn both_files(python: &str, units: Option<&str>) -> (Vec<Value>, Vec<Value
     // Go: both sides follow the same schedule from here.
     writeln!(child.stdin.as_mut().unwrap()).unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let planner = pipeline.agent_scope("planner").await.unwrap();
+    let planner = pipeline.agent_scope("planner").unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let coder = planner.child("coder").await.unwrap();
+    let coder = planner.child("coder").unwrap();
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    coder.end().await.unwrap();
-    planner.end().await.unwrap();
+    coder.end().unwrap();
+    planner.end().unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
     pipeline.shutdown().await.unwrap();
     // Judged by its file: the reference sometimes crashes on exit after writing.

@@ -153,14 +153,13 @@ async fn every_live_layer_shows_each_steps_window_and_its_part() {
                     .as_ref()
                     .unwrap()
                     .child_with(name, options)
-                    .await
                     .unwrap(),
-                None => pipeline.agent_scope_with(name, options).await.unwrap(),
+                None => pipeline.agent_scope_with(name, options).unwrap(),
             };
             uuids[index] = scope.uuid().to_string();
             live[index] = Some(scope);
         } else {
-            live[index].take().unwrap().end().await.unwrap();
+            live[index].take().unwrap().end().unwrap();
         }
     }
     let report = pipeline.shutdown().await.unwrap().expect("a report");

@@ -50,11 +50,11 @@ async fn the_report_rebuilt_from_the_atof_file_matches_the_live_report() {
         .spawn()
         .await
         .unwrap();
-    let agent = pipeline.agent_scope("trainer").await.unwrap();
+    let agent = pipeline.agent_scope("trainer").unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
-    agent.end().await.unwrap();
+    agent.end().unwrap();
     // A scope still live at shutdown ends there, in the report as in the file.
-    let _still_live = pipeline.agent_scope("reviewer").await.unwrap();
+    let _still_live = pipeline.agent_scope("reviewer").unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let live = pipeline.shutdown().await.unwrap().unwrap();
     assert_eq!(live.exporter_drops, vec![("atof".to_string(), 0)]);
@@ -133,11 +133,11 @@ async fn the_report_reads_the_same_from_a_zstd_file_and_from_rotated_sets() {
         .spawn()
         .await
         .unwrap();
-    let first = pipeline.agent_scope("planner").await.unwrap();
-    let second = pipeline.agent_scope("coder").await.unwrap();
+    let first = pipeline.agent_scope("planner").unwrap();
+    let second = pipeline.agent_scope("coder").unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
-    second.end().await.unwrap();
-    first.end().await.unwrap();
+    second.end().unwrap();
+    first.end().unwrap();
     let live = pipeline.shutdown().await.unwrap().unwrap();
     assert!(!live.exporters[0].lost_data(), "{:?}", live.exporters[0]);
     let comparable = |report: &wattline::EnergyReport| {

@@ -71,9 +71,9 @@ async fn each_live_agent_scope_gets_a_copy_of_every_poll() {
     assert_eq!(marks(&sink.events())[0].parent_uuid, Some(root_uuid));
 
     let agents = [
-        pipeline.agent_scope("planner").await.unwrap(),
-        pipeline.agent_scope("coder").await.unwrap(),
-        pipeline.agent_scope("reviewer").await.unwrap(),
+        pipeline.agent_scope("planner").unwrap(),
+        pipeline.agent_scope("coder").unwrap(),
+        pipeline.agent_scope("reviewer").unwrap(),
     ];
     let uuids: Vec<_> = agents.iter().map(|a| a.uuid()).collect();
     let before = marks(&sink.events()).len();
@@ -116,7 +116,7 @@ async fn each_live_agent_scope_gets_a_copy_of_every_poll() {
 
     // End one scope mid-run: later polls have two copies, none under the ended one.
     let [planner, coder, reviewer] = agents;
-    coder.end().await.unwrap();
+    coder.end().unwrap();
     let ended_at = sink.events().len();
     wait_for(
         || marks(&sink.events()[ended_at..]).len() >= 4,
@@ -475,26 +475,105 @@ async fn agent_scopes_start_and_end_while_a_poll_is_stuck_in_flight() {
             .count()
     };
     // Neither call waits for the poll, and the merger, which writes the events in
-    // order with its polls, writes both while the poll is still stuck.
-    let agent = tokio::time::timeout(Duration::from_secs(10), pipeline.agent_scope("planner"))
-        .await
-        .expect("agent_scope waited for the poll in flight")
-        .unwrap();
+    // order with its polls, writes both while the poll is still stuck. Each runs on a
+    // blocking thread, so that a call that blocks fails the test instead of hanging it.
+    let pipeline = Arc::new(pipeline);
+    let starting = Arc::clone(&pipeline);
+    let agent = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::task::spawn_blocking(move || starting.agent_scope("planner")),
+    )
+    .await
+    .expect("agent_scope waited for the poll in flight")
+    .unwrap()
+    .unwrap();
     wait_for(
         || scopes(ScopeCategory::Start) == 1,
         Duration::from_secs(10),
     )
     .await;
     assert_eq!(scopes(ScopeCategory::Start), 1);
-    tokio::time::timeout(Duration::from_secs(10), agent.end())
-        .await
-        .expect("end waited for the poll in flight")
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::task::spawn_blocking(move || agent.end()),
+    )
+    .await
+    .expect("end waited for the poll in flight")
+    .unwrap()
+    .unwrap();
     wait_for(|| scopes(ScopeCategory::End) == 1, Duration::from_secs(10)).await;
     assert_eq!(scopes(ScopeCategory::End), 1);
     assert!(!open.load(Ordering::SeqCst), "the gate was shut throughout");
     open.store(true, Ordering::SeqCst);
     pipeline.shutdown().await.unwrap();
+}
+
+/// Starting, nesting and ending a scope are plain calls: a thread that never entered a
+/// runtime makes them, and the merger writes their events. Ending a scope after the
+/// pipeline shut down (which ended it) says so, and writes no second end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_start_and_end_outside_any_runtime_and_an_end_after_shutdown_says_so() {
+    let events = Arc::new(CollectingEventSink::default());
+    let pipeline = Arc::new(
+        Pipeline::builder()
+            .config(polling_config(100, true))
+            .environment(Default::default())
+            .event_sink(events.clone())
+            .gpu_source(|| None)
+            .spawn()
+            .await
+            .unwrap(),
+    );
+    let outside = Arc::clone(&pipeline);
+    let (parent, child_uuid) = std::thread::spawn(move || {
+        assert!(
+            tokio::runtime::Handle::try_current().is_err(),
+            "this thread is outside every runtime"
+        );
+        let parent = outside.agent_scope("outside")?;
+        let child = parent.child("inner")?;
+        let child_uuid = child.uuid();
+        child.end()?;
+        Ok::<_, wattline::Error>((parent, child_uuid))
+    })
+    .join()
+    .expect("the thread ran to its end")
+    .unwrap();
+    let count = |name: &str, category: ScopeCategory| {
+        events
+            .events()
+            .iter()
+            .filter(|event| {
+                matches!(event, PipelineEvent::Scope(scope)
+                    if &*scope.name == name && scope.scope_category == category)
+            })
+            .count()
+    };
+    wait_for(
+        || count("inner", ScopeCategory::End) == 1,
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(count("outside", ScopeCategory::Start), 1);
+    assert_eq!(count("inner", ScopeCategory::Start), 1);
+    let inner_parent = events.events().iter().find_map(|event| match event {
+        PipelineEvent::Scope(scope) if scope.uuid == child_uuid => scope.parent_uuid,
+        _ => None,
+    });
+    assert_eq!(inner_parent, Some(parent.uuid()));
+    assert_eq!(count("outside", ScopeCategory::End), 0, "still live");
+
+    pipeline.shutdown().await.unwrap();
+    assert_eq!(count("outside", ScopeCategory::End), 1, "ended at shutdown");
+    let parent_uuid = parent.uuid();
+    match parent.end() {
+        Err(error @ wattline::Error::ScopeAfterShutdown { uuid }) => {
+            assert_eq!(uuid, parent_uuid);
+            assert!(error.to_string().contains("shut down"), "{error}");
+        }
+        other => panic!("an end after shutdown is refused: {other:?}"),
+    }
+    assert_eq!(count("outside", ScopeCategory::End), 1, "no second end");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -65,23 +65,21 @@ async fn each_step_is_a_span_in_the_callers_trace_carrying_its_energy() {
     let context = opentelemetry::Context::current_with_span(request);
     let plan = {
         let _attached = context.clone().attach();
-        pipeline.agent_scope("plan").await.unwrap()
+        pipeline.agent_scope("plan").unwrap()
     };
-    let tool = plan.child("tool").await.unwrap();
+    let tool = plan.child("tool").unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    tool.end().await.unwrap();
+    tool.end().unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    plan.end().await.unwrap();
+    plan.end().unwrap();
     let act = pipeline
         .agent_scope_with("act", ScopeOptions::default().with_traceparent(CALLER))
-        .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    act.end().await.unwrap();
+    act.end().unwrap();
     // A malformed caller span is refused, naming the scope and what is wrong.
-    let refused = pipeline
-        .agent_scope_with("bad", ScopeOptions::default().with_traceparent("00-xyz"))
-        .await;
+    let refused =
+        pipeline.agent_scope_with("bad", ScopeOptions::default().with_traceparent("00-xyz"));
     match refused {
         Err(error @ Error::ScopeTraceparent { .. }) => {
             assert!(error.to_string().contains("\"bad\""), "{error}")

@@ -10,10 +10,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use wattline_actors::SamplingSeries;
 use wattline_actors::collector::Collector;
 use wattline_actors::scope::{ScopeTarget, identify_process};
 use wattline_config::ResourceMetricsConfig;
+use wattline_model::series::SamplingSeries;
 
 /// CPU time (user + system) this process has used, ns.
 fn process_cpu_nanos() -> u128 {

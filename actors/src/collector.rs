@@ -8,10 +8,10 @@ use wattline_config::ResourceMetricsConfig;
 
 use crate::categories::sampler_factories;
 use crate::merger::tick::{finish_tick, prepare_tick};
-use crate::readings::SamplingSeries;
 use crate::samplers::CategorySampler;
 use crate::samplers::environment::EnvironmentReader;
 use crate::scope::ScopeTarget;
+use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 
 /// Collects snapshots of one target with one configuration.
@@ -49,7 +49,7 @@ impl Collector {
     }
 
     /// Adds a GPU sampler over `source` (the GPU category stays `null` without one).
-    pub fn with_gpu_source(mut self, source: Option<Box<dyn crate::gpu::GpuSource>>) -> Self {
+    pub fn with_gpu_source(mut self, source: Option<Box<dyn wattline_gpu::GpuSource>>) -> Self {
         if self.config.gpu.enabled {
             self.samplers
                 .push(Box::new(crate::samplers::gpu::GpuSampler::new(

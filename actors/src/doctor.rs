@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::gpu::drm::read_drm_devices;
-use crate::gpu::nvml::{NvmlConfig, open_nvml};
 use crate::platform::ReadErrorClass;
 use crate::platform::os::cgroup::{CgroupLayout, read_cgroup_layout};
 use crate::platform::os::pressure::{PressureResource, read_system_pressure};
 use crate::platform::os::process_io::read_process_io;
 use crate::platform::os::rapl::read_rapl_zones;
+use wattline_gpu::drm::read_drm_devices;
+use wattline_gpu::nvml::NvmlConfig;
+use wattline_gpu::nvml_survey::{NvmlSurvey, NvmlSurveyError, survey_nvml};
 
 /// How one check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -86,9 +87,9 @@ fn check(area: &'static str, status: CheckStatus, finding: String, fix: Option<&
 }
 
 fn nvml() -> Check {
-    let nvml = match open_nvml(&NvmlConfig::default()) {
-        Ok(nvml) => nvml,
-        Err(nvml_wrapper::error::NvmlError::LibloadingError(_)) => {
+    let survey = match survey_nvml(&NvmlConfig::default()) {
+        Ok(survey) => survey,
+        Err(NvmlSurveyError::LibraryNotFound(_)) => {
             return check(
                 "nvml",
                 CheckStatus::Unavailable,
@@ -98,27 +99,21 @@ fn nvml() -> Check {
                 ),
             );
         }
-        Err(error) => {
+        Err(NvmlSurveyError::NotStarted(detail)) => {
             return check(
                 "nvml",
                 CheckStatus::Unavailable,
-                format!("NVML did not start: {error}"),
+                format!("NVML did not start: {detail}"),
                 Some("check that the NVIDIA kernel module is loaded (nvidia-smi should answer)"),
             );
         }
     };
-    let driver = nvml
-        .sys_driver_version()
-        .unwrap_or_else(|_| "unknown".into());
-    let count = nvml.device_count().unwrap_or(0);
-    let mut with_counter = 0;
-    for index in 0..count {
-        if let Ok(device) = nvml.device_by_index(index)
-            && device.total_energy_consumption().is_ok()
-        {
-            with_counter += 1;
-        }
-    }
+    let NvmlSurvey {
+        driver,
+        devices: count,
+        with_energy_counter: with_counter,
+    } = survey;
+    let driver = driver.unwrap_or_else(|| "unknown".into());
     let finding =
         format!("driver {driver}, {count} device(s), energy counter on {with_counter} of them");
     if count > 0 && with_counter < count {

@@ -9,11 +9,11 @@ use wattline_actors::energy::genai::sample_measurements;
 use wattline_actors::energy::record::{DevicePower, EnergyRecord, PowerRecord};
 use wattline_actors::energy::replay::report_from_records;
 use wattline_actors::energy::report::EnergyReport;
-use wattline_actors::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
 use wattline_config::energy::{EnergySettings, FactorOrigin};
 use wattline_config::grid_intensity::region_intensity;
 use wattline_model::events::MetricValue;
 use wattline_model::metric_names as names;
+use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
 const HOUR_NANOS: u64 = 3_600_000_000_000;
 

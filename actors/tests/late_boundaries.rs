@@ -12,12 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use wattline_actors::gpu::{GpuDeviceReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor};
 use wattline_actors::pipeline::RunningPipeline;
 use wattline_config::energy::EnergySettings;
+use wattline_gpu::{GpuSampleRequest, GpuSource};
 use wattline_model::events::{CollectingEventSink, ENDED_AT_PROGRAM_EXIT, PipelineEvent};
 use wattline_model::report::{EnergyReport, ScopeEnergy};
 use wattline_model::scope_energy::SettledScope;
+use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
 mod pipeline_support;
 

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wattline_actors::SamplingSeries;
 use wattline_actors::collector::Collector;
 use wattline_actors::scope::{ScopeTarget, identify_process};
 use wattline_config::ResourceMetricsConfig;
+use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 
 const ROLE: &str = "WATTLINE_REAL_WORK_ROLE";

@@ -298,6 +298,8 @@ mod tests {
         assert_eq!(division.own, vec![0.0]);
         assert_eq!(usable_weight(Some(f64::NAN)), DEFAULT_WEIGHT);
         assert_eq!(usable_weight(Some(-1.0)), DEFAULT_WEIGHT);
+        // A file's 0 (the API refuses one) would make a stretch's weights sum to 0.
+        assert_eq!(usable_weight(Some(0.0)), DEFAULT_WEIGHT);
         assert_eq!(usable_weight(Some(2.5)), 2.5);
     }
 

@@ -1,6 +1,6 @@
 //! The devices a run counts, as device selectors, and where that choice came from:
 //! the record a report and an event file carry. Matching selectors against devices is
-//! the GPU readers' (`wattline_actors::gpu::visible_devices`).
+//! the GPU sources' (`wattline_gpu::visible_devices`).
 
 use serde::{Deserialize, Serialize};
 

@@ -4,8 +4,9 @@
 //! counts ([`gpu_selection`]), the metric names on the wire ([`metric_names`]), the
 //! samplers' base-unit readings and the snapshot records converted from them
 //! ([`snapshot`]) and the marks made from those ([`marks`]), with each gauge's
-//! semantic-convention equivalent ([`semconv`]), and the energy/cost report a run ends
-//! with ([`report`]), and a step's final energy ([`scope_energy`]).
+//! semantic-convention equivalent ([`semconv`]), the sampling series a reading belongs
+//! to ([`series`]), and the energy/cost report a run ends with ([`report`]), and a
+//! step's final energy ([`scope_energy`]).
 
 #![warn(missing_docs)]
 
@@ -19,5 +20,6 @@ pub mod metric_names;
 pub mod report;
 pub mod scope_energy;
 pub mod semconv;
+pub mod series;
 pub mod snapshot;
 pub mod trace_context;

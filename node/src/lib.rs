@@ -189,9 +189,9 @@ impl NativePipeline {
         Ok(promise)
     }
 
-    /// Starts an Agent scope of `weight` (1 when absent); its UUID. Synchronous: a
-    /// start waits for no device read and no poll, so it needs no worker thread (it
-    /// runs inside the runtime's context, where its boundary reading is spawned).
+    /// Starts an Agent scope of `weight` (1 when absent); its UUID. Synchronous, on
+    /// the calling thread: a start is a send to the pipeline that waits for no device
+    /// read and no poll, so it needs no worker thread and enters no runtime.
     #[napi]
     pub fn start_scope(
         &self,
@@ -199,14 +199,16 @@ impl NativePipeline {
         weight: Option<f64>,
         traceparent: Option<String>,
     ) -> Result<String> {
-        block_on(self.inner.start_scope(&name, weight, traceparent)).map_err(embedded_error)
+        self.inner
+            .start_scope(&name, weight, traceparent)
+            .map_err(embedded_error)
     }
 
-    /// Ends the Agent scope `uuid`; `false` when it was not live. Synchronous, as
-    /// [`Self::start_scope`].
+    /// Ends the Agent scope `uuid`; `false` when it was not live, an error when the
+    /// pipeline has shut down. Synchronous, as [`Self::start_scope`].
     #[napi]
     pub fn end_scope(&self, uuid: String) -> Result<bool> {
-        block_on(self.inner.end_scope(&uuid)).map_err(embedded_error)
+        self.inner.end_scope(&uuid).map_err(embedded_error)
     }
 
     /// Sends what the exporters hold (with or without the energy component).

@@ -1,7 +1,9 @@
 //! `wattline._native`: the Python package's bridge to the `wattline` crate. Every call
 //! that waits (collection, flush, shutdown, a host round trip) releases the GIL and
-//! runs on one process-wide Tokio runtime; data crosses as JSON, which the package's
-//! Python layer turns into frozen dataclasses. No measurement logic lives here.
+//! runs on one process-wide Tokio runtime; an in-process Agent scope's start and end
+//! wait for nothing and run in place, GIL held, no runtime entered. Data crosses as
+//! JSON, which the package's Python layer turns into frozen dataclasses. No
+//! measurement logic lives here.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -54,7 +56,7 @@ pub(crate) fn config_error(error: impl std::fmt::Display) -> PyErr {
 pub(crate) fn runtime(_gil: Python<'_>) -> PyResult<&'static tokio::runtime::Runtime> {
     static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
     let mut current = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
-    // Cached, no system call: this is asked on every scope's start and end.
+    // Cached, no system call: this is asked on every call that waits.
     let process = wattline::current_process_id();
     if let Some((owner, runtime)) = *current
         && owner == process
@@ -215,26 +217,25 @@ impl NativePipeline {
         });
     }
 
-    /// Starts an Agent scope; its UUID.
+    /// Starts an Agent scope; its UUID. A send to the pipeline, made in place: no
+    /// runtime is entered and the GIL is kept (a start takes microseconds, less than
+    /// releasing and taking it back).
     #[pyo3(signature = (name, weight=None, traceparent=None))]
     fn start_scope(
         &self,
-        py: Python<'_>,
-        name: String,
+        name: &str,
         weight: Option<f64>,
         traceparent: Option<String>,
     ) -> PyResult<String> {
-        self.run(py, |pipeline| async move {
-            pipeline.start_scope(&name, weight, traceparent).await
-        })
+        self.inner
+            .start_scope(name, weight, traceparent)
+            .map_err(embedded_error)
     }
 
-    /// Ends the Agent scope `uuid`; `False` when it was not live.
-    fn end_scope(&self, py: Python<'_>, uuid: String) -> PyResult<bool> {
-        self.run(
-            py,
-            |pipeline| async move { pipeline.end_scope(&uuid).await },
-        )
+    /// Ends the Agent scope `uuid`; `False` when it was not live, a `WattlineError`
+    /// when the pipeline has shut down. In place, as `start_scope`.
+    fn end_scope(&self, uuid: &str) -> PyResult<bool> {
+        self.inner.end_scope(uuid).map_err(embedded_error)
     }
 
     /// The energy report so far, as JSON.

@@ -55,9 +55,9 @@ def stand_in_nvidia_smi(tmp_path, monkeypatch) -> pathlib.Path:
 def nvidia_smi_listing_the_command(tmp_path, monkeypatch) -> pathlib.Path:
     """`nvidia-smi` first on PATH: a 250 W H200 whose process query lists the command
     `wattline run` started as the one process on it, the stand-in the Rust tests use
-    (actors/tests/fixtures/gpu/fake-smi/lists_the_command.sh). Its folder, where it
+    (gpu/tests/fixtures/fake-smi/lists_the_command.sh). Its folder, where it
     writes the pids it listed to `listed`."""
-    source = REPOSITORY / "actors" / "tests" / "fixtures" / "gpu" / "fake-smi" / "lists_the_command.sh"
+    source = REPOSITORY / "gpu" / "tests" / "fixtures" / "fake-smi" / "lists_the_command.sh"
     return _first_on_path(tmp_path / "listing-bin", source.read_text(), monkeypatch).parent
 
 

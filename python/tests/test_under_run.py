@@ -81,7 +81,7 @@ WEIGHTED = textwrap.dedent(
 
 # The command's half of the stand-in: waits until it has listed the program twice,
 # then becomes the program, keeping its pid.
-AFTER_LISTED = REPOSITORY / "actors" / "tests" / "fixtures" / "gpu" / "fake-smi" / "after_listed.sh"
+AFTER_LISTED = REPOSITORY / "gpu" / "tests" / "fixtures" / "fake-smi" / "after_listed.sh"
 
 WATTS = 250.0
 

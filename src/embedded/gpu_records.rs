@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 
-use crate::gpu::{GpuDeviceReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor};
+use wattline_gpu::{GpuSampleRequest, GpuSource};
+use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
 /// Bytes in a MiB: memory figures come in MiB, as `nvidia-smi` gives them.
 const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
@@ -178,7 +179,7 @@ mod tests {
         let mut source = LanguageGpuSource::new("test", answer);
         let request = GpuSampleRequest {
             device_selectors: vec!["1".into()],
-            ..GpuSampleRequest::all(crate::SamplingSeries::OnDemand)
+            ..GpuSampleRequest::all(wattline_model::series::SamplingSeries::OnDemand)
         };
         let sample = source.sample(&request).unwrap();
         let kept: Vec<&str> = sample
@@ -191,7 +192,9 @@ mod tests {
             LanguageGpuSource::new("test", || Err("sample() failed: boom".to_owned()));
         assert!(
             failing
-                .sample(&GpuSampleRequest::all(crate::SamplingSeries::OnDemand))
+                .sample(&GpuSampleRequest::all(
+                    wattline_model::series::SamplingSeries::OnDemand
+                ))
                 .is_none()
         );
         assert_eq!(

@@ -223,7 +223,7 @@ fn python_from(variable: &str) -> Option<String> {
     }
 }
 
-/// The fake `libnvidia-ml.so.1` (actors/tests/fixtures/gpu/fake_nvml.c) built with
+/// The fake `libnvidia-ml.so.1` (gpu/tests/fixtures/fake_nvml.c) built with
 /// `defines` into a fresh folder, for `LD_LIBRARY_PATH`.
 pub fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -233,8 +233,8 @@ pub fn fake_nvml(defines: &[&str]) -> tempfile::TempDir {
 
 /// Builds the fake `libnvidia-ml.so.1` with `defines` into `folder`.
 pub fn build_fake_nvml(folder: &std::path::Path, defines: &[&str]) {
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("actors/tests/fixtures/gpu/fake_nvml.c");
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("gpu/tests/fixtures/fake_nvml.c");
     let status = std::process::Command::new("cc")
         .args(["-shared", "-fPIC", "-O0"])
         .args(defines)
@@ -274,12 +274,12 @@ impl StandIn {
         program
     }
 
-    /// Copies the fixture `actors/tests/fixtures/gpu/fake-smi/<fixture>` in as
+    /// Copies the fixture `gpu/tests/fixtures/fake-smi/<fixture>` in as
     /// `nvidia-smi`.
     pub fn install_smi_fixture(&self, fixture: &str) -> std::path::PathBuf {
         let text = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("actors/tests/fixtures/gpu/fake-smi")
+                .join("gpu/tests/fixtures/fake-smi")
                 .join(fixture),
         )
         .unwrap();
@@ -370,7 +370,7 @@ where
     A: Into<std::ffi::OsString>,
 {
     let waiter = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("actors/tests/fixtures/gpu/fake-smi/after_listed.sh");
+        .join("gpu/tests/fixtures/fake-smi/after_listed.sh");
     let mut line: Vec<std::ffi::OsString> = vec![
         "sh".into(),
         waiter.into(),

@@ -20,9 +20,10 @@ use crate::energy::genai;
 use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
-use crate::samplers::gpu::{GpuSourceStatus, PowerSample};
+use crate::samplers::gpu::GpuSourceStatus;
 use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
+use wattline_gpu::PowerSample;
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
 
@@ -483,13 +484,13 @@ mod tests {
     use crate::energy::input::EnergyInbox;
     use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
     use crate::energy::report::EnergyReport;
-    use crate::gpu::{GpuDeviceReading, GpuSample, GpuVendor};
-    use crate::samplers::gpu::PowerSampleSink;
     use crate::scope_boundary::BoundaryAt;
     use crate::wake_queue::{QueueStamp, WakeSender};
     use uuid::Uuid;
+    use wattline_gpu::PowerSampleSink;
     use wattline_model::events::CollectingEventSink;
     use wattline_model::metric_names as names;
+    use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
     fn sample(epoch: Epoch, seconds: f64, watts: f64, dense: bool) -> PowerSample {
         let taken_at = epoch.0 + Duration::from_secs_f64(seconds);

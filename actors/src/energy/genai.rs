@@ -13,9 +13,9 @@ use super::account::ClosedInterval;
 use super::integrator::JOULES_PER_KILOWATT_HOUR;
 use super::rapl_intervals::RaplInterval;
 use super::report::EnergyDomain;
-use crate::gpu::{GpuDeviceReading, GpuSample};
 use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
 use wattline_model::metric_names as names;
+use wattline_model::snapshot::{GpuDeviceReading, GpuSample};
 
 /// Bucket boundaries of `gen_ai.power.consumption`, W.
 pub const POWER_HISTOGRAM_BOUNDARIES: [f64; 12] = [
@@ -619,7 +619,7 @@ fn total_measurements(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::GpuVendor;
+    use wattline_model::snapshot::GpuVendor;
 
     fn value_of(measurements: &[MetricMeasurement], name: &str) -> Option<f64> {
         measurements

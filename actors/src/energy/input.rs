@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use crate::energy::report::EnergyReport;
 use crate::platform::os::rapl::RaplZoneReading;
-use crate::samplers::gpu::{GpuSourceStatus, PowerSample, PowerSampleSink};
+use crate::samplers::gpu::GpuSourceStatus;
+use wattline_gpu::{PowerSample, PowerSampleSink};
 
 /// One thing the energy stage learns: a reading, a boundary or a source's status.
 pub enum EnergyInput {

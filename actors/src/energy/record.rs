@@ -7,7 +7,7 @@ use std::time::Instant;
 
 pub use wattline_model::energy::*;
 
-use crate::gpu::GpuSample;
+use wattline_model::snapshot::GpuSample;
 
 /// The power record of one backend's sample: `None` is a failed sample. `shares_read`
 /// says whether processes were read with it, so "no process on the device" (empty
@@ -123,7 +123,7 @@ pub fn process_shares(sample: &GpuSample, device: &str) -> Option<ProcessShares>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::{GpuDeviceReading, GpuProcessReading, GpuVendor};
+    use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuVendor};
 
     fn device(id: &str, utilization: Option<f64>) -> GpuDeviceReading {
         let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, id);

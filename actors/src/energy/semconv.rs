@@ -24,8 +24,8 @@ use super::genai::measurement;
 use super::integrator::JOULES_PER_KILOWATT_HOUR;
 use super::rapl_intervals::RaplInterval;
 use super::report::EnergyDomain;
-use crate::gpu::{GpuDeviceReading, GpuSample};
 use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement};
+use wattline_model::snapshot::{GpuDeviceReading, GpuSample};
 
 /// `hw.gpu.utilization`.
 pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
@@ -335,8 +335,8 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
-    use crate::gpu::GpuVendor;
     use wattline_model::events::MetricValue;
+    use wattline_model::snapshot::GpuVendor;
 
     fn sample(used: u64, corrected: u64) -> GpuSample {
         let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-aaaa");

@@ -17,12 +17,12 @@ use uuid::Uuid;
 
 use crate::merger::scopes::ScopeTable;
 use crate::merger::tick_plan::{ActorClaims, TickPlan};
-use crate::readings::SamplingSeries;
 use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
 };
+use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 use wattline_model::snapshot::resource_measurements;
 

@@ -10,12 +10,12 @@ use wattline_config::ResourceMetricsConfig;
 
 use super::snapshot_builder::assemble_snapshot;
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
-use crate::readings::SamplingSeries;
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::{
     CategoryReading, ReadProblems, SampleRequest, SamplerOutput, record_read_problems,
 };
 use crate::scope::{ResolvedScope, ScopeTarget, add_group_members, resolve_scope};
+use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 
 /// What every sampler of one tick gets: the scope, resolved once, and the

@@ -21,8 +21,8 @@ use super::callback::{Delivery, SnapshotCallback};
 use super::samplers::OnDemandSamplers;
 use crate::diagnostics::SamplerCategory;
 use crate::merger::tick_plan::{ActorClaims, CategoryOutput, TickPlan};
-use crate::readings::SamplingSeries;
 use crate::samplers::{SampleRequest, SamplerFactory};
+use wattline_model::series::SamplingSeries;
 
 /// The longest an on-demand collection waits for its reads (the spec has `collect()`
 /// wait for its samplers; this only keeps a wedged driver from wedging it).

@@ -80,12 +80,12 @@ impl OnDemandSamplers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::readings::SamplingSeries;
     use crate::samplers::{CategoryReading, SamplerOutput};
     use crate::scope::{ResolvedScope, ScopeStatus, ScopeTarget};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Instant;
+    use wattline_model::series::SamplingSeries;
 
     /// Panics on its first sample after being built the first time; answers otherwise.
     struct Flaky {

@@ -1,7 +1,7 @@
 //! GPU backend events recorded in the pipeline's diagnostics.
 
 use crate::diagnostics::{GpuCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
-use crate::gpu::{GpuEvent, GpuEventSink};
+use wattline_gpu::{GpuEvent, GpuEventSink};
 
 /// Records each GPU event under the `gpu` component's matching code.
 pub struct DiagnosticsGpuEvents(pub PipelineDiagnostics);

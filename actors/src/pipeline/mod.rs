@@ -36,8 +36,6 @@ use crate::diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
 use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
 use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
-use crate::gpu::visible_devices::GpuSelection;
-use crate::gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use crate::merger::actor::MergerMessage;
 pub use crate::merger::scopes::ROOT_SCOPE_NAME;
 use crate::merger::scopes::{scope_event, strictly_after};
@@ -50,7 +48,9 @@ use crate::scope_boundary::{
 use crate::wake_queue::{QueueStamp, WakeSender, wake_queue};
 pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
+use wattline_gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid_at};
+use wattline_model::gpu_selection::GpuSelection;
 use wattline_model::snapshot::Snapshot;
 
 /// Makes the GPU source (at start and after each restart of the GPU sampler), given
@@ -88,7 +88,7 @@ pub struct PipelineSpec {
     /// Energy counts from this instant (default: when `spawn` is called).
     pub measuring_from: Option<(Instant, DateTime<Utc>)>,
     /// The GPUs counted, replacing the configuration's `gpu.devices` (see
-    /// [`crate::gpu::visible_devices`]); `None` keeps the configuration's.
+    /// [`wattline_gpu::visible_devices`]); `None` keeps the configuration's.
     pub gpu_selection: Option<GpuSelection>,
     /// Whether the energy stage also emits the `hw.*` semantic-convention names.
     pub semconv_metrics: bool,
@@ -130,13 +130,13 @@ impl PreparedGpu {
 
 /// A request for the devices' readings alone (no processes): what the energy stage
 /// needs before the pipeline runs.
-fn devices_only(device_selectors: Vec<String>) -> crate::gpu::GpuSampleRequest {
-    crate::gpu::GpuSampleRequest {
-        series: crate::readings::SamplingSeries::Polling,
+fn devices_only(device_selectors: Vec<String>) -> wattline_gpu::GpuSampleRequest {
+    wattline_gpu::GpuSampleRequest {
+        series: wattline_model::series::SamplingSeries::Polling,
         device_metrics: true,
         process_metrics: false,
         device_selectors,
-        processes: crate::gpu::ProcessScope::Pids(Default::default()),
+        processes: wattline_gpu::ProcessScope::Pids(Default::default()),
     }
 }
 
@@ -647,7 +647,7 @@ impl RunningPipeline {
             &self.registry,
             energy,
             &self.rapl,
-            crate::gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
+            wattline_gpu::nvidia_smi_collector::DEFAULT_TIMEOUT,
             true,
             None,
         )

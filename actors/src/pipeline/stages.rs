@@ -21,17 +21,17 @@ use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments};
 use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
-use crate::gpu::{GpuSource, PowerSample};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
 use crate::merger::tick_plan::TickPlan;
 use crate::on_demand::{ON_DEMAND_LIMIT, OnDemandActor, OnDemandArguments, OnDemandMessage};
 use crate::samplers::CategorySampler;
 use crate::samplers::environment::EnvironmentReader;
-use crate::samplers::gpu::{GpuSampler, PowerSampleSink};
+use crate::samplers::gpu::GpuSampler;
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::WakeReceiver;
+use wattline_gpu::{GpuSource, PowerSample, PowerSampleSink};
 
 fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
     PipelineError::Spawn(error.to_string())

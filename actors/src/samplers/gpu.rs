@@ -9,11 +9,14 @@ use std::time::Duration;
 use wattline_config::resource_metrics::GpuConfig;
 
 use super::{ReadProblems, SampleRequest, SamplerOutput};
-use crate::gpu::visible_devices::{GpuSelection, configured_selection};
-use crate::gpu::{GpuSample, GpuSampleRequest, GpuSource, ProcessScope, SamplePart, merge_parts};
-use crate::readings::{FieldCoverage, SamplingSeries};
+use crate::readings::FieldCoverage;
+use wattline_gpu::visible_devices::configured_selection;
+use wattline_gpu::{GpuSampleRequest, GpuSource, ProcessScope, SamplePart, merge_parts};
+use wattline_model::gpu_selection::GpuSelection;
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::GpuSample;
 
-pub use crate::gpu::{PowerSample, PowerSampleSink};
+use wattline_gpu::{PowerSample, PowerSampleSink};
 pub use wattline_model::snapshot::GpuReading;
 
 /// What the GPU sources are and why they read nothing, when they do not.
@@ -36,7 +39,7 @@ pub struct GpuSampler {
     /// process shares for them (every process until a poll says otherwise).
     processes: ProcessScope,
     /// Dense power reading started on the source; stops with this sampler.
-    dense: Option<crate::gpu::dense_power::DensePower>,
+    dense: Option<wattline_gpu::dense_power::DensePower>,
     /// The devices counted, when a selection narrows them.
     selection: Option<GpuSelection>,
 }

@@ -229,8 +229,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::readings::SamplingSeries;
     use crate::scope::{identify_process, resolve_scope};
+    use wattline_model::series::SamplingSeries;
 
     const MIB: u64 = 1024 * 1024;
 

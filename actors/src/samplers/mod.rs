@@ -21,9 +21,10 @@ use std::time::Instant;
 
 use crate::diagnostics::SamplerCategory;
 use crate::platform::{ReadError, ReadErrorClass};
-use crate::readings::{FieldCoverage, SamplingSeries};
+use crate::readings::FieldCoverage;
 use crate::samplers::environment::Environment;
 use crate::scope::{ResolvedScope, ScopeTarget};
+use wattline_model::series::SamplingSeries;
 
 /// What a sampler is asked for on a tick.
 #[derive(Debug, Clone)]

@@ -25,11 +25,11 @@ use tokio::process::{Child, ChildStdout};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use super::events::{GpuEvent, GpuEventSink};
-use super::nvidia_smi::{FORMAT_ARGUMENT, SmiAnswer, interpret_answer};
-use super::{
-    GpuDeviceReading, GpuSample, PowerSample, PowerSampleSink, SamplePart, selector_matches,
-};
+use wattline_model::snapshot::{GpuDeviceReading, GpuSample};
+
+use crate::events::{GpuEvent, GpuEventSink};
+use crate::nvidia_smi::{FORMAT_ARGUMENT, SmiAnswer, interpret_answer};
+use crate::{PowerSample, PowerSampleSink, SamplePart, selector_matches};
 
 /// The power fields, most precise first.
 pub const POWER_FIELDS: [&str; 2] = ["power.draw.instant", "power.draw"];
@@ -376,7 +376,7 @@ impl LoopGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::GpuVendor;
+    use wattline_model::snapshot::GpuVendor;
 
     fn device(uuid: &str) -> GpuDeviceReading {
         GpuDeviceReading::new(GpuVendor::Nvidia, uuid)

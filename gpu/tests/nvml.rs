@@ -1,20 +1,22 @@
-//! The NVML source against a fake `libnvidia-ml.so.1` (tests/fixtures/gpu/fake_nvml.c)
+//! The NVML source against a fake `libnvidia-ml.so.1` (tests/fixtures/fake_nvml.c)
 //! compiled by each test, with its own variant defines, into its own temp folder and
 //! loaded through nvml-wrapper's `lib_path`. No environment variable is touched.
 
-mod gpu_support;
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpu_support::build_fake_nvml;
-use wattline_actors::gpu::nvml::{NvmlConfig, NvmlPowerProbe, NvmlSource};
-use wattline_actors::gpu::{
-    CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, GpuVendor, PowerProbe, PowerSample,
-    PowerSampleSink, ProcessScope, SamplingSeries,
+use support::build_fake_nvml;
+use wattline_gpu::nvml::{NvmlConfig, NvmlPowerProbe, NvmlSource};
+use wattline_gpu::{
+    CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, PowerProbe, PowerSample,
+    PowerSampleSink, ProcessScope,
 };
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::GpuVendor;
 
 const MIB: u64 = 1024 * 1024;
 const UUID_0: &str = "GPU-11111111-2222-3333-4444-555555555555";

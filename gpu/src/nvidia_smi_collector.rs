@@ -14,7 +14,7 @@
 //! - failing at start (error exit, timeout, no output): one warning with what the tool
 //!   said, tried again every interval; after 5 failures in a row one more warning,
 //!   [`GpuEvent::SmiStoppedAfterFailures`], and no further attempt;
-//! - an unknown field: downgrade ([`super::nvidia_smi::QueryFieldSet::after_unknown_field`])
+//! - an unknown field: downgrade ([`crate::nvidia_smi::QueryFieldSet::after_unknown_field`])
 //!   and ask again at once;
 //! - failing later: that sample observes nothing (the latest answer becomes a gap),
 //!   and after 5 failures in a row collection stops with one warning.
@@ -30,14 +30,13 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
-pub use super::timed_run::{RunOutcome, run_with_timeout};
+use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
 
-use super::events::{GpuEvent, GpuEventSink};
-use super::nvidia_smi::{FieldList, QueryFieldSet, SmiAnswer, interpret_answer};
-use super::{
-    GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
-    PowerSample, PowerSampleSink, SamplePart,
-};
+use crate::timed_run::{RunOutcome, run_with_timeout};
+
+use crate::events::{GpuEvent, GpuEventSink};
+use crate::nvidia_smi::{FieldList, QueryFieldSet, SmiAnswer, interpret_answer};
+use crate::{GpuSampleRequest, GpuSource, PowerSample, PowerSampleSink, SamplePart};
 
 /// Default time between two runs of the tool.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);
@@ -568,13 +567,13 @@ impl GpuSource for NvidiaSmiSource {
     }
 
     /// A second, long-lived child in loop mode, power only (see
-    /// [`super::nvidia_smi_stream`]), while the full query keeps its interval.
+    /// [`crate::nvidia_smi_stream`]), while the full query keeps its interval.
     fn start_dense_power(
         &mut self,
         period: Duration,
         selectors: &[String],
         sink: Arc<dyn PowerSampleSink>,
-    ) -> Option<super::dense_power::DensePower> {
+    ) -> Option<crate::dense_power::DensePower> {
         let collector = &self.collector;
         let StreamSetup { program, events } = collector.program.as_ref()?;
         let (program, events) = (program.clone(), Arc::clone(events));
@@ -585,16 +584,16 @@ impl GpuSource for NvidiaSmiSource {
         ) {
             return None;
         }
-        let config = super::nvidia_smi_stream::SmiStreamConfig {
+        let config = crate::nvidia_smi_stream::SmiStreamConfig {
             program,
             period,
             timeout: collector.timeout,
             selectors: selectors.to_vec(),
             max_consecutive_failures: MAX_CONSECUTIVE_FAILURES,
-            first_backoff: super::nvidia_smi_stream::FIRST_BACKOFF,
+            first_backoff: crate::nvidia_smi_stream::FIRST_BACKOFF,
         };
-        Some(super::dense_power::DensePower::holding(
-            super::nvidia_smi_stream::SmiPowerStream::start(config, sink, events, runtime),
+        Some(crate::dense_power::DensePower::holding(
+            crate::nvidia_smi_stream::SmiPowerStream::start(config, sink, events, runtime),
         ))
     }
 }

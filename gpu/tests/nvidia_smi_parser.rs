@@ -1,21 +1,21 @@
 //! The `nvidia-smi` CSV parser on answers in the tool's real formats.
 
-mod gpu_support;
+mod support;
 
-use gpu_support::fixture_text;
-use wattline_actors::gpu::nvidia_smi::{
+use support::fixture_text;
+use wattline_gpu::nvidia_smi::{
     CORE_QUERY_FIELDS, FULL_QUERY_FIELDS, FULL_QUERY_FIELDS_EVENT_REASONS, FieldList,
     INSTANT_POWER_FIELD, QueryFieldSet, SmiAnswer, SmiParseError, interpret_answer, parse_rows,
     unknown_field_in,
 };
-use wattline_actors::gpu::nvidia_smi_collector::parse_compute_apps;
-use wattline_actors::gpu::{GpuDeviceReading, GpuVendor};
+use wattline_gpu::nvidia_smi_collector::parse_compute_apps;
+use wattline_model::snapshot::{GpuDeviceReading, GpuVendor};
 
 const MIB: u64 = 1024 * 1024;
 
 fn devices(
     answer: Result<SmiAnswer, SmiParseError>,
-) -> Vec<wattline_actors::gpu::GpuDeviceReading> {
+) -> Vec<wattline_model::snapshot::GpuDeviceReading> {
     match answer {
         Ok(SmiAnswer::Devices(devices)) => devices,
         other => panic!("expected devices, got {other:?}"),

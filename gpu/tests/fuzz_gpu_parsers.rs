@@ -4,7 +4,7 @@
 //! panic, every error names its line and field, and generated valid answers parse to
 //! the values they were generated from.
 //!
-//! `PROPTEST_CASES=200000 cargo test -p wattline-actors --test fuzz_gpu_parsers` for a
+//! `PROPTEST_CASES=200000 cargo test -p wattline-gpu --test fuzz_gpu_parsers` for a
 //! longer run.
 
 #[path = "../../tests/fuzz_support/mod.rs"]
@@ -21,21 +21,19 @@ use proptest::prelude::*;
 use proptest::sample::select;
 
 use fuzz_support::{edge_u64, hostile_token, lossy, mutated, noise, runner_config, with_files};
-use wattline_actors::gpu::drm::{
-    DrmFdinfo, DrmSource, EngineCounters, parse_fdinfo, read_drm_devices,
-};
-use wattline_actors::gpu::nvidia_smi::{
+use wattline_gpu::drm::{DrmFdinfo, DrmSource, EngineCounters, parse_fdinfo, read_drm_devices};
+use wattline_gpu::nvidia_smi::{
     FieldList, QueryFieldSet, SmiAnswer, SmiParseError, interpret_answer,
 };
-use wattline_actors::gpu::nvidia_smi_collector::parse_compute_apps;
-use wattline_actors::gpu::nvidia_smi_stream::POWER_FIELDS;
-use wattline_actors::gpu::visible_devices::{
+use wattline_gpu::nvidia_smi_collector::parse_compute_apps;
+use wattline_gpu::nvidia_smi_stream::POWER_FIELDS;
+use wattline_gpu::visible_devices::{
     DeviceIdentity, selectors_from_cuda_visible_devices, selectors_from_gpus_flag,
     selectors_from_nvidia_visible_devices, selectors_select_device,
 };
-use wattline_actors::gpu::{
-    GpuDeviceReading, GpuSampleRequest, GpuSource, GpuVendor, ProcessScope, SamplingSeries,
-};
+use wattline_gpu::{GpuSampleRequest, GpuSource, ProcessScope};
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::{GpuDeviceReading, GpuVendor};
 
 /// Cases per test in CI; the parsers are pure, so this stays fast in debug builds.
 const CI_CASES: u32 = 2000;
@@ -45,12 +43,12 @@ const CI_TREE_CASES: u32 = 300;
 const MIB: u64 = 1024 * 1024;
 
 const SMI_SAMPLES: &[&str] = &[
-    include_str!("fixtures/gpu/smi/eight_h100.csv"),
-    include_str!("fixtures/gpu/smi/na_fields.csv"),
-    include_str!("fixtures/gpu/smi/one_device.csv"),
-    include_str!("fixtures/gpu/smi/core_fields.csv"),
-    include_str!("fixtures/gpu/smi/no_devices.txt"),
-    include_str!("fixtures/gpu/smi/unknown_field.txt"),
+    include_str!("fixtures/smi/eight_h100.csv"),
+    include_str!("fixtures/smi/na_fields.csv"),
+    include_str!("fixtures/smi/one_device.csv"),
+    include_str!("fixtures/smi/core_fields.csv"),
+    include_str!("fixtures/smi/no_devices.txt"),
+    include_str!("fixtures/smi/unknown_field.txt"),
     "0, GPU-3f2b9c1e-8a4d-4b7e-9c21-5d6e7f8a9b0c, 16.85\n1, GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d, [N/A]\n",
 ];
 const COMPUTE_APPS_SAMPLES: &[&str] = &[

@@ -3,22 +3,21 @@
 //! Each fake is a small sh script copied into its own temp folder as `nvidia-smi`;
 //! that folder is the only search path the collector gets.
 
-mod gpu_support;
+mod support;
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpu_support::{LogRecorder, calls, fake_smi_dir};
+use support::{LogRecorder, calls, fake_smi_dir};
 use tracing::Level;
-use wattline_actors::gpu::nvidia_smi_collector::{
-    CollectorState, NvidiaSmiCollector, NvidiaSmiConfig, NvidiaSmiSource, RunOutcome,
-    locate_nvidia_smi, run_with_timeout,
+use wattline_gpu::nvidia_smi_collector::{
+    CollectorState, NvidiaSmiCollector, NvidiaSmiConfig, NvidiaSmiSource, locate_nvidia_smi,
 };
-use wattline_actors::gpu::{
-    CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource, SamplingSeries,
-};
+use wattline_gpu::timed_run::{RunOutcome, run_with_timeout};
+use wattline_gpu::{CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource};
+use wattline_model::series::SamplingSeries;
 
 const FULL_QUERY: &str = "--query-gpu=index,uuid,name,utilization.gpu,utilization.memory,memory.used,memory.total,temperature.gpu,power.draw,power.limit,clocks.current.sm,clocks.current.memory,fan.speed,pstate,clocks_throttle_reasons.sw_thermal_slowdown,clocks_throttle_reasons.hw_thermal_slowdown,clocks_throttle_reasons.sw_power_cap,clocks_throttle_reasons.hw_slowdown,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total";
 const CORE_QUERY: &str = "--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw --format=csv,noheader,nounits";
@@ -167,10 +166,10 @@ async fn sample_never_waits_for_the_tool() {
 
 /// Power samples as the energy stage would receive them.
 #[derive(Default)]
-struct ForwardedSamples(std::sync::Mutex<Vec<wattline_actors::gpu::PowerSample>>);
+struct ForwardedSamples(std::sync::Mutex<Vec<wattline_gpu::PowerSample>>);
 
-impl wattline_actors::gpu::PowerSampleSink for ForwardedSamples {
-    fn send(&self, sample: wattline_actors::gpu::PowerSample) {
+impl wattline_gpu::PowerSampleSink for ForwardedSamples {
+    fn send(&self, sample: wattline_gpu::PowerSample) {
         self.0.lock().unwrap().push(sample);
     }
 }

@@ -2,7 +2,7 @@
 //! cards found through `uevent`, and `fdinfo` files in the formats amdgpu, xe and
 //! i915 write, read over two samples with an injected clock.
 
-mod gpu_support;
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use gpu_support::fixture_text;
-use wattline_actors::gpu::drm::{
+use support::fixture_text;
+use wattline_gpu::drm::{
     DrmSource, PCI_VENDOR_AMD, PCI_VENDOR_INTEL, parse_fdinfo, read_drm_clients, read_drm_devices,
 };
-use wattline_actors::gpu::{
-    GpuProcessReading, GpuSampleRequest, GpuSource, GpuVendor, ProcessScope, SamplingSeries,
-};
+use wattline_gpu::{GpuSampleRequest, GpuSource, ProcessScope};
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::{GpuProcessReading, GpuVendor};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;

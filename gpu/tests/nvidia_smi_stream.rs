@@ -2,14 +2,14 @@
 //! Python script printing the real CSV format): readings as lines arrive, and a child
 //! that dies, hangs, prints garbage or does not know `power.draw.instant`.
 
-#[path = "gpu_support/mod.rs"]
-mod gpu_support;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use wattline_actors::gpu::nvidia_smi_stream::{SmiPowerStream, SmiStreamConfig};
-use wattline_actors::gpu::{CollectingEventSink, GpuEvent, PowerSample, PowerSampleSink};
+use wattline_gpu::nvidia_smi_stream::{SmiPowerStream, SmiStreamConfig};
+use wattline_gpu::{CollectingEventSink, GpuEvent, PowerSample, PowerSampleSink};
 
 #[derive(Default)]
 struct Received(Mutex<Vec<PowerSample>>);
@@ -58,7 +58,7 @@ fn start(mode: &str) -> Stand {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("nvidia-smi");
-    std::fs::copy(gpu_support::fixture("fake-smi/loop_rhythm.py"), &program).unwrap();
+    std::fs::copy(support::fixture("fake-smi/loop_rhythm.py"), &program).unwrap();
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(dir.path().join("mode"), mode).unwrap();
     let received = Arc::new(Received::default());

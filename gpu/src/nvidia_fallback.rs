@@ -6,10 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::dense_power::DensePower;
-use super::nvidia_smi_collector::NvidiaSmiSource;
-use super::nvml::NvmlSource;
-use super::{GpuSample, GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
+use wattline_model::snapshot::GpuSample;
+
+use crate::dense_power::DensePower;
+use crate::nvidia_smi_collector::NvidiaSmiSource;
+use crate::nvml::NvmlSource;
+use crate::{GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
 
 /// What the energy stage asked of the NVIDIA backend, kept to ask NVML the same.
 struct DenseRequest {

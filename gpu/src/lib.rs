@@ -1,9 +1,11 @@
-//! GPU readings: the record types every GPU source returns and the [`GpuSource`] trait.
+//! wattline's GPU sources: the [`GpuSource`] trait, and the backends behind it
+//! (NVML, the `nvidia-smi` tool and its power stream, Linux DRM files), which devices
+//! a run counts, and dense power probes.
 //!
 //! A source reads one backend (NVML, the `nvidia-smi` tool, Linux DRM files, or
-//! anything a user plugs in) and returns a [`GpuSample`]. Every value is in its base
-//! unit (bytes, watts, millijoules, percent, degrees Celsius, MHz); no unit
-//! conversion happens here: the merger applies the configured output units later.
+//! anything a user plugs in) and returns the model's [`GpuSample`]. Every value is in
+//! its base unit (bytes, watts, millijoules, percent, degrees Celsius, MHz); no unit
+//! conversion happens here: the pipeline applies the configured output units later.
 //! A value the backend could not give is `None`, never zero.
 //!
 //! Sources are synchronous: [`GpuSource::sample`] may block on driver calls or file
@@ -11,6 +13,15 @@
 //! never on an async executor thread. The `nvidia-smi` source is the exception that
 //! proves the rule: its tool runs in a background task and `sample` only copies the
 //! latest answer.
+//!
+//! The records a source returns ([`GpuSample`] and its device and process readings)
+//! and the selection a run counts are the model's (`wattline_model::snapshot`,
+//! `wattline_model::gpu_selection`): the snapshot, the energy account and the
+//! exporters read them without knowing any source. No actor framework here: the
+//! `nvidia-smi` collector runs its tool on the tokio runtime it is handed, and the
+//! pipeline's GPU sampler (in `wattline-actors`) drives every source.
+
+#![warn(missing_docs)]
 
 pub mod dense_power;
 pub mod drm;
@@ -20,6 +31,7 @@ pub mod nvidia_smi;
 pub mod nvidia_smi_collector;
 pub mod nvidia_smi_stream;
 pub mod nvml;
+pub mod nvml_survey;
 pub mod selection;
 pub mod timed_run;
 pub mod visible_devices;
@@ -29,16 +41,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::GpuSample;
 
 pub use events::{CollectingEventSink, GpuEvent, GpuEventSeverity, GpuEventSink, NoopEventSink};
 pub use selection::{CompositeGpuSource, GpuSourceEnv, select_default_sources, selector_matches};
-
-pub use wattline_model::snapshot::GpuVendor;
-pub use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSample};
-
-/// The two sampling series; each keeps its own utilization baselines, so an
-/// on-demand collection never disturbs the polling rates (and the reverse).
-pub use crate::readings::SamplingSeries;
 
 /// Which processes get process records.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

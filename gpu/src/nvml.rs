@@ -23,13 +23,13 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
 
-use super::dense_power::{DensePower, DenseSampling};
-use super::events::{GpuEvent, GpuEventSink};
-use super::visible_devices::{DeviceIdentity, needs_mig_instances, selectors_select_device};
-use super::{
-    GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
-    PowerProbe, PowerSampleSink, SamplingSeries,
-};
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
+
+use crate::dense_power::{DensePower, DenseSampling};
+use crate::events::{GpuEvent, GpuEventSink};
+use crate::visible_devices::{DeviceIdentity, needs_mig_instances, selectors_select_device};
+use crate::{GpuSampleRequest, GpuSource, PowerProbe, PowerSampleSink};
 
 /// The library's file name where no path is configured.
 #[cfg(windows)]
@@ -569,8 +569,22 @@ fn read_device(
 ) -> GpuDeviceReading {
     let mut reading = GpuDeviceReading::new(GpuVendor::Nvidia, uuid);
     reading.device_index = index;
-    // Energy first, stamped: the intervals are between these reads, and the calls
-    // below would put milliseconds between the sample's instant and them.
+    // Energy and power first, stamped: the intervals are between these reads, and the
+    // gauges' calls would put milliseconds between the sample's instant and them.
+    read_energy_and_power(reporter, device, uuid, without_instant_power, &mut reading);
+    read_gauges(reporter, device, &mut reading);
+    reading
+}
+
+/// The energy counter, the instantaneous power (where the board gives a plausible
+/// one) and the gauges' power, with the instant the energy stage books them at.
+fn read_energy_and_power(
+    reporter: &mut CallReporter,
+    device: &Device<'_>,
+    uuid: &str,
+    without_instant_power: &mut HashSet<String>,
+    reading: &mut GpuDeviceReading,
+) {
     let (counter, counter_at) =
         timed_again_if_slow(|| device.total_energy_consumption(), SLOW_COUNTER_READ);
     reading.total_energy_millijoules = reporter.value("total_energy_consumption", counter);
@@ -614,7 +628,12 @@ fn read_device(
         reading.power_draw_watts.map(|_| "nvmlDeviceGetPowerUsage")
     };
     let power_at = instant.map_or(power_at, |(_, at)| at);
-    reading.power_read_at = Some(energy_read_at(&reading, counter_at, power_at));
+    reading.power_read_at = Some(energy_read_at(reading, counter_at, power_at));
+}
+
+/// The gauges read after power: name, memory, utilization, limits, temperature,
+/// clocks, fan, performance state, throttle reasons and ECC counts.
+fn read_gauges(reporter: &mut CallReporter, device: &Device<'_>, reading: &mut GpuDeviceReading) {
     reading.name = reporter.value("name", device.name());
     if let Some(memory) = reporter.value("memory_info", device.memory_info()) {
         reading.memory_used_bytes = Some(memory.used);
@@ -664,7 +683,6 @@ fn read_device(
         "total_ecc_errors",
         device.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile),
     );
-    reading
 }
 
 fn milliwatts_to_watts(milliwatts: u32) -> f64 {

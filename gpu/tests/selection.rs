@@ -1,20 +1,21 @@
 //! Source selection (NVML, else nvidia-smi, plus DRM), the composite source, and
 //! device selectors.
 
-mod gpu_support;
+mod support;
 
 use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpu_support::{LogRecorder, build_fake_nvml, fake_smi_dir};
+use support::{LogRecorder, build_fake_nvml, fake_smi_dir};
 use tracing::Level;
-use wattline_actors::gpu::nvml::NvmlConfig;
-use wattline_actors::gpu::{
-    CollectingEventSink, CompositeGpuSource, GpuDeviceReading, GpuEvent, GpuSample,
-    GpuSampleRequest, GpuSource, GpuSourceEnv, GpuVendor, SamplingSeries, select_default_sources,
-    selector_matches,
+use wattline_gpu::nvml::NvmlConfig;
+use wattline_gpu::{
+    CollectingEventSink, CompositeGpuSource, GpuEvent, GpuSampleRequest, GpuSource, GpuSourceEnv,
+    select_default_sources, selector_matches,
 };
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
 fn env(
     sink: &Arc<CollectingEventSink>,
@@ -177,7 +178,7 @@ fn nvml_is_chosen_when_it_loads_plus_drm() {
         ]
     );
     assert!(
-        gpu_support::calls(smi.path()).is_empty(),
+        support::calls(smi.path()).is_empty(),
         "nvidia-smi never run"
     );
     // Only the fake's unsupported calls are reported: NVML loaded, nothing else failed.
@@ -265,10 +266,10 @@ async fn nvml_is_retried_while_nvidia_smi_answers_and_takes_over_when_it_loads()
         "GPU-11111111-2222-3333-4444-555555555555"
     );
     // The tool stops: no run starts after the takeover.
-    let runs = gpu_support::calls(smi.path()).len();
+    let runs = support::calls(smi.path()).len();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        gpu_support::calls(smi.path()).len(),
+        support::calls(smi.path()).len(),
         runs,
         "nvidia-smi still run"
     );
@@ -321,7 +322,7 @@ fn nvidia_smi_without_a_runtime_falls_back_to_nvml() {
         ),
     );
     assert_eq!(sources.name(), "nvml");
-    assert!(gpu_support::calls(smi.path()).is_empty());
+    assert!(support::calls(smi.path()).is_empty());
 }
 
 #[test]
@@ -329,13 +330,10 @@ fn events_carry_codes_classes_and_severities() {
     let event = GpuEvent::SmiStoppedAfterFailures { count: 5 };
     assert_eq!(event.code(), "gpu.smi_stopped_after_failures");
     assert_eq!(event.class(), "unavailable");
-    assert_eq!(
-        event.severity(),
-        wattline_actors::gpu::GpuEventSeverity::Warning
-    );
+    assert_eq!(event.severity(), wattline_gpu::GpuEventSeverity::Warning);
     assert_eq!(
         GpuEvent::SmiNotFound.severity(),
-        wattline_actors::gpu::GpuEventSeverity::Info
+        wattline_gpu::GpuEventSeverity::Info
     );
     assert_eq!(GpuEvent::SmiTimeout.class(), "timeout");
 }

@@ -7,8 +7,7 @@
 //! `[Unknown Error]`, ...) or a bare `N/A` leaves that field `None` for that device.
 
 use thiserror::Error;
-
-use super::{GpuDeviceReading, GpuVendor};
+use wattline_model::snapshot::{GpuDeviceReading, GpuVendor};
 
 /// The `--format` argument the collector passes.
 pub const FORMAT_ARGUMENT: &str = "--format=csv,noheader,nounits";

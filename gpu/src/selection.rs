@@ -14,22 +14,24 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
-use super::dense_power::DensePower;
-use super::drm::DrmSource;
-use super::events::{GpuEventSink, NoopEventSink};
-use super::nvidia_fallback::NvidiaSmiUntilNvml;
-use super::nvidia_smi_collector::{
+use wattline_model::snapshot::GpuSample;
+
+use crate::dense_power::DensePower;
+use crate::drm::DrmSource;
+use crate::events::{GpuEventSink, NoopEventSink};
+use crate::nvidia_fallback::NvidiaSmiUntilNvml;
+use crate::nvidia_smi_collector::{
     DEFAULT_INTERVAL, DEFAULT_TIMEOUT, NvidiaSmiCollector, NvidiaSmiConfig, NvidiaSmiSource,
     locate_nvidia_smi,
 };
-use super::nvml::{NvmlConfig, NvmlSource};
-use super::visible_devices::{DeviceIdentity, selectors_select_device};
-use super::{GpuSample, GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
+use crate::nvml::{NvmlConfig, NvmlSource};
+use crate::visible_devices::{DeviceIdentity, selectors_select_device};
+use crate::{GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
 
 /// Whether a device with `identifier` and `index` matches `selectors`: an empty list
 /// selects every device; otherwise one selector (an identifier or a unique `GPU-`
 /// prefix of it, ASCII case ignored, the index in decimal, a `MIG-GPU-<uuid>/…`
-/// identifier of its board, or `all`) selects it. See [`super::visible_devices`].
+/// identifier of its board, or `all`) selects it. See [`crate::visible_devices`].
 pub fn selector_matches(selectors: &[String], identifier: &str, index: Option<u32>) -> bool {
     selectors_select_device(
         selectors,
@@ -197,7 +199,7 @@ impl GpuSource for CompositeGpuSource {
     /// that did, stamped with the first answering source's time (the NVIDIA source
     /// comes first, so an energy integrator sees its reading time).
     fn sample(&mut self, request: &GpuSampleRequest) -> Option<GpuSample> {
-        super::merge_parts(&self.sample_parts(request))
+        crate::merge_parts(&self.sample_parts(request))
     }
 
     fn sample_parts(&mut self, request: &GpuSampleRequest) -> Vec<SamplePart> {

@@ -8,9 +8,11 @@
 //!
 //! The lists come from `--gpus`, from `CUDA_VISIBLE_DEVICES` and
 //! `NVIDIA_VISIBLE_DEVICES` as the command will see them, or from the configuration's
-//! `gpu.devices`; [`gpu_selection_for_command`] says which applies.
+//! `gpu.devices`; [`gpu_selection_for_command`] says which applies. The selection
+//! itself, as a report and an event file carry it, is the model's
+//! ([`wattline_model::gpu_selection`]).
 
-pub use wattline_model::gpu_selection::{
+use wattline_model::gpu_selection::{
     ALL_DEVICES, CONFIG_DEVICES_ORIGIN, CUDA_VISIBLE_DEVICES, GPUS_FLAG_ORIGIN, GpuSelection,
     NO_DEVICE, NVIDIA_VISIBLE_DEVICES, is_no_device_word,
 };

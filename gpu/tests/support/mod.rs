@@ -1,4 +1,4 @@
-//! Helpers shared by the `gpu_*` tests: fixture paths, fake `nvidia-smi` folders,
+//! Helpers shared by the GPU source tests: fixture paths, fake `nvidia-smi` folders,
 //! the fake NVML build, and a log recorder.
 #![allow(dead_code)]
 
@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Metadata, Subscriber, span};
 
-/// `tests/fixtures/gpu/<relative>`.
+/// `tests/fixtures/<relative>`.
 pub fn fixture(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/gpu")
+        .join("tests/fixtures")
         .join(relative)
 }
 

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{
-    GpuDeviceReading, GpuProcessReading, GpuSample, GpuSampleRequest, GpuSource, GpuVendor,
-    ProcessScope, SamplingSeries,
-};
+use wattline_model::series::SamplingSeries;
+use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};
+
+use crate::{GpuSampleRequest, GpuSource, ProcessScope};
 
 /// PCI vendor ID of AMD.
 pub const PCI_VENDOR_AMD: u32 = 0x1002;

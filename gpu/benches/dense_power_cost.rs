@@ -7,19 +7,19 @@
 //! nothing. The fake's calls return at once, so this is wattline's own overhead, not
 //! the driver's.
 //!
-//! Run: `cargo bench -p wattline-actors --bench dense_power_cost`
+//! Run: `cargo bench -p wattline-gpu --bench dense_power_cost`
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use wattline_actors::gpu::dense_power::DenseSampling;
-use wattline_actors::gpu::nvml::{NvmlConfig, NvmlPowerProbe, NvmlSource};
-use wattline_actors::gpu::{
+use wattline_gpu::dense_power::DenseSampling;
+use wattline_gpu::nvml::{NvmlConfig, NvmlPowerProbe, NvmlSource};
+use wattline_gpu::{
     GpuSampleRequest, GpuSource, NoopEventSink, PowerProbe, PowerSample, PowerSampleSink,
-    SamplingSeries,
 };
+use wattline_model::series::SamplingSeries;
 
 /// CPU time (user + system) this process has used, ns.
 fn process_cpu_nanos() -> u128 {
@@ -43,7 +43,7 @@ impl PowerSampleSink for Counting {
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let library = dir.path().join("libnvidia-ml.so.1");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpu/fake_nvml.c");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_nvml.c");
     let status = std::process::Command::new("cc")
         .args(["-shared", "-fPIC", "-O2", "-DFAKE_ENERGY_ADVANCES", "-o"])
         .arg(&library)
@@ -150,8 +150,8 @@ fn stream_share(dir: &Path, period: Duration, window: Duration) -> (f64, u64) {
     let sink = Arc::new(Counting(AtomicU64::new(0)));
     let before = process_cpu_nanos();
     let wall = Instant::now();
-    let stream = wattline_actors::gpu::nvidia_smi_stream::SmiPowerStream::start(
-        wattline_actors::gpu::nvidia_smi_stream::SmiStreamConfig {
+    let stream = wattline_gpu::nvidia_smi_stream::SmiPowerStream::start(
+        wattline_gpu::nvidia_smi_stream::SmiStreamConfig {
             program,
             period,
             timeout: Duration::from_secs(10),
