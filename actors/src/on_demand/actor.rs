@@ -292,6 +292,17 @@ mod tests {
         fn reads(&self) -> u32 {
             self.lock().0
         }
+
+        /// Waits (up to 10 s) until `reads` reads have started.
+        fn wait_for_reads(&self, reads: u32) {
+            let (state, _) = self
+                .changed
+                .wait_timeout_while(self.lock(), Duration::from_secs(10), |state| {
+                    state.0 < reads
+                })
+                .unwrap_or_else(PoisonError::into_inner);
+            assert!(state.0 >= reads, "{} reads started, not {reads}", state.0);
+        }
     }
 
     struct OpenOnDrop(Arc<Gate>);
@@ -329,42 +340,60 @@ mod tests {
         }
     }
 
-    /// An on-demand actor over this process's memory only, read through `gate`, its
-    /// collections bounded by `limit`.
-    async fn gated_actor(gate: &Arc<Gate>, limit: Duration) -> ActorRef<OnDemandMessage> {
+    /// A memory sampler factory whose reads wait at `gate`.
+    fn gated_memory(gate: &Arc<Gate>) -> SamplerFactory {
         let root = std::path::PathBuf::from("/");
-        let config = ResourceMetricsConfig::default();
-        let (_, memory) = crate::categories::sampler_factories(&root, &config)
+        let (_, memory) = crate::categories::sampler_factories(&root, &Default::default())
             .into_iter()
             .find(|(category, _)| *category == SamplerCategory::Memory)
             .expect("a memory sampler");
         let gate = Arc::clone(gate);
-        let gated: SamplerFactory = Arc::new(move || {
+        Arc::new(move || {
             Box::new(GatedSampler {
                 inner: memory(),
                 gate: Arc::clone(&gate),
             }) as Box<dyn CategorySampler>
-        });
+        })
+    }
+
+    /// A tick over this process's memory only, asking the actors of `registry`.
+    fn memory_plan(registry: SamplerRegistry) -> Arc<TickPlan> {
+        let root = std::path::PathBuf::from("/");
         let identity = crate::scope::identify_process(&root, std::process::id()).unwrap();
-        let plan = Arc::new(TickPlan {
+        Arc::new(TickPlan {
             environment: Arc::new(EnvironmentReader::new(&root)),
             root,
             target: ScopeTarget::ApplicationProcess(identity),
             command_group: None,
-            config,
+            config: ResourceMetricsConfig::default(),
             categories: vec![SamplerCategory::Memory],
-            registry: SamplerRegistry::default(),
+            registry,
             diagnostics: None,
-        });
+        })
+    }
+
+    /// An on-demand actor over `plan`, its own memory sampler read through `gate`, its
+    /// collections bounded by `limit`.
+    async fn on_demand_over(
+        plan: Arc<TickPlan>,
+        gate: &Arc<Gate>,
+        limit: Duration,
+    ) -> ActorRef<OnDemandMessage> {
         let arguments = OnDemandArguments {
             plan,
-            factories: vec![(SamplerCategory::Memory, gated)],
+            factories: vec![(SamplerCategory::Memory, gated_memory(gate))],
             limit,
         };
         Actor::spawn(None, OnDemandActor, arguments)
             .await
             .unwrap()
             .0
+    }
+
+    /// An on-demand actor over this process's memory only, read through `gate`, its
+    /// collections bounded by `limit`.
+    async fn gated_actor(gate: &Arc<Gate>, limit: Duration) -> ActorRef<OnDemandMessage> {
+        on_demand_over(memory_plan(SamplerRegistry::default()), gate, limit).await
     }
 
     /// Asks `actor` for a snapshot; its answer comes down the returned channel.
@@ -449,5 +478,97 @@ mod tests {
             stopped,
             Err(crate::pipeline::error::PipelineError::Stopped)
         ));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hung_poll_holds_no_collection_and_a_hung_collection_holds_no_poll() {
+        use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+        use crate::samplers::actor::SamplerActor;
+        use wattline_model::events::CollectingEventSink;
+
+        // The polls read memory through a sampler actor behind `polls`; the on-demand
+        // actor reads with a sampler of its own behind `collections`.
+        let (polls, collections) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
+        let _opened = (
+            OpenOnDrop(Arc::clone(&polls)),
+            OpenOnDrop(Arc::clone(&collections)),
+        );
+        let registry = SamplerRegistry::default();
+        let (sampler, _) = Actor::spawn(None, SamplerActor, gated_memory(&polls)())
+            .await
+            .unwrap();
+        registry.set(SamplerCategory::Memory, Some(sampler));
+        let plan = memory_plan(registry);
+        let sink = Arc::new(CollectingEventSink::default());
+        let arguments = MergerArguments {
+            plan: Arc::clone(&plan),
+            sink: sink.clone(),
+            deadline: Duration::from_secs(60),
+            root_scope: uuid::Uuid::now_v7(),
+        };
+        let (_boundaries, [receiver]) = crate::wake_queue::wake_queue();
+        let (merger, _) = Actor::spawn(None, MergerActor, (arguments, receiver))
+            .await
+            .unwrap();
+        let on_demand = on_demand_over(plan, &collections, ON_DEMAND_LIMIT).await;
+
+        // A poll whose read hangs: a collection meanwhile reads and answers.
+        collections.open();
+        let (done, poll_over) = oneshot::channel();
+        merger.cast(MergerMessage::Poll { done }).unwrap();
+        let started = Arc::clone(&polls);
+        tokio::task::spawn_blocking(move || started.wait_for_reads(1))
+            .await
+            .unwrap();
+        let (fresh, _) = answer_of(collect(&on_demand)).await;
+        assert!(fresh.unwrap().memory.is_some());
+        assert_eq!(polls.reads(), 1, "the poll is still reading");
+
+        // The poll ends with its mark; then a collection that hangs holds no poll.
+        polls.open();
+        assert!(
+            tokio::time::timeout(Duration::from_secs(10), poll_over)
+                .await
+                .is_ok(),
+            "the first poll ended"
+        );
+        let hung = Arc::new(Gate::default());
+        let _hung_opened = OpenOnDrop(Arc::clone(&hung));
+        let hung_on_demand = on_demand_over(
+            memory_plan(SamplerRegistry::default()),
+            &hung,
+            ON_DEMAND_LIMIT,
+        )
+        .await;
+        let waiting = collect(&hung_on_demand);
+        let started = Arc::clone(&hung);
+        tokio::task::spawn_blocking(move || started.wait_for_reads(1))
+            .await
+            .unwrap();
+        let (done, poll_over) = oneshot::channel();
+        merger.cast(MergerMessage::Poll { done }).unwrap();
+        assert!(
+            tokio::time::timeout(Duration::from_secs(10), poll_over)
+                .await
+                .is_ok(),
+            "a poll while a collection hangs ended"
+        );
+        assert_eq!(hung.reads(), 1, "the collection is still reading");
+        let marks = support_marks(&sink);
+        assert_eq!(marks, 2, "one mark per poll");
+        hung.open();
+        let (late, _) = answer_of(waiting).await;
+        assert!(late.unwrap().memory.is_some());
+        merger.stop(None);
+        on_demand.stop(None);
+        hung_on_demand.stop(None);
+    }
+
+    /// How many resource marks `sink` received.
+    fn support_marks(sink: &wattline_model::events::CollectingEventSink) -> usize {
+        sink.events()
+            .iter()
+            .filter(|event| matches!(event, wattline_model::events::PipelineEvent::MarkCopies(_)))
+            .count()
     }
 }
