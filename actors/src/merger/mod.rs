@@ -2,7 +2,7 @@
 //! conversion (`wattline_model::snapshot`, the one place output units are applied).
 
 pub mod actor;
-pub mod on_demand;
 pub mod scopes;
 pub mod snapshot_builder;
 pub mod tick;
+pub mod tick_plan;
