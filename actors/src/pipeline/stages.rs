@@ -51,7 +51,6 @@ pub(super) fn energy_arguments(
         settings: settings.clone(),
         sink: Arc::clone(&spec.sink),
         epoch: spec.epoch,
-        semconv_metrics: spec.semconv_metrics,
         boundaries,
         boundary_readings: Some(Arc::clone(boundary_readings)),
     })
