@@ -68,37 +68,64 @@ async fn main() {
     let duration = arguments
         .first()
         .map_or(Duration::from_secs(3600), |text| parse_duration(text));
-    let live = env_number("WATTLINE_SOAK_SCOPES", 10) as usize;
-    let churn = Duration::from_millis(env_number("WATTLINE_SOAK_CHURN_MS", 200));
-    let interval_millis = env_number("WATTLINE_SOAK_INTERVAL_MS", 100);
-    let export_millis = env_number("WATTLINE_SOAK_EXPORT_MS", 1000);
-    let report_every = Duration::from_secs(env_number("WATTLINE_SOAK_REPORT_S", 60));
-    let keep_atof = env_number("WATTLINE_SOAK_KEEP_ATOF", 0) == 1;
+    soak(SoakSettings::from_env(duration)).await;
+}
 
+/// What a soak runs: its length and the `WATTLINE_SOAK_*` settings.
+struct SoakSettings {
+    duration: Duration,
+    live: usize,
+    churn: Duration,
+    interval_millis: u64,
+    export_millis: u64,
+    report_every: Duration,
+    keep_atof: bool,
+}
+
+impl SoakSettings {
+    fn from_env(duration: Duration) -> Self {
+        SoakSettings {
+            duration,
+            live: env_number("WATTLINE_SOAK_SCOPES", 10) as usize,
+            churn: Duration::from_millis(env_number("WATTLINE_SOAK_CHURN_MS", 200)),
+            interval_millis: env_number("WATTLINE_SOAK_INTERVAL_MS", 100),
+            export_millis: env_number("WATTLINE_SOAK_EXPORT_MS", 1000),
+            report_every: Duration::from_secs(env_number("WATTLINE_SOAK_REPORT_S", 60)),
+            keep_atof: env_number("WATTLINE_SOAK_KEEP_ATOF", 0) == 1,
+        }
+    }
+}
+
+/// The soak: a pipeline polling, exporting and churning scopes for `settings.duration`,
+/// its CPU, RSS and ATOF bytes printed every `report_every`, then summarised.
+async fn soak(settings: SoakSettings) {
     let collector = Collector::start();
     let temporary = tempfile::tempdir().expect("a temp dir");
     let directory = std::env::var_os("WATTLINE_SOAK_DIR")
         .map_or_else(|| temporary.path().to_path_buf(), PathBuf::from);
     std::fs::create_dir_all(&directory).expect("the ATOF directory");
     println!(
-        "soak: {} s, polling every {interval_millis} ms, {live} live Agent scopes (one replaced every {} ms), OTLP export every {export_millis} ms",
-        duration.as_secs(),
-        churn.as_millis()
+        "soak: {} s, polling every {} ms, {} live Agent scopes (one replaced every {} ms), OTLP export every {} ms",
+        settings.duration.as_secs(),
+        settings.interval_millis,
+        settings.live,
+        settings.churn.as_millis(),
+        settings.export_millis,
     );
     println!(
         "      ATOF in {}; {}",
         directory.display(),
         collector.label()
     );
-    if !keep_atof {
+    if !settings.keep_atof {
         println!("      the ATOF file is cut to zero after each report; its bytes are summed");
     }
 
     let url = collector.url();
     let config = common::pipeline_config(
-        interval_millis,
+        settings.interval_millis,
         Some(&directory),
-        Some((&url, export_millis)),
+        Some((&url, settings.export_millis)),
     );
     let started = Instant::now();
     let cpu_at_start = common::cpu_seconds();
@@ -108,12 +135,31 @@ async fn main() {
         .await
         .expect("the pipeline");
     let file = common::atof_file(&directory);
+    let (readings, opened) = soak_loop(&pipeline, &settings, &file, started, cpu_at_start).await;
+    let report = pipeline
+        .shutdown()
+        .await
+        .expect("shutdown")
+        .expect("a report");
+    summarise(&readings, &report, opened);
+}
+
+/// Churns scopes and prints a reading every `report_every` until the soak's length is
+/// reached; returns the readings and the number of scopes opened.
+async fn soak_loop(
+    pipeline: &wattline::Pipeline,
+    settings: &SoakSettings,
+    file: &std::path::Path,
+    started: Instant,
+    cpu_at_start: f64,
+) -> (Vec<Reading>, u64) {
     let mut scopes = VecDeque::new();
     let mut opened = 0u64;
-    let mut churn_clock = tokio::time::interval(churn);
+    let mut churn_clock = tokio::time::interval(settings.churn);
+    let report_every = settings.report_every;
     let mut report_clock =
         tokio::time::interval_at(tokio::time::Instant::now() + report_every, report_every);
-    let interval = Duration::from_millis(interval_millis);
+    let interval = Duration::from_millis(settings.interval_millis);
     // Polls on the fixed-rate grid so far, less the ticks the pipeline missed.
     let polls = |elapsed: Duration, missed: u64| {
         (elapsed.as_millis() / interval.as_millis()) as u64 + 1 - missed
@@ -128,7 +174,7 @@ async fn main() {
     loop {
         tokio::select! {
             _ = churn_clock.tick() => {
-                if scopes.len() >= live {
+                if scopes.len() >= settings.live {
                     scopes.pop_front();
                 }
                 scopes.push_back(
@@ -140,9 +186,9 @@ async fn main() {
             }
             _ = report_clock.tick() => {
                 let elapsed = started.elapsed();
-                let size = common::file_size(&file);
-                if !keep_atof {
-                    cut(&file);
+                let size = common::file_size(file);
+                if !settings.keep_atof {
+                    cut(file);
                 }
                 let reading = Reading {
                     elapsed,
@@ -151,7 +197,7 @@ async fn main() {
                     atof_bytes: atof_cut + size,
                     polls: polls(elapsed, pipeline.missed_ticks()),
                 };
-                if !keep_atof {
+                if !settings.keep_atof {
                     atof_cut += size;
                 }
                 println!(
@@ -165,19 +211,14 @@ async fn main() {
                     pipeline.missed_ticks(),
                 );
                 readings.push(reading);
-                if elapsed >= duration {
+                if elapsed >= settings.duration {
                     break;
                 }
             }
         }
     }
     drop(scopes);
-    let report = pipeline
-        .shutdown()
-        .await
-        .expect("shutdown")
-        .expect("a report");
-    summarise(&readings, &report, opened);
+    (readings, opened)
 }
 
 /// `scopes N`: opens and ends `count` Agent scopes one after another, as fast as the

@@ -129,47 +129,61 @@ fn main() {
     let tree_only = std::env::var("WATTLINE_BENCH_TREE_ONLY").is_ok_and(|value| value == "1");
     let extras: &[usize] = if tree_only { &[] } else { &[0, 500, 2000] };
     for &extra in extras {
-        let children = spawn_idle(extra);
-        std::thread::sleep(Duration::from_millis(300));
-        let processes = std::fs::read_dir("/proc")
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| {
-                        e.file_name()
-                            .to_str()
-                            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-                    })
-                    .count()
-            })
-            .unwrap_or(0);
-        let mut collector = Collector::new(
-            "/".into(),
-            ScopeTarget::Global,
-            ResourceMetricsConfig::default(),
-        );
-        // Warm both once (page cache, allocator).
-        collector.collect(SamplingSeries::Polling);
-        std::hint::black_box(floor_snapshot(&mut buffer));
-        let mut ours = Vec::with_capacity(rounds);
-        let mut floor = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            // Alternate, so drift in machine load hits both alike.
-            ours.push(cpu_micros_of(|| {
-                std::hint::black_box(collector.collect(SamplingSeries::Polling));
-            }));
-            floor.push(cpu_micros_of(|| {
-                std::hint::black_box(floor_snapshot(&mut buffer));
-            }));
-        }
-        let (ours, floor) = (median(ours), median(floor));
-        println!(
-            "{extra:>8} {processes:>10} {ours:>14.0} {floor:>14.0} {:>16.1} {:>8.2}",
-            floor / processes.max(1) as f64,
-            ours / floor
-        );
-        reap(children);
+        global_row(rounds, extra, &mut buffer);
     }
+    process_tree_rows(rounds);
+    if !tree_only {
+        smaps_rollup_by_resident_memory(rounds);
+    }
+}
 
+/// One row of the global table: `extra` idle processes more, wattline's snapshot
+/// beside the `/proc` floor (median CPU of `rounds`).
+fn global_row(rounds: usize, extra: usize, buffer: &mut Vec<u8>) {
+    let children = spawn_idle(extra);
+    std::thread::sleep(Duration::from_millis(300));
+    let processes = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    let mut collector = Collector::new(
+        "/".into(),
+        ScopeTarget::Global,
+        ResourceMetricsConfig::default(),
+    );
+    // Warm both once (page cache, allocator).
+    collector.collect(SamplingSeries::Polling);
+    std::hint::black_box(floor_snapshot(buffer));
+    let mut ours = Vec::with_capacity(rounds);
+    let mut floor = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        // Alternate, so drift in machine load hits both alike.
+        ours.push(cpu_micros_of(|| {
+            std::hint::black_box(collector.collect(SamplingSeries::Polling));
+        }));
+        floor.push(cpu_micros_of(|| {
+            std::hint::black_box(floor_snapshot(buffer));
+        }));
+    }
+    let (ours, floor) = (median(ours), median(floor));
+    println!(
+        "{extra:>8} {processes:>10} {ours:>14.0} {floor:>14.0} {:>16.1} {:>8.2}",
+        floor / processes.max(1) as f64,
+        ours / floor
+    );
+    reap(children);
+}
+
+/// The 10-process tree's rows: this process and nine children, `private` read at
+/// every snapshot and within its budget, and what scope resolution costs of it.
+fn process_tree_rows(rounds: usize) {
     // A 10-process tree: this process and nine children.
     let children = spawn_idle(9);
     std::thread::sleep(Duration::from_millis(200));
@@ -232,9 +246,6 @@ fn main() {
         );
     }
     reap(children);
-    if !tree_only {
-        smaps_rollup_by_resident_memory(rounds);
-    }
 }
 
 /// What `private` costs as a process grows: this process's `smaps_rollup` read, as

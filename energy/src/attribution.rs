@@ -101,8 +101,52 @@ pub fn divide(
     let relevant: Vec<usize> = (0..claimants.len())
         .filter(|&i| claimants[i].overlaps(from, to))
         .collect();
+    let cuts = stretch_cuts(from, to, claimants, &relevant);
+    let position: HashMap<Uuid, usize> = relevant.iter().map(|&i| (claimants[i].uuid, i)).collect();
+    // Shares naming no process carry no division (see the module).
+    let shares = shares.filter(|shares| !shares.is_empty());
+    let mut sweep = LiveSweep::new(&cuts, claimants, &relevant);
+    let mut has_live_child = vec![false; claimants.len()];
+    for (index, stretch) in cuts.windows(2).enumerate() {
+        sweep.advance_to(index);
+        let (a, b) = (stretch[0], stretch[1]);
+        let energy = energy_between(a, b);
+        if energy == 0.0 {
+            continue;
+        }
+        let live_parent = |i: usize| {
+            claimants[i]
+                .parent
+                .and_then(|parent| position.get(&parent).copied())
+                .filter(|&p| claimants[p].live_throughout(a, b))
+        };
+        let innermost = sweep.innermost(&live_parent, &mut has_live_child);
+        let mut given = 0.0;
+        match shares {
+            None => division.credit(claimants, &innermost, energy, &live_parent, &mut given),
+            Some(shares) => {
+                for (process_id, share) in shares {
+                    let theirs: Vec<usize> = innermost
+                        .iter()
+                        .copied()
+                        .filter(|&i| claimants[i].process_id == Some(*process_id))
+                        .collect();
+                    let amount = energy * share.clamp(0.0, 1.0);
+                    division.credit(claimants, &theirs, amount, &live_parent, &mut given);
+                }
+            }
+        }
+        // Taken as the difference, so the parts add up to the stretch's energy.
+        division.unattributed += energy - given;
+    }
+    division
+}
+
+/// The instants `[from, to]` is cut at: its ends and every relevant claimant's start
+/// and end inside it, in order, each once.
+fn stretch_cuts(from: Nanos, to: Nanos, claimants: &[Claimant], relevant: &[usize]) -> Vec<Nanos> {
     let mut cuts = vec![from, to];
-    for &i in &relevant {
+    for &i in relevant {
         let scope = &claimants[i];
         cuts.extend(
             [scope.start, scope.until]
@@ -112,90 +156,109 @@ pub fn divide(
     }
     cuts.sort_unstable();
     cuts.dedup();
-    let position: HashMap<Uuid, usize> = relevant.iter().map(|&i| (claimants[i].uuid, i)).collect();
-    // Shares naming no process carry no division (see the module).
-    let shares = shares.filter(|shares| !shares.is_empty());
-    // A claimant is live throughout the stretches from the cut at its start to the cut
-    // at its end: a sweep over the cuts keeps the live set (by position, as the
-    // claimants were passed), so no stretch scans every claimant, and a burst of many
-    // short scopes in one interval costs in proportion to their number, not its square.
-    let cut_at = |t: Nanos| {
-        cuts.binary_search(&t.clamp(from, to))
-            .unwrap_or_else(|index| index)
-    };
-    let spans: Vec<(usize, usize, usize)> = relevant
-        .iter()
-        .map(|&i| (cut_at(claimants[i].start), cut_at(claimants[i].until), i))
-        .filter(|(join, leave, _)| join < leave)
-        .collect();
-    let mut joins: Vec<(usize, usize)> = spans.iter().map(|&(join, _, i)| (join, i)).collect();
-    let mut leaves: Vec<(usize, usize)> = spans.iter().map(|&(_, leave, i)| (leave, i)).collect();
-    joins.sort_unstable();
-    leaves.sort_unstable();
-    let (mut joins, mut leaves) = (joins.into_iter().peekable(), leaves.into_iter().peekable());
-    let mut live_now = std::collections::BTreeSet::new();
-    let mut has_live_child = vec![false; claimants.len()];
-    for (index, stretch) in cuts.windows(2).enumerate() {
-        while let Some((_, i)) = joins.next_if(|(at, _)| *at <= index) {
-            live_now.insert(i);
-        }
-        while let Some((_, i)) = leaves.next_if(|(at, _)| *at <= index) {
-            live_now.remove(&i);
-        }
-        let (a, b) = (stretch[0], stretch[1]);
-        let energy = energy_between(a, b);
-        if energy == 0.0 {
-            continue;
-        }
-        let live: Vec<usize> = live_now.iter().copied().collect();
-        let live_parent = |i: usize| {
-            claimants[i]
-                .parent
-                .and_then(|parent| position.get(&parent).copied())
-                .filter(|&p| claimants[p].live_throughout(a, b))
+    cuts
+}
+
+/// The claimants live in each stretch between cuts. A claimant is live throughout the
+/// stretches from the cut at its start to the cut at its end: a sweep over the cuts
+/// keeps the live set (by position, as the claimants were passed), so no stretch scans
+/// every claimant, and a burst of many short scopes in one interval costs in
+/// proportion to their number, not its square.
+struct LiveSweep {
+    joins: std::iter::Peekable<std::vec::IntoIter<(usize, usize)>>,
+    leaves: std::iter::Peekable<std::vec::IntoIter<(usize, usize)>>,
+    live_now: std::collections::BTreeSet<usize>,
+}
+
+impl LiveSweep {
+    /// The sweep over `cuts` (from [`stretch_cuts`]) of the `relevant` claimants.
+    fn new(cuts: &[Nanos], claimants: &[Claimant], relevant: &[usize]) -> Self {
+        let (from, to) = (cuts[0], cuts[cuts.len() - 1]);
+        let cut_at = |t: Nanos| {
+            cuts.binary_search(&t.clamp(from, to))
+                .unwrap_or_else(|index| index)
         };
-        let parents: Vec<usize> = live.iter().filter_map(|&i| live_parent(i)).collect();
+        let spans: Vec<(usize, usize, usize)> = relevant
+            .iter()
+            .map(|&i| (cut_at(claimants[i].start), cut_at(claimants[i].until), i))
+            .filter(|(join, leave, _)| join < leave)
+            .collect();
+        let mut joins: Vec<(usize, usize)> = spans.iter().map(|&(join, _, i)| (join, i)).collect();
+        let mut leaves: Vec<(usize, usize)> =
+            spans.iter().map(|&(_, leave, i)| (leave, i)).collect();
+        joins.sort_unstable();
+        leaves.sort_unstable();
+        LiveSweep {
+            joins: joins.into_iter().peekable(),
+            leaves: leaves.into_iter().peekable(),
+            live_now: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// Moves to the stretch after cut `index`.
+    fn advance_to(&mut self, index: usize) {
+        while let Some((_, i)) = self.joins.next_if(|(at, _)| *at <= index) {
+            self.live_now.insert(i);
+        }
+        while let Some((_, i)) = self.leaves.next_if(|(at, _)| *at <= index) {
+            self.live_now.remove(&i);
+        }
+    }
+
+    /// The live claimants with no live child, by position; `has_live_child` is
+    /// scratch, all `false` before and after.
+    fn innermost(
+        &self,
+        live_parent: &impl Fn(usize) -> Option<usize>,
+        has_live_child: &mut [bool],
+    ) -> Vec<usize> {
+        let parents: Vec<usize> = self
+            .live_now
+            .iter()
+            .filter_map(|&i| live_parent(i))
+            .collect();
         for &parent in &parents {
             has_live_child[parent] = true;
         }
-        let innermost: Vec<usize> = live.into_iter().filter(|&i| !has_live_child[i]).collect();
+        let innermost: Vec<usize> = self
+            .live_now
+            .iter()
+            .copied()
+            .filter(|&i| !has_live_child[i])
+            .collect();
         for parent in parents {
             has_live_child[parent] = false;
         }
-        let mut given = 0.0;
-        let mut credit = |receivers: &[usize], amount: f64| {
-            let total_weight: f64 = receivers.iter().map(|&i| claimants[i].weight).sum();
-            if receivers.is_empty() || total_weight <= 0.0 || amount <= 0.0 {
-                return;
-            }
-            for &leaf in receivers {
-                let part = amount * claimants[leaf].weight / total_weight;
-                division.own[leaf] += part;
-                given += part;
-                let mut next = Some(leaf);
-                while let Some(scope) = next {
-                    division.inclusive[scope] += part;
-                    next = live_parent(scope);
-                }
-            }
-        };
-        match shares {
-            None => credit(&innermost, energy),
-            Some(shares) => {
-                for (process_id, share) in shares {
-                    let theirs: Vec<usize> = innermost
-                        .iter()
-                        .copied()
-                        .filter(|&i| claimants[i].process_id == Some(*process_id))
-                        .collect();
-                    credit(&theirs, energy * share.clamp(0.0, 1.0));
-                }
+        innermost
+    }
+}
+
+impl Division {
+    /// Credits `amount` to `receivers` by weight, as their own and to each of them and
+    /// its live ancestors inclusively; adds what it gave to `given`.
+    fn credit(
+        &mut self,
+        claimants: &[Claimant],
+        receivers: &[usize],
+        amount: f64,
+        live_parent: &impl Fn(usize) -> Option<usize>,
+        given: &mut f64,
+    ) {
+        let total_weight: f64 = receivers.iter().map(|&i| claimants[i].weight).sum();
+        if receivers.is_empty() || total_weight <= 0.0 || amount <= 0.0 {
+            return;
+        }
+        for &leaf in receivers {
+            let part = amount * claimants[leaf].weight / total_weight;
+            self.own[leaf] += part;
+            *given += part;
+            let mut next = Some(leaf);
+            while let Some(scope) = next {
+                self.inclusive[scope] += part;
+                next = live_parent(scope);
             }
         }
-        // Taken as the difference, so the parts add up to the stretch's energy.
-        division.unattributed += energy - given;
     }
-    division
 }
 
 #[cfg(test)]

@@ -140,6 +140,70 @@ pub fn new_credentials(plugin_id: &str) -> WorkerCredentials {
     }
 }
 
+/// The worker's command: `program` with `arguments` and the spec's environment, told
+/// where the host listens and where it is to listen itself (`listens`), its output
+/// piped (wattline's stdout may carry the report: the worker's lines never go there).
+fn worker_command(
+    program: &str,
+    arguments: &[String],
+    spec: &WorkerSpec,
+    listens: &WorkerListens,
+    host: HostAddress<'_>,
+) -> tokio::process::Command {
+    let host_endpoint = match host {
+        HostAddress::Unix(path) => Endpoint::Unix(path.to_path_buf()),
+        HostAddress::Tcp(address) => Endpoint::Tcp(address),
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(arguments)
+        .envs(&spec.env)
+        .env("NEMO_RELAY_HOST_SOCKET", host_endpoint.to_string());
+    match listens {
+        WorkerListens::Socket(socket) => {
+            command.env("NEMO_RELAY_WORKER_SOCKET", unix_endpoint(socket));
+        }
+        WorkerListens::EndpointFile(file) => {
+            command
+                .env("NEMO_RELAY_WORKER_SOCKET", "tcp://127.0.0.1:0")
+                .env("NEMO_RELAY_WORKER_ENDPOINT_FILE", file);
+        }
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// Calls `Register` with the worker's credentials and configuration: `None` once it
+/// is accepted, else why not (the worker's error, the call's status, or no answer
+/// within [`CALL_LIMIT`]).
+async fn register(
+    client: &mut PluginWorkerClient<Channel>,
+    spec: &WorkerSpec,
+    credentials: &WorkerCredentials,
+) -> Option<String> {
+    let register = RegisterRequest {
+        activation_id: credentials.activation_id.clone(),
+        plugin_id: spec.plugin_id.clone(),
+        auth_token: credentials.token.clone(),
+        config: Some(JsonEnvelope {
+            schema: CONFIG_SCHEMA.into(),
+            json: spec.config.to_string().into_bytes(),
+        }),
+    };
+    match tokio::time::timeout(CALL_LIMIT, client.register(register)).await {
+        Ok(Ok(response)) => response
+            .into_inner()
+            .error
+            .map(|error| format!("{}: {}", error.code, error.message)),
+        Ok(Err(status)) => Some(format!("{}: {}", status.code(), status.message())),
+        Err(_) => Some(format!("no answer within {} s", CALL_LIMIT.as_secs())),
+    }
+}
+
 impl RunningWorker {
     /// The activation id the worker registered with.
     pub fn activation_id(&self) -> &str {
@@ -177,33 +241,10 @@ impl RunningWorker {
                 directory.join(format!("worker-{}.endpoint", credentials.namespace)),
             ),
         };
-        let host_endpoint = match host {
-            HostAddress::Unix(path) => Endpoint::Unix(path.to_path_buf()),
-            HostAddress::Tcp(address) => Endpoint::Tcp(address),
-        };
-        let mut command = tokio::process::Command::new(program);
-        command
-            .args(arguments)
-            .envs(&spec.env)
-            .env("NEMO_RELAY_HOST_SOCKET", host_endpoint.to_string());
-        match &listens {
-            WorkerListens::Socket(socket) => {
-                command.env("NEMO_RELAY_WORKER_SOCKET", unix_endpoint(socket));
-            }
-            WorkerListens::EndpointFile(file) => {
-                command
-                    .env("NEMO_RELAY_WORKER_SOCKET", "tcp://127.0.0.1:0")
-                    .env("NEMO_RELAY_WORKER_ENDPOINT_FILE", file);
-            }
-        }
+        let mut command = worker_command(program, arguments, spec, &listens, host);
         let mut child = command
             .env("NEMO_RELAY_WORKER_ID", &credentials.activation_id)
             .env("NEMO_RELAY_WORKER_TOKEN", &credentials.token)
-            // wattline's stdout may carry the report: the worker's lines never go there.
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .map_err(|source| WorkerError::Spawn {
                 plugin_id: plugin_id.clone(),
@@ -221,32 +262,11 @@ impl RunningWorker {
             }
         };
         let mut client = PluginWorkerClient::new(channel);
-        let register = RegisterRequest {
-            activation_id: credentials.activation_id.clone(),
-            plugin_id: plugin_id.clone(),
-            auth_token: credentials.token.clone(),
-            config: Some(JsonEnvelope {
-                schema: CONFIG_SCHEMA.into(),
-                json: spec.config.to_string().into_bytes(),
-            }),
-        };
-        let refused = |reason: String| WorkerError::Register {
-            plugin_id: plugin_id.clone(),
-            reason,
-        };
-        let answer = tokio::time::timeout(CALL_LIMIT, client.register(register)).await;
-        let error = match answer {
-            Ok(Ok(response)) => response
-                .into_inner()
-                .error
-                .map(|error| format!("{}: {}", error.code, error.message)),
-            Ok(Err(status)) => Some(format!("{}: {}", status.code(), status.message())),
-            Err(_) => Some(format!("no answer within {} s", CALL_LIMIT.as_secs())),
-        };
+        let error = register(&mut client, spec, &credentials).await;
         if let Some(reason) = error {
             let _ = child.kill().await;
             output.drain().await;
-            return Err(refused(reason));
+            return Err(WorkerError::Register { plugin_id, reason });
         }
         Ok(RunningWorker {
             plugin_id,
