@@ -10,7 +10,6 @@ use wattline_exporters::{
     AtofExporter, BuildError, EnvLookup, ExportFailureSink, FanOut, FanOutError, OtlpExporter,
     RunIdentity, StdoutExporter,
 };
-use wattline_model::events::{EventSink, PipelineEvent};
 
 /// How long flush and shutdown wait for the exporters together.
 pub const EXPORTER_DEADLINE: Duration = Duration::from_secs(15);
@@ -37,15 +36,6 @@ pub struct OtlpIdentity {
     pub run: RunIdentity,
     /// `header_env` and `OTEL_*` variables.
     pub environment: EnvLookup,
-}
-
-/// The pipeline's view of the fan-out: queue or drop, never wait.
-pub struct FanOutSink(pub Arc<FanOut>);
-
-impl EventSink for FanOutSink {
-    fn send(&self, event: PipelineEvent) {
-        self.0.send(event);
-    }
 }
 
 /// Starts the exporters `config` enables, plus the OpenTelemetry stdout printer every

@@ -200,7 +200,7 @@ impl PipelineBuilder {
         .await?;
         let mut sinks = self.sinks;
         if let Some(fan_out) = &exporters {
-            sinks.push(Arc::new(crate::exporting::FanOutSink(Arc::clone(fan_out))));
+            sinks.push(Arc::clone(fan_out) as Arc<dyn EventSink>);
         }
         let sink: Arc<dyn EventSink> = match sinks.len() {
             1 => Arc::clone(&sinks[0]),

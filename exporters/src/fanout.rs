@@ -24,7 +24,7 @@ use tokio::sync::oneshot::{self, error::RecvError};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio::time::{Instant, error::Elapsed};
 use wattline_diagnostics::{ExporterCode, FailureClass, PipelineCode, PipelineDiagnostics};
-use wattline_model::events::PipelineEvent;
+use wattline_model::events::{EventSink, PipelineEvent};
 
 use crate::exporter::{ExportError, Exporter, ExporterKind};
 
@@ -752,6 +752,13 @@ impl std::fmt::Debug for FanOut {
             .debug_struct("FanOut")
             .field("exporters", &self.stats())
             .finish()
+    }
+}
+
+/// The pipeline's view of the fan-out: it queues or drops, never waits.
+impl EventSink for FanOut {
+    fn send(&self, event: PipelineEvent) {
+        FanOut::send(self, event);
     }
 }
 
