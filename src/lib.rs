@@ -26,10 +26,10 @@ pub use pipeline::{
     DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
     library_default_config,
 };
-pub use wattline_actors::SamplerCategory;
 pub use wattline_actors::command_cgroup;
 pub use wattline_actors::diagnostics;
 pub use wattline_actors::doctor;
+pub use wattline_model::category::SamplerCategory;
 pub use wattline_model::events;
 pub use wattline_model::metric_names;
 pub use wattline_model::report::EnergyReport;

@@ -8,7 +8,6 @@ use std::time::Duration;
 use wattline_actors::EnergyReport;
 use wattline_actors::Epoch;
 use wattline_actors::EventSink;
-use wattline_actors::SamplerCategory;
 use wattline_actors::ScopeTarget;
 use wattline_actors::Snapshot;
 use wattline_actors::command_cgroup::CommandCgroup;
@@ -21,6 +20,7 @@ use wattline_actors::pipeline::{
 use wattline_config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};
 use wattline_exporters::RunIdentity;
 use wattline_gpu::{GpuSource, GpuSourceEnv, select_default_sources};
+use wattline_model::category::SamplerCategory;
 use wattline_model::events::new_uuid;
 use wattline_model::gpu_selection::GpuSelection;
 

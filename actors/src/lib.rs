@@ -28,7 +28,7 @@ pub mod wake_queue;
 // The API other crates build on, by name: the rest stays reachable through its module
 // for the crate's integration tests and benchmarks.
 pub use collector::Collector;
-pub use diagnostics::{Diagnostics, PipelineDiagnostics, SamplerCategory};
+pub use diagnostics::{Diagnostics, PipelineDiagnostics};
 pub use energy::report::EnergyReport;
 pub use platform::{ParseError, ReadError, ReadErrorClass};
 pub use scope::{ProcessIdentity, ScopeTarget};

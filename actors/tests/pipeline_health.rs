@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wattline_actors::diagnostics::{DiagnosticsLimits, SamplerCategory};
+use wattline_actors::diagnostics::DiagnosticsLimits;
 use wattline_actors::pipeline::{RunningPipeline, open_diagnostics};
+use wattline_model::category::SamplerCategory;
 use wattline_model::events::CollectingEventSink;
 
 mod pipeline_support;

@@ -40,8 +40,7 @@ pub use observation::{
     Correlation, EvidenceDisposition, Observation, Provenance, RecordOutcome, RecordReceipt,
 };
 pub use pipeline_components::{
-    ExporterCode, GpuCode, PipelineCode, PipelineComponent, PipelineDiagnostics, SamplerCategory,
-    SamplerFailure,
+    ExporterCode, GpuCode, PipelineCode, PipelineComponent, PipelineDiagnostics, SamplerFailure,
 };
 pub use snapshot::{
     AdmissionUsage, CodeSnapshot, ComponentSnapshot, ComponentState, DeliveryStats,

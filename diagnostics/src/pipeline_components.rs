@@ -27,50 +27,10 @@ use super::declaration::{BuiltinDiagnosticCode, ComponentDeclaration, Diagnostic
 use super::error::DiagnosticError;
 use super::observation::{Correlation, Observation, RecordOutcome};
 use super::vocabulary::{DiagnosticOutcome, FailureClass, Severity};
+use wattline_model::category::SamplerCategory;
 
 /// How often a recording that found the context busy is tried again.
 const BUSY_RETRIES: usize = 1024;
-
-/// Which metric family a sampler collects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SamplerCategory {
-    /// CPU time and frequency.
-    Cpu,
-    /// Memory usage.
-    Memory,
-    /// Per-process statistics.
-    Process,
-    /// Disk I/O.
-    Disk,
-    /// Network I/O.
-    Network,
-    /// GPU metrics.
-    Gpu,
-}
-
-impl SamplerCategory {
-    /// Every category, in declaration order.
-    pub const ALL: [SamplerCategory; 6] = [
-        SamplerCategory::Cpu,
-        SamplerCategory::Memory,
-        SamplerCategory::Process,
-        SamplerCategory::Disk,
-        SamplerCategory::Network,
-        SamplerCategory::Gpu,
-    ];
-
-    /// The category's name segment (`cpu`, `memory`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SamplerCategory::Cpu => "cpu",
-            SamplerCategory::Memory => "memory",
-            SamplerCategory::Process => "process",
-            SamplerCategory::Disk => "disk",
-            SamplerCategory::Network => "network",
-            SamplerCategory::Gpu => "gpu",
-        }
-    }
-}
 
 /// What went wrong in a sampler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

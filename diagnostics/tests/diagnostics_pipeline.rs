@@ -9,8 +9,9 @@ use std::num::NonZeroU64;
 use wattline_diagnostics::{
     CodeOrigin, ComponentDeclaration, DiagnosticCode, DiagnosticComponent, DiagnosticOutcome,
     Diagnostics, ExporterCode, FailureClass, GpuCode, PipelineCode, PipelineComponent,
-    PipelineDiagnostics, RecordOutcome, SamplerCategory, SamplerFailure, Severity,
+    PipelineDiagnostics, RecordOutcome, SamplerFailure, Severity,
 };
+use wattline_model::category::SamplerCategory;
 
 use diagnostics_support::*;
 

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod category;
 pub mod energy;
 pub mod energy_telemetry;
 pub mod events;

@@ -3,8 +3,8 @@
 //! data, beside each other in `wattline_model::snapshot`.
 
 use super::{CategoryDescriptor, factory};
-use crate::diagnostics::SamplerCategory;
 use crate::samplers::{CategoryReading, disk::DiskSampler};
+use wattline_model::category::SamplerCategory;
 use wattline_model::snapshot::disk_metrics;
 
 /// The disk category's descriptor.

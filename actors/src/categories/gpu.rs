@@ -3,8 +3,8 @@
 //! data, beside each other in `wattline_model::snapshot`.
 
 use super::CategoryDescriptor;
-use crate::diagnostics::SamplerCategory;
 use crate::samplers::CategoryReading;
+use wattline_model::category::SamplerCategory;
 use wattline_model::snapshot::gpu_metrics;
 
 /// The GPU category's descriptor. Its sampler has no OS factory: the pipeline builds

@@ -3,8 +3,8 @@
 //! data, beside each other in `wattline_model::snapshot`.
 
 use super::{CategoryDescriptor, factory};
-use crate::diagnostics::SamplerCategory;
 use crate::samplers::{CategoryReading, memory::MemorySampler};
+use wattline_model::category::SamplerCategory;
 use wattline_model::snapshot::memory_metrics;
 
 /// The memory category's descriptor.

@@ -5,8 +5,8 @@
 //! which model conversion turns its base-unit reading into its snapshot record. The
 //! reading, the conversion, the record and its mark gauges are data, one file per
 //! category in `wattline_model::snapshot`. A new category adds its reader, its
-//! sampler, a file here, an entry in [`CATEGORIES`], its model file and its config;
-//! the loops pick it up.
+//! sampler, its variant in the model's `SamplerCategory`, a file here and its arm in
+//! [`descriptor`], its model file and its config; the loops pick it up.
 
 pub mod cpu;
 pub mod disk;
@@ -21,8 +21,8 @@ use std::sync::Arc;
 use wattline_config::ResourceMetricsConfig;
 use wattline_config::resource_metrics::UnitsConfig;
 
-use crate::diagnostics::SamplerCategory;
 use crate::samplers::{CategoryReading, CategorySampler, SamplerFactory};
+use wattline_model::category::SamplerCategory;
 use wattline_model::snapshot::Snapshot;
 
 /// What wattline knows of one category.
@@ -50,27 +50,30 @@ pub(crate) fn rooted<S: CategorySampler>(root: &Path, make: fn(PathBuf) -> S) ->
     factory(move || make(root.clone()))
 }
 
-/// Every category, in the order of the snapshot (and of its gauges in a mark).
-pub(crate) const CATEGORIES: &[CategoryDescriptor] = &[
-    cpu::DESCRIPTOR,
-    memory::DESCRIPTOR,
-    process::DESCRIPTOR,
-    disk::DESCRIPTOR,
-    gpu::DESCRIPTOR,
-    network::DESCRIPTOR,
-];
-
-/// The descriptor of `category`.
-pub(crate) fn descriptor(category: SamplerCategory) -> Option<&'static CategoryDescriptor> {
-    CATEGORIES
-        .iter()
-        .find(|descriptor| descriptor.category == category)
+/// The descriptor of `category`: the model's list of categories, each mapped here to
+/// its file.
+pub(crate) fn descriptor(category: SamplerCategory) -> &'static CategoryDescriptor {
+    match category {
+        SamplerCategory::Cpu => &cpu::DESCRIPTOR,
+        SamplerCategory::Memory => &memory::DESCRIPTOR,
+        SamplerCategory::Process => &process::DESCRIPTOR,
+        SamplerCategory::Disk => &disk::DESCRIPTOR,
+        SamplerCategory::Gpu => &gpu::DESCRIPTOR,
+        SamplerCategory::Network => &network::DESCRIPTOR,
+    }
 }
 
-/// The categories `config` enables, in [`CATEGORIES`] order.
+/// Every category's descriptor, in the order of the snapshot (and of its gauges in a
+/// mark).
+fn descriptors() -> impl Iterator<Item = &'static CategoryDescriptor> {
+    SamplerCategory::IN_SNAPSHOT_ORDER
+        .into_iter()
+        .map(descriptor)
+}
+
+/// The categories `config` enables, in the snapshot's order.
 pub fn enabled_categories(config: &ResourceMetricsConfig) -> Vec<SamplerCategory> {
-    CATEGORIES
-        .iter()
+    descriptors()
         .filter(|descriptor| (descriptor.enabled)(config))
         .map(|descriptor| descriptor.category)
         .collect()
@@ -82,8 +85,7 @@ pub fn sampler_factories(
     root: &Path,
     config: &ResourceMetricsConfig,
 ) -> Vec<(SamplerCategory, SamplerFactory)> {
-    CATEGORIES
-        .iter()
+    descriptors()
         .filter(|descriptor| (descriptor.enabled)(config))
         .filter_map(|descriptor| {
             let make = descriptor.os_sampler?;
@@ -111,15 +113,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_category_has_exactly_one_descriptor() {
+    fn every_category_has_its_own_descriptor() {
         for category in SamplerCategory::ALL {
-            let count = CATEGORIES
-                .iter()
-                .filter(|descriptor| descriptor.category == category)
-                .count();
-            assert_eq!(count, 1, "{category:?}");
+            assert_eq!(descriptor(category).category, category, "{category:?}");
         }
-        assert_eq!(CATEGORIES.len(), SamplerCategory::ALL.len());
     }
 
     #[test]

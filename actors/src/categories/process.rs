@@ -3,8 +3,8 @@
 //! data, beside each other in `wattline_model::snapshot`.
 
 use super::{CategoryDescriptor, rooted};
-use crate::diagnostics::SamplerCategory;
 use crate::samplers::{CategoryReading, process::ProcessSampler};
+use wattline_model::category::SamplerCategory;
 use wattline_model::snapshot::process_metrics;
 
 /// The process category's descriptor.

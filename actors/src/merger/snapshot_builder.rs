@@ -34,9 +34,8 @@ pub fn assemble_snapshot(
     };
     for output in outputs {
         coverage.extend(output.coverage);
-        if let Some(descriptor) = crate::categories::descriptor(output.reading.category()) {
-            (descriptor.fill)(&mut snapshot, output.reading, units);
-        }
+        let descriptor = crate::categories::descriptor(output.reading.category());
+        (descriptor.fill)(&mut snapshot, output.reading, units);
     }
     snapshot.process_sampling = process_sampling(scope, coverage);
     snapshot

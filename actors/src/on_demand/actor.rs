@@ -19,9 +19,9 @@ use tokio::sync::oneshot;
 
 use super::callback::{Delivery, SnapshotCallback};
 use super::samplers::OnDemandSamplers;
-use crate::diagnostics::SamplerCategory;
 use crate::merger::tick_plan::{ActorClaims, CategoryOutput, TickPlan};
 use crate::samplers::{SampleRequest, SamplerFactory};
+use wattline_model::category::SamplerCategory;
 use wattline_model::series::SamplingSeries;
 
 /// The longest an on-demand collection waits for its reads (the spec has `collect()`

@@ -1,7 +1,8 @@
 //! GPU backend events recorded in the pipeline's diagnostics.
 
-use crate::diagnostics::{GpuCode, PipelineDiagnostics, SamplerCategory, SamplerFailure};
+use crate::diagnostics::{GpuCode, PipelineDiagnostics, SamplerFailure};
 use wattline_gpu::{GpuEvent, GpuEventSink};
+use wattline_model::category::SamplerCategory;
 
 /// Records each GPU event under the `gpu` component's matching code.
 pub struct DiagnosticsGpuEvents(pub PipelineDiagnostics);

@@ -18,7 +18,7 @@ use super::health::{HealthBoard, watch_task};
 use super::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use super::{PipelineError, PipelineSpec, PreparedGpu, gpu_event_sink};
 use crate::categories::{enabled_categories, sampler_factories};
-use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
+use crate::diagnostics::PipelineDiagnostics;
 use crate::energy::actor::{EnergyActor, EnergyArguments};
 use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
@@ -32,6 +32,7 @@ use crate::samplers::registry::SamplerRegistry;
 use crate::scope_boundary::ScopeBoundary;
 use crate::wake_queue::WakeReceiver;
 use wattline_gpu::{GpuSource, PowerSample, PowerSampleSink};
+use wattline_model::category::SamplerCategory;
 
 fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
     PipelineError::Spawn(error.to_string())

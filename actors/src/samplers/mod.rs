@@ -19,11 +19,11 @@ pub use read_problems::record_read_problems;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::diagnostics::SamplerCategory;
 use crate::platform::{ReadError, ReadErrorClass};
 use crate::readings::FieldCoverage;
 use crate::samplers::environment::Environment;
 use crate::scope::{ResolvedScope, ScopeTarget};
+use wattline_model::category::SamplerCategory;
 use wattline_model::series::SamplingSeries;
 
 /// What a sampler is asked for on a tick.

@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::diagnostics::{PipelineDiagnostics, SamplerCategory, SamplerFailure};
+use crate::diagnostics::{PipelineDiagnostics, SamplerFailure};
 use crate::platform::ReadErrorClass;
 use crate::platform::os::rapl::{RaplZoneReading, read_rapl_zones};
+use wattline_model::category::SamplerCategory;
 
 /// One reading of every RAPL zone.
 #[derive(Debug)]

@@ -4,10 +4,9 @@
 use std::num::NonZeroU64;
 
 use super::ReadProblems;
-use crate::diagnostics::{
-    FailureClass, PipelineCode, PipelineDiagnostics, SamplerCategory, SamplerFailure,
-};
+use crate::diagnostics::{FailureClass, PipelineCode, PipelineDiagnostics, SamplerFailure};
 use crate::platform::ReadErrorClass;
+use wattline_model::category::SamplerCategory;
 
 /// Records each class of `problems` as one observation of `category`'s matching code.
 pub fn record_read_problems(

@@ -6,8 +6,8 @@ use std::sync::{Arc, RwLock};
 
 use ractor::ActorRef;
 
-use crate::diagnostics::SamplerCategory;
 use crate::samplers::actor::SamplerMessage;
+use wattline_model::category::SamplerCategory;
 
 /// Sampler actors by category; a category being restarted has no entry.
 #[derive(Clone, Default)]

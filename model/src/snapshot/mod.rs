@@ -33,6 +33,7 @@ pub use network::{
 };
 pub use process::{ProcessMetrics, ProcessReading, process_metrics};
 
+use crate::category::SamplerCategory;
 use crate::events::{AttributeValue, MetricMeasurements};
 use crate::marks::{MarkBuilder, count};
 pub use crate::measurement::{
@@ -47,42 +48,49 @@ struct CategoryGauges {
     semconv: fn(&str) -> Option<&'static SemconvEquivalent>,
 }
 
-/// Every category, in the order its gauges appear in a mark.
-const CATEGORIES: &[CategoryGauges] = &[
-    CategoryGauges {
-        marks: cpu::cpu_marks,
-        semconv: cpu::cpu_semconv,
-    },
-    CategoryGauges {
-        marks: memory::memory_marks,
-        semconv: memory::memory_semconv,
-    },
-    CategoryGauges {
-        marks: process::process_marks,
-        semconv: process::process_semconv,
-    },
-    CategoryGauges {
-        marks: disk::disk_marks,
-        semconv: disk::disk_semconv,
-    },
-    CategoryGauges {
-        marks: gpu::gpu_marks,
-        semconv: gpu::gpu_semconv,
-    },
-    CategoryGauges {
-        marks: network::network_marks,
-        semconv: network::network_semconv,
-    },
-];
+/// The gauge tables of `category`.
+fn category_gauges(category: SamplerCategory) -> CategoryGauges {
+    match category {
+        SamplerCategory::Cpu => CategoryGauges {
+            marks: cpu::cpu_marks,
+            semconv: cpu::cpu_semconv,
+        },
+        SamplerCategory::Memory => CategoryGauges {
+            marks: memory::memory_marks,
+            semconv: memory::memory_semconv,
+        },
+        SamplerCategory::Process => CategoryGauges {
+            marks: process::process_marks,
+            semconv: process::process_semconv,
+        },
+        SamplerCategory::Disk => CategoryGauges {
+            marks: disk::disk_marks,
+            semconv: disk::disk_semconv,
+        },
+        SamplerCategory::Gpu => CategoryGauges {
+            marks: gpu::gpu_marks,
+            semconv: gpu::gpu_semconv,
+        },
+        SamplerCategory::Network => CategoryGauges {
+            marks: network::network_marks,
+            semconv: network::network_semconv,
+        },
+    }
+}
+
+/// Every category's gauge tables, in the order its gauges appear in a mark.
+fn every_category_gauges() -> impl Iterator<Item = CategoryGauges> {
+    SamplerCategory::IN_SNAPSHOT_ORDER
+        .into_iter()
+        .map(category_gauges)
+}
 
 /// What the resource gauge named `mark` (`nemo.relay.resource.cpu.user_time`) becomes
 /// under OpenTelemetry's `process.*` / `system.*` names: the semconv column of that
 /// gauge's table row. `None` for a name no table holds, or a gauge without an
 /// equivalent.
 pub fn semconv_equivalent(mark: &str) -> Option<&'static SemconvEquivalent> {
-    CATEGORIES
-        .iter()
-        .find_map(|category| (category.semconv)(mark))
+    every_category_gauges().find_map(|category| (category.semconv)(mark))
 }
 
 /// The operating system the snapshot was taken on.
@@ -208,7 +216,7 @@ pub fn resource_measurements(snapshot: &Snapshot) -> MetricMeasurements {
         "Resource metric samples collected in this poll",
         &[],
     );
-    for category in CATEGORIES {
+    for category in every_category_gauges() {
         (category.marks)(snapshot, &mut mark);
     }
     if let Some(sampling) = &snapshot.process_sampling {
