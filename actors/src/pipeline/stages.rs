@@ -8,26 +8,26 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorRef};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
-use super::clock::{MissedTicks, spawn_boundary_reader, spawn_energy_clock, spawn_poll_clock};
+use super::clock::{MissedTicks, spawn_energy_clock, spawn_poll_clock};
 use super::health::{HealthBoard, watch_task};
+use super::scope_stream::StreamItem;
 use super::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use super::{PipelineError, PipelineSpec, PreparedGpu, gpu_event_sink};
 use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments};
-use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
+use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::merger::actor::{DirectCollector, MergerActor, MergerArguments, MergerMessage};
 use crate::samplers::CategorySampler;
 use crate::samplers::gpu::GpuSampler;
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
-use crate::scope_boundary::ScopeBoundary;
-use crate::wake_queue::WakeReceiver;
 use wattline_gpu::{GpuSource, PowerSample, PowerSampleSink};
 
 fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
@@ -37,20 +37,12 @@ fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
 /// The energy actor's arguments when the `energy` component is on. Taken from `spec`
 /// before any await: the spec holds the prepared GPU source, which is not `Sync`, so
 /// no borrow of it may live across one.
-pub(super) fn energy_arguments(
-    spec: &PipelineSpec,
-    boundary_readings: &Arc<BoundaryReadings>,
-    boundaries: WakeReceiver<ScopeBoundary>,
-) -> Option<EnergyArguments> {
-    // With the component off, `boundaries` is dropped here: a dropped reader is never
-    // woken and holds no boundary back.
+pub(super) fn energy_arguments(spec: &PipelineSpec) -> Option<EnergyArguments> {
     spec.energy.as_ref().map(|settings| EnergyArguments {
         settings: settings.clone(),
         sink: Arc::clone(&spec.sink),
         epoch: spec.epoch,
         semconv_metrics: spec.semconv_metrics,
-        boundaries,
-        boundary_readings: Some(Arc::clone(boundary_readings)),
     })
 }
 
@@ -217,15 +209,17 @@ pub(super) struct MergerPlan {
 }
 
 /// Plans the merger over `categories` (taken from `spec` before any await, as
-/// [`energy_arguments`] is). It also keeps the Agent scopes, which the energy stage
-/// needs even when resource metrics are off: it runs either way, with no categories
-/// and no polling then.
+/// [`energy_arguments`] is). It also keeps the Agent scopes, taken from
+/// `scope_stream`, and sends their starts and ends on to `energy`, which needs them
+/// even when resource metrics are off: it runs either way, with no categories and no
+/// polling then.
 pub(super) fn plan_merger(
     spec: &PipelineSpec,
     categories: Vec<SamplerCategory>,
     registry: &SamplerRegistry,
     diagnostics: Option<&PipelineDiagnostics>,
     root_scope: Uuid,
+    (energy, scope_stream): (Option<EnergyInbox>, UnboundedReceiver<StreamItem>),
 ) -> MergerPlan {
     let config = spec.resource.clone().unwrap_or_else(|| {
         let mut idle = ResourceMetricsConfig::default();
@@ -257,18 +251,17 @@ pub(super) fn plan_merger(
             deadline,
             root_scope,
             direct: DirectCollector::default(),
+            energy,
+            scope_stream: Some(scope_stream),
         },
         poll_period: polled.then_some(interval),
     }
 }
 
-/// Spawns the merger of `plan`, reading scope boundaries off `boundaries`.
-pub(super) async fn spawn_merger(
-    plan: MergerPlan,
-    boundaries: WakeReceiver<ScopeBoundary>,
-) -> Result<MergerStage, PipelineError> {
+/// Spawns the merger of `plan`.
+pub(super) async fn spawn_merger(plan: MergerPlan) -> Result<MergerStage, PipelineError> {
     let direct = plan.arguments.direct.clone();
-    let (merger, _) = Actor::spawn(None, MergerActor, (plan.arguments, boundaries))
+    let (merger, _) = Actor::spawn(None, MergerActor, plan.arguments)
         .await
         .map_err(spawn_error)?;
     Ok(MergerStage {
@@ -286,8 +279,6 @@ pub(super) struct ClockInputs<'a> {
     pub energy: Option<&'a EnergyInbox>,
     /// The energy clock's period.
     pub energy_interval: Duration,
-    /// Scope boundaries' requests for a reading, served when the energy stage runs.
-    pub boundary_readings: &'a Arc<BoundaryReadings>,
     /// The live samplers, asked for power by the energy clock.
     pub registry: &'a SamplerRegistry,
     /// The CPU energy counters, read by the energy clock.
@@ -308,9 +299,8 @@ pub(super) struct Clocks {
     pub missed_ticks: Arc<MissedTicks>,
 }
 
-/// Starts the poll clock (when the merger is polled), the energy clock and the
-/// boundary reader (when the energy stage runs), each watched so a clock that stops on
-/// its own is reported.
+/// Starts the poll clock (when the merger is polled) and the energy clock (when the
+/// energy stage runs), each watched so a clock that stops on its own is reported.
 pub(super) fn spawn_clocks(inputs: ClockInputs<'_>) -> Clocks {
     let missed_ticks = Arc::new(MissedTicks::default());
     let mut tasks = Vec::new();
@@ -334,15 +324,6 @@ pub(super) fn spawn_clocks(inputs: ClockInputs<'_>) -> Clocks {
             inputs.cancel.clone(),
         );
         tasks.push(watch("energy clock", clock));
-        let reader = spawn_boundary_reader(
-            inputs.registry.clone(),
-            energy.clone(),
-            Arc::clone(inputs.rapl),
-            inputs.energy_interval,
-            Arc::clone(inputs.boundary_readings),
-            inputs.cancel.clone(),
-        );
-        tasks.push(watch("scope boundary reader", reader));
     }
     Clocks {
         tasks,
