@@ -10,6 +10,8 @@ pub mod diagnostics;
 pub mod doctor;
 pub mod energy;
 pub(crate) mod merger;
+pub(crate) mod on_demand;
+pub(crate) mod panics;
 pub mod pipeline;
 // The OS readers are this crate's own; the `test-support` feature opens them to its
 // integration tests and benchmarks, which point them at fixture trees.

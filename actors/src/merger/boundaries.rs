@@ -94,7 +94,9 @@ mod tests {
 
     use super::*;
     use crate::energy::input::EnergyMessage;
-    use crate::merger::actor::{DirectCollector, MergerActor, MergerArguments, MergerMessage};
+    use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+    use crate::merger::tick_plan::TickPlan;
+    use crate::samplers::environment::EnvironmentReader;
     use crate::pipeline::scope_stream::{Stamp, StreamItem};
     use crate::samplers::registry::SamplerRegistry;
     use crate::scope::ScopeTarget;
@@ -212,19 +214,22 @@ mod tests {
         let (stream, scope_stream) = tokio::sync::mpsc::unbounded_channel();
         let mut config = ResourceMetricsConfig::default();
         config.polling.enabled = false;
-        let arguments = MergerArguments {
-            root: "/".into(),
+        let root = std::path::PathBuf::from("/");
+        let plan = Arc::new(TickPlan {
+            environment: Arc::new(EnvironmentReader::new(&root)),
+            root,
             target: ScopeTarget::Global,
             command_group: None,
             config,
             categories: Vec::new(),
             registry: SamplerRegistry::default(),
-            on_demand: Vec::new(),
-            sink: sink.clone(),
             diagnostics: None,
+        });
+        let arguments = MergerArguments {
+            plan,
+            sink: sink.clone(),
             deadline: Duration::from_secs(1),
             root_scope: Uuid::now_v7(),
-            direct: DirectCollector::default(),
             energy: Some(EnergyInbox::new(energy.clone())),
             scope_stream: Some(scope_stream),
         };

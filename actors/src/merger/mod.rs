@@ -3,7 +3,7 @@
 
 pub mod actor;
 mod boundaries;
-pub mod on_demand;
 pub mod scopes;
 pub mod snapshot_builder;
 pub mod tick;
+pub mod tick_plan;

@@ -92,22 +92,15 @@ pub fn watch_task(
         let detail = match outcome {
             Ok(()) => "stopped: the actor it drives is gone".to_owned(),
             Err(error) if error.is_panic() => {
-                format!("panicked: {}", panic_message(error.into_panic()))
+                format!(
+                    "panicked: {}",
+                    crate::panics::panic_message(error.into_panic().as_ref())
+                )
             }
             Err(error) => format!("ended: {error}"),
         };
         board.record(component, detail);
     })
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "(no message)".to_owned()
-    }
 }
 
 #[cfg(test)]

@@ -195,7 +195,6 @@ pub const DIAGNOSTICS_BUSY_LIMIT: Duration = Duration::from_millis(500);
 pub struct RunningPipeline {
     supervisor: ActorRef<SupervisorMessage>,
     merger: ActorRef<MergerMessage>,
-    resource_enabled: bool,
     energy: Option<EnergyInbox>,
     registry: SamplerRegistry,
     diagnostics: Option<Diagnostics>,
@@ -213,8 +212,8 @@ pub struct RunningPipeline {
     /// Scope boundaries' one way to the merger, which writes their events and sends
     /// them on to the energy actor: stamped and sent in one step.
     scopes: scope_stream::ScopeStream,
-    /// On-demand collections the caller's thread starts itself, when it can.
-    direct_collections: crate::merger::actor::DirectCollector,
+    /// On-demand collections (`None` with resource metrics off).
+    on_demand: Option<ActorRef<crate::on_demand::OnDemandMessage>>,
     /// Where the final report's window closes when it is not the shutdown call (a
     /// measured command's exit).
     measuring_until: std::sync::OnceLock<(Instant, DateTime<Utc>)>,
@@ -322,9 +321,8 @@ impl RunningPipeline {
         Ok(RunningPipeline {
             supervisor,
             scopes,
-            direct_collections: merger.direct.clone(),
+            on_demand: merger.on_demand.clone(),
             merger: merger.merger,
-            resource_enabled: spec.resource.is_some(),
             energy,
             registry,
             diagnostics,
@@ -378,6 +376,10 @@ impl RunningPipeline {
         if !self.cancel.is_cancelled() {
             let actors = [
                 ("merger", Some(self.merger.get_status())),
+                (
+                    "on-demand collection",
+                    self.on_demand.as_ref().map(|actor| actor.get_status()),
+                ),
                 ("supervisor", Some(self.supervisor.get_status())),
                 (
                     "energy stage",
@@ -400,23 +402,11 @@ impl RunningPipeline {
 
     /// A fresh snapshot on the on-demand series; no mark.
     pub async fn collect(&self) -> Result<Snapshot, PipelineError> {
-        if !self.resource_enabled {
-            return Err(PipelineError::ResourceMetricsDisabled);
-        }
-        match self
-            .merger
-            .call(
-                |reply| MergerMessage::Collect {
-                    series: wattline_model::series::SamplingSeries::OnDemand,
-                    reply,
-                },
-                None,
-            )
-            .await
-        {
-            Ok(CallResult::Success(snapshot)) => Ok(snapshot),
-            _ => Err(PipelineError::Stopped),
-        }
+        let (sender, answer) = tokio::sync::oneshot::channel();
+        self.collect_then(move |snapshot| {
+            let _ = sender.send(snapshot);
+        });
+        answer.await.unwrap_or(Err(PipelineError::Stopped))
     }
 
     /// A fresh snapshot on the on-demand series, handed to `done` on the thread that
@@ -427,24 +417,14 @@ impl RunningPipeline {
         &self,
         done: impl FnOnce(Result<Snapshot, PipelineError>) + Send + 'static,
     ) {
-        let done = crate::merger::on_demand::SnapshotCallback::new(done);
-        if !self.resource_enabled {
+        let done = crate::on_demand::SnapshotCallback::new(done);
+        let Some(on_demand) = &self.on_demand else {
             done.call(Err(PipelineError::ResourceMetricsDisabled));
             return;
-        }
-        // Straight to a blocking thread when nothing stands in the way (and the
-        // merger still runs: a stopped pipeline collects nothing); else through the
-        // merger. A merger that stopped drops the message, and with it `done`: called
-        // with `Stopped` then.
-        let done = if is_alive(self.merger.get_status()) {
-            match self.direct_collections.try_collect(done) {
-                Ok(()) => return,
-                Err(done) => done,
-            }
-        } else {
-            done
         };
-        let _ = self.merger.cast(MergerMessage::CollectThen(done));
+        // A stopped actor drops the message, and with it `done`: called with
+        // `Stopped` then.
+        let _ = on_demand.cast(crate::on_demand::OnDemandMessage::Collect(done));
     }
 
     /// Starts an Agent scope at this instant, without waiting for a poll in flight; its
@@ -735,6 +715,9 @@ impl RunningPipeline {
             ));
         }
         self.merger.stop(None);
+        if let Some(on_demand) = &self.on_demand {
+            on_demand.stop(None);
+        }
         let _ = self
             .supervisor
             .call(
@@ -766,6 +749,9 @@ impl Drop for RunningPipeline {
     fn drop(&mut self) {
         self.cancel.cancel();
         self.merger.stop(None);
+        if let Some(on_demand) = &self.on_demand {
+            on_demand.stop(None);
+        }
         self.supervisor.stop(None);
         if let Some(energy) = &self.energy {
             energy.actor().stop(None);

@@ -23,8 +23,11 @@ use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::{PipelineDiagnostics, SamplerCategory};
 use crate::energy::actor::{EnergyActor, EnergyArguments};
 use crate::energy::input::{EnergyInbox, EnergyInput};
-use crate::merger::actor::{DirectCollector, MergerActor, MergerArguments, MergerMessage};
+use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
+use crate::merger::tick_plan::TickPlan;
+use crate::on_demand::{ON_DEMAND_LIMIT, OnDemandActor, OnDemandArguments, OnDemandMessage};
 use crate::samplers::CategorySampler;
+use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::gpu::GpuSampler;
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
@@ -192,27 +195,43 @@ pub(super) async fn spawn_supervisor(
     Ok(supervisor)
 }
 
-/// The merger, and the poll clock's period when it is to run.
+/// The merger, the on-demand actor, and the poll clock's period when it is to run.
 pub(super) struct MergerStage {
     /// The merger actor.
     pub merger: ActorRef<MergerMessage>,
     /// The poll period, when resource metrics are on and polled.
     pub poll_period: Option<Duration>,
-    /// The merger's on-demand collection, for callers to start themselves.
-    pub direct: DirectCollector,
+    /// The on-demand actor, when resource metrics are on.
+    pub on_demand: Option<ActorRef<OnDemandMessage>>,
 }
 
-/// The merger's arguments and the poll period, before the merger is spawned.
+/// What the merger and the on-demand actor are made of, and the poll period, before
+/// they are spawned.
 pub(super) struct MergerPlan {
-    arguments: MergerArguments,
+    root: std::path::PathBuf,
+    target: crate::scope::ScopeTarget,
+    command_group: Option<std::path::PathBuf>,
+    config: ResourceMetricsConfig,
+    categories: Vec<SamplerCategory>,
+    registry: SamplerRegistry,
+    diagnostics: Option<PipelineDiagnostics>,
+    sink: Arc<dyn wattline_model::events::EventSink>,
+    deadline: Duration,
+    root_scope: Uuid,
+    /// The on-demand actor's samplers' factories, when resource metrics are on.
+    on_demand: Option<Vec<(SamplerCategory, SamplerFactory)>>,
+    /// The energy actor the merger sends scope boundaries on to.
+    energy: Option<EnergyInbox>,
+    /// The scope stream the merger takes boundaries from.
+    scope_stream: UnboundedReceiver<StreamItem>,
     poll_period: Option<Duration>,
 }
 
-/// Plans the merger over `categories` (taken from `spec` before any await, as
-/// [`energy_arguments`] is). It also keeps the Agent scopes, taken from
-/// `scope_stream`, and sends their starts and ends on to `energy`, which needs them
-/// even when resource metrics are off: it runs either way, with no categories and no
-/// polling then.
+/// Plans the merger and the on-demand actor over `categories` (taken from `spec`
+/// before any await, as [`energy_arguments`] is). The merger also keeps the Agent
+/// scopes, taken from `scope_stream`, and sends their starts and ends on to `energy`,
+/// which needs them even when resource metrics are off: it runs either way, with no
+/// categories and no polling then.
 pub(super) fn plan_merger(
     spec: &PipelineSpec,
     categories: Vec<SamplerCategory>,
@@ -234,40 +253,74 @@ pub(super) fn plan_merger(
     });
     let polled = spec.resource.is_some() && config.polling.enabled;
     MergerPlan {
-        arguments: MergerArguments {
-            root: spec.root.clone(),
-            target: spec.target,
-            command_group: spec.command_group.clone(),
-            config,
-            categories,
-            registry: registry.clone(),
-            on_demand: spec
-                .resource
-                .as_ref()
-                .map(|config| sampler_factories(&spec.root, config))
-                .unwrap_or_default(),
-            sink: Arc::clone(&spec.sink),
-            diagnostics: diagnostics.cloned(),
-            deadline,
-            root_scope,
-            direct: DirectCollector::default(),
-            energy,
-            scope_stream: Some(scope_stream),
-        },
+        root: spec.root.clone(),
+        target: spec.target,
+        command_group: spec.command_group.clone(),
+        config,
+        categories,
+        registry: registry.clone(),
+        diagnostics: diagnostics.cloned(),
+        sink: Arc::clone(&spec.sink),
+        deadline,
+        root_scope,
+        on_demand: spec
+            .resource
+            .as_ref()
+            .map(|config| sampler_factories(&spec.root, config)),
+        energy,
+        scope_stream,
         poll_period: polled.then_some(interval),
     }
 }
 
-/// Spawns the merger of `plan`.
+/// Spawns the merger of `plan` and the on-demand actor; both run ticks of one
+/// [`TickPlan`].
 pub(super) async fn spawn_merger(plan: MergerPlan) -> Result<MergerStage, PipelineError> {
-    let direct = plan.arguments.direct.clone();
-    let (merger, _) = Actor::spawn(None, MergerActor, plan.arguments)
+    let environment = {
+        let root = plan.root.clone();
+        tokio::task::spawn_blocking(move || EnvironmentReader::new(&root))
+            .await
+            .map_err(|error| PipelineError::Spawn(error.to_string()))?
+    };
+    let tick = Arc::new(TickPlan {
+        root: plan.root,
+        target: plan.target,
+        command_group: plan.command_group,
+        config: plan.config,
+        categories: plan.categories,
+        registry: plan.registry,
+        diagnostics: plan.diagnostics,
+        environment: Arc::new(environment),
+    });
+    let arguments = MergerArguments {
+        plan: Arc::clone(&tick),
+        sink: plan.sink,
+        deadline: plan.deadline,
+        root_scope: plan.root_scope,
+        energy: plan.energy,
+        scope_stream: Some(plan.scope_stream),
+    };
+    let (merger, _) = Actor::spawn(None, MergerActor, arguments)
         .await
         .map_err(spawn_error)?;
+    let on_demand = match plan.on_demand {
+        Some(factories) => {
+            let arguments = OnDemandArguments {
+                plan: tick,
+                factories,
+                limit: ON_DEMAND_LIMIT,
+            };
+            let (actor, _) = Actor::spawn(None, OnDemandActor, arguments)
+                .await
+                .map_err(spawn_error)?;
+            Some(actor)
+        }
+        None => None,
+    };
     Ok(MergerStage {
         merger,
         poll_period: plan.poll_period,
-        direct,
+        on_demand,
     })
 }
 

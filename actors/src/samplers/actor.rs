@@ -167,7 +167,7 @@ impl Actor for SamplerActor {
 
 fn panicked(category: &'static str, error: tokio::task::JoinError) -> ActorProcessingErr {
     let detail = match error.try_into_panic() {
-        Ok(payload) => crate::merger::on_demand::panic_message(payload.as_ref()),
+        Ok(payload) => crate::panics::panic_message(payload.as_ref()),
         Err(error) => error.to_string(),
     };
     Box::new(SamplerActorError::Panicked { category, detail })

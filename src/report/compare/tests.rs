@@ -124,6 +124,8 @@ fn each_part_is_matched_and_its_change_is_new_less_base() {
     close(step.energy_kwh.new, kwh(300.0 * 4.0));
     close(step.cost.new, kwh(1_200.0) * PRICE);
     close(step.duration_seconds.base, 4.0);
+    // CO2 tracking is off: two unknown figures sum to an unknown one, never to 0.
+    assert_eq!((step.co2_grams.base, step.co2_grams.new), (None, None));
     let plan = row(&comparison, ComparedPart::AgentScope, "plan");
     close(plan.energy_kwh.change_percent, 200.0);
     assert_eq!(comparison.rows.len(), 5, "{:#?}", comparison.rows);
@@ -181,4 +183,19 @@ fn the_table_and_page_write_figures_in_units_for_people() {
     assert!(page.contains("b&lt;&amp;&gt;"), "escaped");
     assert!(page.contains("1000 J → 3000 J (+200.0%)"));
     assert!(!page.contains("<script"));
+}
+
+#[test]
+fn runs_priced_in_different_currencies_say_so_and_runs_in_one_do_not() {
+    let base = run_at(100.0);
+    let mut new = run_at(100.0);
+    let same = compare_reports(&base, &new, "a", "b");
+    assert!(same.notes.is_empty(), "{:?}", same.notes);
+    new.currency = "EUR".into();
+    let differ = compare_reports(&base, &new, "a", "b");
+    assert_eq!(
+        differ.notes,
+        ["the runs' currencies differ (USD and EUR): costs are not comparable"]
+    );
+    assert_eq!(differ.currency, "EUR", "the new run's");
 }
