@@ -68,7 +68,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 settled.duration_seconds().unwrap_or_default()
             ),
             PipelineEvent::Metrics { measurements, .. } => {
-                println!("gen_ai metrics: {}", measurements.len())
+                println!("metrics: {}", measurements.len())
+            }
+            // The energy stage's GPU and RAPL figures: the exporters name them
+            // (`gen_ai.*`, `hw.*`).
+            PipelineEvent::GpuTelemetry { telemetry, .. } => println!(
+                "gpu   {} devices, {} intervals closed",
+                telemetry.sample.devices.len(),
+                telemetry.intervals.len()
+            ),
+            PipelineEvent::RaplIntervals { intervals, .. } => {
+                println!("rapl  {} intervals closed", intervals.len())
             }
         }
     }

@@ -399,10 +399,6 @@ impl PreparedPipeline {
             prepared_gpu: self.prepared_gpu,
             measuring_from: self.measuring_from,
             gpu_selection: self.gpu_selection,
-            semconv_metrics: config
-                .opentelemetry
-                .as_ref()
-                .is_some_and(|otel| otel.metric_names.sends_semconv()),
             command_group: self.command_group,
             command_group_notes: self.command_group_notes,
         })

@@ -1,19 +1,15 @@
 //! A regional carbon intensity through the energy account: the CO2 figures, the
 //! report's factor with its dataset and origins (in JSON; the table's words for it are
-//! the root crate's `tests/report_table.rs`), the `gen_ai.*` CO2
-//! metrics, and a replay that keeps the row the run used.
+//! the root crate's `tests/report_table.rs`) and a replay that keeps the row the run
+//! used. The `gen_ai.*` CO2 metrics by the region's factor: `exporters/src/energy_names.rs`.
 
 use chrono::Utc;
-use wattline_actors::energy::account::{ClosedInterval, EnergyAccount};
-use wattline_actors::energy::genai::sample_measurements;
+use wattline_actors::energy::account::EnergyAccount;
 use wattline_actors::energy::record::{DevicePower, EnergyRecord, PowerRecord};
 use wattline_actors::energy::replay::report_from_records;
 use wattline_actors::energy::report::EnergyReport;
 use wattline_config::energy::{EnergySettings, FactorOrigin};
 use wattline_config::grid_intensity::region_intensity;
-use wattline_model::events::MetricValue;
-use wattline_model::metric_names as names;
-use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
 const HOUR_NANOS: u64 = 3_600_000_000_000;
 
@@ -105,31 +101,6 @@ fn an_explicit_intensity_wins_over_the_regions_factor_which_is_kept() {
     assert_eq!(region.origin, FactorOrigin::Code);
     assert_eq!(region.intensity.code, "FR");
     assert_eq!(region.intensity.gco2e_per_kwh, france.gco2e_per_kwh);
-}
-
-#[test]
-fn the_gen_ai_co2_metrics_use_the_regions_factor() {
-    let germany = region_intensity("DE").unwrap().gco2e_per_kwh;
-    let kilowatt_hour = ClosedInterval {
-        device: "GPU-0".into(),
-        kilowatt_hours: 1.0,
-        trapezoid_kilowatt_hours: Some(1.0),
-        seconds: 3600.0,
-        counter: false,
-    };
-    let mut sample = GpuSample::empty();
-    let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-0");
-    device.device_index = Some(0);
-    device.power_draw_watts = Some(1000.0);
-    sample.devices.push(device);
-    let out = sample_measurements(&sample, &[kilowatt_hour], &settings("DE"));
-    for name in [names::CO2_EMISSIONS, names::WATTLINE_CO2_EMISSIONS] {
-        let value = out
-            .iter()
-            .find(|measurement| measurement.name == name)
-            .map(|measurement| measurement.value);
-        assert_eq!(value, Some(MetricValue::F64(germany)), "{name}");
-    }
 }
 
 #[test]

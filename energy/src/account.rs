@@ -25,6 +25,7 @@ use crate::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR, shared_counter_d
 use wattline_model::energy::{
     EnergyRecord, Nanos, PowerRecord, ProcessShares, RaplZoneReading, ShareBasis,
 };
+use wattline_model::energy_telemetry::ClosedInterval;
 use wattline_model::gpu_selection::GpuSelection;
 use wattline_model::report::EnergyDomain;
 use wattline_model::scope_energy::SettledScope;
@@ -396,21 +397,6 @@ pub struct EnergyAccount {
     /// [`EnergyAccount::take_settled_scopes`]; `None` unless announcing was asked for (a
     /// replay does not, so it keeps nothing extra).
     settled: Option<Vec<SettledScope>>,
-}
-
-/// The intervals one power record closed, by device, for the `gen_ai.*` energy metrics.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClosedInterval {
-    /// The device.
-    pub device: String,
-    /// Its best energy (counter delta where known, else trapezoid), kWh.
-    pub kilowatt_hours: f64,
-    /// The spec's figure: the mean of the two ends' power times the interval, kWh.
-    pub trapezoid_kilowatt_hours: Option<f64>,
-    /// Its length, s.
-    pub seconds: f64,
-    /// Whether the energy is a counter delta.
-    pub counter: bool,
 }
 
 impl EnergyAccount {

@@ -6,7 +6,10 @@
 //! category_profile` for scopes and `category, category_profile` (both `null`) for marks.
 //! Absent fields are written as `null`. A [`PipelineEvent::Metrics`] batch is written as
 //! a mark named [`METRICS_MARK_NAME`] with the same schema, under the live root scope
-//! (the last scope started without a parent) or with no parent. A step's final energy
+//! (the last scope started without a parent) or with no parent; so is the energy
+//! stage's telemetry ([`PipelineEvent::GpuTelemetry`], [`PipelineEvent::RaplIntervals`])
+//! under the specification's names ([`crate::energy_names`]), unless it names no series.
+//! A step's final energy
 //! ([`PipelineEvent::ScopeEnergy`]) is a mark named
 //! [`wattline_model::scope_energy::SCOPE_ENERGY_MARK_NAME`] under that scope, stamped
 //! with its end, carrying its histogram observations.
@@ -36,14 +39,15 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_config::{AtofCompression, AtofConfig, AtofWriteMode};
 use wattline_model::events::{
-    Mark, MarkCopies, MetricMeasurements, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind,
-    new_uuid,
+    Mark, MarkCopies, MetricMeasurement, MetricMeasurements, PipelineEvent, ScopeCategory,
+    ScopeEvent, ScopeKind, new_uuid,
 };
 
 use wattline_model::scope_energy::SCOPE_ENERGY_MARK_NAME;
 
 use crate::atof_files::{list_parts, part_file_name};
 use crate::atof_frames::{FrameCompressor, cut_unfinished_frame};
+use crate::energy_names;
 use crate::exporter::{BuildError, ExportError, Exporter, ExporterKind};
 
 pub use crate::atof_lines::{
@@ -261,8 +265,41 @@ impl AtofExporter {
         self.lines_lost
     }
 
-    fn render(&mut self, event: &PipelineEvent) -> Result<String, ExportError> {
-        match event {
+    /// A metrics batch as a mark under the live root scope.
+    fn metrics_line(
+        &self,
+        timestamp: DateTime<Utc>,
+        measurements: Vec<MetricMeasurement>,
+    ) -> Result<String, ExportError> {
+        render_mark(
+            &Mark {
+                uuid: new_uuid(),
+                parent_uuid: self.root_scope,
+                timestamp,
+                name: METRICS_MARK_NAME.into(),
+                data: MetricMeasurements { measurements },
+            },
+            self.root_scope,
+        )
+    }
+
+    /// The energy stage's telemetry as a metrics batch ([`Self::metrics_line`]); `None`
+    /// when it names no series (a device that answered nothing, RAPL zones that did not
+    /// advance).
+    fn telemetry_line(
+        &self,
+        timestamp: DateTime<Utc>,
+        measurements: Vec<MetricMeasurement>,
+    ) -> Result<Option<String>, ExportError> {
+        if measurements.is_empty() {
+            return Ok(None);
+        }
+        self.metrics_line(timestamp, measurements).map(Some)
+    }
+
+    /// The line of `event`; `None` when it has nothing to write.
+    fn render(&mut self, event: &PipelineEvent) -> Result<Option<String>, ExportError> {
+        let line = match event {
             PipelineEvent::Scope(scope) => {
                 if scope.parent_uuid.is_none() {
                     match scope.scope_category {
@@ -290,18 +327,17 @@ impl AtofExporter {
             PipelineEvent::Metrics {
                 timestamp,
                 measurements,
-            } => render_mark(
-                &Mark {
-                    uuid: new_uuid(),
-                    parent_uuid: self.root_scope,
-                    timestamp: *timestamp,
-                    name: METRICS_MARK_NAME.into(),
-                    data: MetricMeasurements {
-                        measurements: measurements.clone(),
-                    },
-                },
-                self.root_scope,
-            ),
+            } => self.metrics_line(*timestamp, measurements.clone()),
+            PipelineEvent::GpuTelemetry {
+                timestamp,
+                telemetry,
+            } => return self.telemetry_line(*timestamp, energy_names::gpu_measurements(telemetry)),
+            PipelineEvent::RaplIntervals {
+                timestamp,
+                intervals,
+            } => {
+                return self.telemetry_line(*timestamp, energy_names::rapl_measurements(intervals));
+            }
             PipelineEvent::Energy { timestamp, record } => {
                 render_energy_record(*timestamp, self.root_scope, record)
             }
@@ -327,7 +363,8 @@ impl AtofExporter {
                     self.propagation_root_under(parent.or(scope)),
                 )
             }
-        }
+        };
+        line.map(Some)
     }
 
     /// A scope's propagation root; an Agent scope's is remembered while it is live.
@@ -580,8 +617,9 @@ impl Exporter for AtofExporter {
         match event {
             PipelineEvent::MarkCopies(copies) => self.queue_copies(copies)?,
             event => {
-                let line = self.render(event)?;
-                self.queue(line)?;
+                if let Some(line) = self.render(event)? {
+                    self.queue(line)?;
+                }
             }
         }
         self.write_pending()

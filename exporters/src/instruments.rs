@@ -19,6 +19,7 @@ use wattline_model::events::{
     AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
 };
 
+use crate::energy_names;
 use crate::exporter::ExportError;
 use crate::metric_schema::{check_metric_name, check_unit};
 
@@ -26,10 +27,17 @@ use crate::metric_schema::{check_metric_name, check_unit};
 /// `max_instruments` default).
 pub const DEFAULT_MAX_INSTRUMENTS: usize = CONFIGURED_DEFAULT;
 
-/// The measurements an event carries: a mark's data, a metrics batch or a step's
-/// histogram observations; none for a scope.
+/// The measurements an event carries under the specification's names: a mark's data,
+/// a metrics batch, the energy stage's telemetry or a step's histogram observations;
+/// none for a scope.
 pub fn measurements_of(event: &PipelineEvent) -> Cow<'_, [MetricMeasurement]> {
     match event {
+        PipelineEvent::GpuTelemetry { telemetry, .. } => {
+            Cow::Owned(energy_names::gpu_measurements(telemetry))
+        }
+        PipelineEvent::RaplIntervals { intervals, .. } => {
+            Cow::Owned(energy_names::rapl_measurements(intervals))
+        }
         PipelineEvent::Scope(_) | PipelineEvent::Energy { .. } => Cow::Borrowed(&[]),
         PipelineEvent::Mark(mark) => Cow::Borrowed(&mark.data.measurements),
         // Every copy carries the same measurements: they are recorded once.

@@ -21,7 +21,7 @@ use wattline_config::MetricTemporality;
 use wattline_model::events::{MetricMeasurement, PipelineEvent};
 
 use crate::exporter::ExportError;
-use crate::instruments::{InstrumentTable, measurements_of};
+use crate::instruments::InstrumentTable;
 use crate::semconv_names::MetricNameSelection;
 use wattline_config::opentelemetry::MetricNames;
 
@@ -361,8 +361,7 @@ impl PipelineSet {
         if self.shut_down {
             return Err(ExportError::ShutDown(self.exporter));
         }
-        let measurements = measurements_of(event);
-        let measurements = self.names.select(&measurements);
+        let measurements = self.names.event_measurements(event);
         self.each(|pipeline| pipeline.record(&measurements))
     }
 

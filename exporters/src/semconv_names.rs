@@ -1,43 +1,34 @@
 //! The `opentelemetry` component's `metric_names`: which names the metrics exporters
 //! send, and the resource marks under OpenTelemetry's `process.*` / `system.*`
 //! semantic-convention names (v1.44.0: `process.*` release candidates, `system.*` in
-//! development).
+//! development), the energy stage's telemetry under `hw.*` ones.
 //!
-//! The energy stage emits the `hw.*` names itself when asked (it has the GPU's UUID,
-//! vendor and model). Each mark's convention name, unit and shape is the semconv
-//! column of its gauge table row in the model
-//! ([`wattline_model::snapshot::semconv_equivalent`]); the marks are translated here,
-//! where their units are known from each measurement. A mark in `global` scope becomes `system.*`, one in a process
-//! scope `process.*` (for a process tree: the sum over the tree, with the mark's scope
-//! attributes). The conventions make times, bytes moved and errors counters and
-//! memory levels up-down counters; the marks carry totals and levels, so the
-//! increments are worked out here, per series.
+//! Each mark's convention name, unit and shape is the semconv column of its gauge table
+//! row in the model ([`wattline_model::snapshot::semconv_equivalent`]); each GPU
+//! reading's `hw.*` name is the semconv column of its row in the naming table
+//! ([`wattline_model::telemetry_names`], built in `hw_names.rs`). The marks are
+//! translated here, where their units are known from each measurement. A mark in
+//! `global` scope becomes `system.*`, one in a process scope `process.*` (for a process
+//! tree: the sum over the tree, with the mark's scope attributes). The conventions make
+//! times, bytes moved and errors counters and memory levels up-down counters; the marks
+//! carry totals and levels, so the increments are worked out here, per series.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use wattline_config::opentelemetry::MetricNames;
-use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement, MetricValue};
-use wattline_model::metric_names as names;
+use wattline_model::events::{
+    AttributeValue, MetricKind, MetricMeasurement, MetricValue, PipelineEvent,
+};
 use wattline_model::semconv::SemconvShape;
 use wattline_model::snapshot::semconv_equivalent;
+use wattline_model::telemetry_names::replaced_by_semconv as telemetry_replaced;
+
+use crate::hw_names::HardwareNames;
+use crate::instruments::measurements_of;
 
 const SCOPE_ATTRIBUTE: &str = "nemo_relay.resource.measurement_scope";
 const INTERFACE_ATTRIBUTE: &str = "nemo_relay.resource.network.interface_name";
-
-/// The specification's names that have a semantic-convention equivalent the
-/// exporters send instead under `metric_names = "semconv"`.
-pub const REPLACED_BY_SEMCONV: &[&str] = &[
-    names::GPU_UTILIZATION,
-    names::GPU_MEMORY_USED,
-    names::GPU_MEMORY_TOTAL,
-    names::GPU_POWER,
-    names::GPU_TEMPERATURE,
-    names::GPU_ECC_ERRORS_CORRECTED,
-    names::GPU_ECC_ERRORS_UNCORRECTED,
-    names::ENERGY_CONSUMED,
-    names::WATTLINE_ENERGY_CONSUMED,
-];
 
 /// Picks the names each batch is sent under and translates resource marks, keeping
 /// what the increments need between batches.
@@ -46,6 +37,8 @@ pub struct MetricNameSelection {
     names: MetricNames,
     /// Last value per translated series (name and attributes, in order).
     last: HashMap<String, f64>,
+    /// The `hw.*` series' last values.
+    hardware: HardwareNames,
 }
 
 impl MetricNameSelection {
@@ -54,6 +47,42 @@ impl MetricNameSelection {
         MetricNameSelection {
             names,
             last: HashMap::new(),
+            hardware: HardwareNames::default(),
+        }
+    }
+
+    /// The measurements to send for `event`: its own under the specification's names
+    /// ([`measurements_of`]) with, where wanted, the energy stage's telemetry under
+    /// `hw.*` names after them, then [`MetricNameSelection::select`]ed.
+    pub fn event_measurements<'a>(
+        &mut self,
+        event: &'a PipelineEvent,
+    ) -> Cow<'a, [MetricMeasurement]> {
+        let mut measurements = measurements_of(event);
+        if self.names.sends_semconv() {
+            let hardware = match event {
+                PipelineEvent::GpuTelemetry { telemetry, .. } => {
+                    self.hardware.gpu_measurements(telemetry)
+                }
+                PipelineEvent::RaplIntervals { intervals, .. } => {
+                    self.hardware.rapl_measurements(intervals)
+                }
+                _ => Vec::new(),
+            };
+            if !hardware.is_empty() {
+                measurements.to_mut().extend(hardware);
+            }
+        }
+        match measurements {
+            Cow::Borrowed(measurements) => self.select(measurements),
+            Cow::Owned(measurements) => {
+                // Made for this event: kept as they are unless the selection changed them.
+                let selected = match self.select(&measurements) {
+                    Cow::Owned(selected) => Some(selected),
+                    Cow::Borrowed(_) => None,
+                };
+                Cow::Owned(selected.unwrap_or(measurements))
+            }
         }
     }
 
@@ -143,8 +172,11 @@ impl MetricNameSelection {
     }
 }
 
+/// Whether a specification's name is not sent under `semconv`: a mark with a
+/// `process.*`/`system.*` equivalent, or a series of the energy stage's with an `hw.*`
+/// one.
 fn replaced_by_semconv(name: &str) -> bool {
-    REPLACED_BY_SEMCONV.contains(&name) || semconv_equivalent(name).is_some()
+    telemetry_replaced(name) || semconv_equivalent(name).is_some()
 }
 
 /// The measurement's value in the convention's unit (`s`, `By`, or a count), from
@@ -195,6 +227,7 @@ fn capacity_factor(unit: &str) -> Option<f64> {
 mod tests {
     use super::*;
     use wattline_model::events::MetricValueType;
+    use wattline_model::metric_names as names;
 
     const RESOURCE: &str = "nemo.relay.resource.";
 
@@ -284,6 +317,44 @@ mod tests {
         assert_eq!(
             sent[2].attributes.as_ref().unwrap()["system.memory.state"],
             AttributeValue::String("used".into())
+        );
+    }
+
+    #[test]
+    fn rapl_intervals_become_hw_energy_when_semconv_names_are_wanted() {
+        use wattline_model::energy_telemetry::RaplInterval;
+        use wattline_model::report::EnergyDomain;
+        let event = PipelineEvent::RaplIntervals {
+            timestamp: chrono::Utc::now(),
+            intervals: vec![RaplInterval {
+                zone: "intel-rapl:0".into(),
+                name: "package-0".into(),
+                domain: EnergyDomain::CpuPackage,
+                joules: 30.0,
+                seconds: 1.0,
+            }],
+        };
+        let sent = |names| -> Vec<String> {
+            let mut selection = MetricNameSelection::new(names);
+            let sent = selection.event_measurements(&event);
+            sent.iter().map(|m| m.name.clone()).collect()
+        };
+        assert_eq!(
+            sent(MetricNames::Genai),
+            ["gen_ai.power.consumption", "gen_ai.energy.consumed"]
+        );
+        assert_eq!(
+            sent(MetricNames::Semconv),
+            ["gen_ai.power.consumption", "hw.energy", "hw.power"]
+        );
+        assert_eq!(
+            sent(MetricNames::Both),
+            [
+                "gen_ai.power.consumption",
+                "gen_ai.energy.consumed",
+                "hw.energy",
+                "hw.power"
+            ]
         );
     }
 

@@ -124,13 +124,31 @@ pub enum PipelineEvent {
     Mark(Mark),
     /// One poll's mark, copied under every live Agent scope.
     MarkCopies(MarkCopies),
-    /// Metrics that are not carried in marks (the `gen_ai.*` energy and GPU metrics),
-    /// each a `MetricMeasurement` with its attributes, observed at `timestamp`.
+    /// Metrics that are not carried in marks (a count of steps whose name the metrics
+    /// fold, a host's own), each a `MetricMeasurement` with its attributes, observed at
+    /// `timestamp`.
     Metrics {
         /// When they were observed.
         timestamp: DateTime<Utc>,
         /// The observations.
         measurements: Vec<MetricMeasurement>,
+    },
+    /// A GPU gauge sample and the energy of the intervals it closed, from the energy
+    /// stage. The exporters send it under the `gen_ai.*`, `wattline.*` and `hw.*` names
+    /// of [`crate::telemetry_names`].
+    GpuTelemetry {
+        /// When the sample was observed.
+        timestamp: DateTime<Utc>,
+        /// The sample and its intervals.
+        telemetry: Box<crate::energy_telemetry::GpuTelemetry>,
+    },
+    /// The RAPL intervals (CPU packages and DRAM) one reading closed, from the energy
+    /// stage; named by the exporters as [`PipelineEvent::GpuTelemetry`] is.
+    RaplIntervals {
+        /// When the reading was booked.
+        timestamp: DateTime<Utc>,
+        /// One per zone.
+        intervals: Vec<crate::energy_telemetry::RaplInterval>,
     },
     /// An input of the energy account, for event files: `wattline report FILE`
     /// replays them into the same account. Metric exporters ignore it.

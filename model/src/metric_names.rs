@@ -1,7 +1,8 @@
 //! Every metric name the pipeline emits beyond the resource marks, in one place: the
 //! `gen_ai.*` names of the GPU/energy spec and wattline's own `wattline.*` additions.
-//! The energy stage, the replay and the CLI use these; tests keep the literal names,
-//! so a renamed constant is caught on the wire.
+//! The naming table ([`crate::telemetry_names`]) sends the energy stage's series under
+//! these, and the exporters map them there; tests keep the literal names, so a renamed
+//! constant is caught on the wire.
 
 /// `gen_ai.co2.emissions`.
 pub const CO2_EMISSIONS: &str = "gen_ai.co2.emissions";

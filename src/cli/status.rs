@@ -9,8 +9,8 @@ use std::sync::Mutex;
 
 use wattline::config::units::CapacityUnit;
 use wattline::events::{EventSink, MetricMeasurement, PipelineEvent};
-use wattline::metric_names as names;
 use wattline::report::human_units::{energy_text, power_text, three_significant_figures};
+use wattline::snapshot::GpuSample;
 use wattline_actors::energy::account::EnergyAccount;
 use wattline_actors::energy::record::EnergyRecord;
 
@@ -129,6 +129,24 @@ impl StatusSink {
         }
     }
 
+    /// A GPU gauge sample's power over the devices that reported one: the figure shown
+    /// without energy records (the energy account's own win where present).
+    fn gpu_sample(&self, sample: &GpuSample) {
+        let read: Vec<f64> = sample
+            .devices
+            .iter()
+            .filter_map(|device| device.power_draw_watts)
+            .collect();
+        if read.is_empty() {
+            return;
+        }
+        let mut figures = match self.figures.lock() {
+            Ok(figures) => figures,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        figures.gpu_watts = Some(read.iter().sum());
+    }
+
     fn update(&self, at: chrono::DateTime<chrono::Utc>, measurements: &[MetricMeasurement]) {
         let mut figures = match self.figures.lock() {
             Ok(figures) => figures,
@@ -165,8 +183,6 @@ impl StatusSink {
                 {
                     figures.memory(measurement)
                 }
-                // Without energy records (the energy component off), the polls' figure.
-                names::GPU_AGGREGATE_TOTAL_POWER => figures.gpu_watts = Some(value),
                 _ => {}
             }
         }
@@ -184,8 +200,11 @@ impl EventSink for StatusSink {
                 timestamp,
                 measurements,
             } => self.update(*timestamp, measurements),
+            PipelineEvent::GpuTelemetry { telemetry, .. } => self.gpu_sample(&telemetry.sample),
             PipelineEvent::Energy { record, .. } => self.apply_energy(record),
-            PipelineEvent::Scope(_) | PipelineEvent::ScopeEnergy { .. } => {}
+            PipelineEvent::Scope(_)
+            | PipelineEvent::ScopeEnergy { .. }
+            | PipelineEvent::RaplIntervals { .. } => {}
         }
     }
 }
@@ -359,6 +378,41 @@ mod tests {
             summary.contains("peak resident memory 2000 MB"),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn a_gpu_samples_power_shows_until_an_energy_record_gives_it() {
+        use std::sync::Arc;
+        use wattline::snapshot::{GpuDeviceReading, GpuVendor};
+        use wattline_model::energy_telemetry::{EnergyFactors, GpuTelemetry};
+        let sink = StatusSink::default();
+        // Two devices at 100 W and 150 W and one that read no power: 250 W.
+        let mut sample = GpuSample::empty();
+        for (id, watts) in [
+            ("GPU-0", Some(100.0)),
+            ("GPU-1", Some(150.0)),
+            ("GPU-2", None),
+        ] {
+            let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, id);
+            device.power_draw_watts = watts;
+            sample.devices.push(device);
+        }
+        sink.send(PipelineEvent::GpuTelemetry {
+            timestamp: chrono::Utc::now(),
+            telemetry: Box::new(GpuTelemetry {
+                sample: Arc::new(sample),
+                intervals: Vec::new(),
+                factors: Arc::new(EnergyFactors::of(&EnergySettings::default())),
+            }),
+        });
+        let line = status_line(0.2, &sink.figures());
+        assert!(line.contains("gpu 250 W"), "{line}");
+        // The energy account's figure wins once it has one.
+        let account = EnergyAccount::new(EnergySettings::default(), 0, chrono::Utc::now());
+        sink.send(energy(account.started_record()));
+        sink.send(energy(power(0, &[40.0])));
+        let line = status_line(0.3, &sink.figures());
+        assert!(line.contains("gpu 40.0 W"), "{line}");
     }
 
     #[test]

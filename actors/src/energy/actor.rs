@@ -1,7 +1,8 @@
 //! The energy actor: turns every GPU power sample, RAPL reading and scope boundary into
 //! an [`EnergyRecord`], applies it to the energy account, sends it to the event sink
-//! (so an event file can rebuild the report), publishes the `gen_ai.*` values, and
-//! makes the report.
+//! (so an event file can rebuild the report), passes each gauge sample with the
+//! intervals it closed and each RAPL reading's intervals on as typed events (the
+//! exporters name them), and makes the report.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,16 +14,15 @@ use uuid::Uuid;
 use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
 use super::rapl_intervals::RaplIntervals;
-use super::semconv::SemconvMetrics;
 use super::settled::{MetricScopeNames, send_settled_scope_events};
-use crate::energy::account::{ClosedInterval, EnergyAccount};
-use crate::energy::genai;
+use crate::energy::account::EnergyAccount;
 use crate::energy::input::{EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::GpuSourceStatus;
 use crate::scope_boundary::ScopeBoundary;
 use wattline_gpu::PowerSample;
+use wattline_model::energy_telemetry::{ClosedInterval, EnergyFactors, GpuTelemetry};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
 
@@ -30,13 +30,10 @@ use wattline_model::scope_energy::SettledScope;
 pub struct EnergyArguments {
     /// Factors and interval.
     pub settings: EnergySettings,
-    /// Where records and `gen_ai.*` metric batches go.
+    /// Where records and the GPU and RAPL telemetry go.
     pub sink: Arc<dyn EventSink>,
     /// The pipeline's monotonic epoch.
     pub epoch: Epoch,
-    /// Also emit the semantic-convention `hw.*` names (the `opentelemetry`
-    /// component's `metric_names` is `semconv` or `both`).
-    pub semconv_metrics: bool,
 }
 
 /// The actor.
@@ -50,12 +47,12 @@ pub struct EnergyState {
     gpu_status: Option<GpuSourceStatus>,
     cpu_status: Option<Option<String>>,
     /// Intervals closed by dense readings since the last gauge sample: their energy
-    /// goes out with the next one, so `gen_ai.*` keeps the collection cadence.
+    /// goes out with the next one, so the metrics keep the collection cadence.
     pending: Vec<ClosedInterval>,
     /// The newest full answer whose gauges went out, per backend.
     newest_gauges: std::collections::BTreeMap<String, Option<Nanos>>,
-    /// The `hw.*` series' last values, when those names are wanted.
-    semconv: Option<SemconvMetrics>,
+    /// The account's cost and CO2 factors, which the telemetry carries.
+    factors: Arc<EnergyFactors>,
     /// The last RAPL reading per zone, for the CPU and RAM metrics.
     rapl_intervals: RaplIntervals,
     /// The scope names the per-step metrics carry.
@@ -230,18 +227,14 @@ impl EnergyState {
         }
     }
 
-    /// RAPL counters read at `at`: the `gen_ai.*` CPU and RAM values, `hw.*` ones
-    /// when those names are wanted, and the record.
+    /// RAPL counters read at `at`: the intervals they closed, for the CPU and RAM
+    /// metrics, and the record.
     fn rapl(&mut self, at: Nanos, zones: Vec<RaplZoneReading>) {
         let intervals = self.rapl_intervals.advance(at, &zones);
-        let mut measurements = genai::rapl_measurements(&intervals);
-        if let Some(semconv) = &self.semconv {
-            measurements.extend(semconv.rapl_measurements(&intervals));
-        }
-        if !measurements.is_empty() {
-            self.sink.send(PipelineEvent::Metrics {
+        if !intervals.is_empty() {
+            self.sink.send(PipelineEvent::RaplIntervals {
                 timestamp: Utc::now(),
-                measurements,
+                intervals,
             });
         }
         self.record(EnergyRecord::Rapl { at, zones });
@@ -284,18 +277,19 @@ impl EnergyState {
         *newest = Some(at);
         let mut closed = closed;
         merge_closed(&mut closed, std::mem::take(&mut self.pending));
-        if let Some(sample) = &power.sample {
-            let mut measurements =
-                genai::sample_measurements(sample, &closed, self.account.settings());
-            if let Some(semconv) = &mut self.semconv {
-                measurements.extend(semconv.sample_measurements(sample, &closed));
-            }
-            if !measurements.is_empty() {
-                self.sink.send(PipelineEvent::Metrics {
-                    timestamp: power.observed_at,
-                    measurements,
-                });
-            }
+        // A sample with no device and no interval has nothing to tell.
+        if let Some(sample) = power
+            .sample
+            .filter(|sample| !sample.devices.is_empty() || !closed.is_empty())
+        {
+            self.sink.send(PipelineEvent::GpuTelemetry {
+                timestamp: power.observed_at,
+                telemetry: Box::new(GpuTelemetry {
+                    sample,
+                    intervals: closed,
+                    factors: Arc::clone(&self.factors),
+                }),
+            });
         }
     }
 }
@@ -321,6 +315,7 @@ impl Actor for EnergyActor {
             Utc::now(),
         );
         account.announce_settled_scopes();
+        let factors = Arc::new(EnergyFactors::of(account.settings()));
         arguments.sink.send(PipelineEvent::Energy {
             timestamp: Utc::now(),
             record: account.started_record(),
@@ -333,7 +328,7 @@ impl Actor for EnergyActor {
             cpu_status: None,
             pending: Vec::new(),
             newest_gauges: Default::default(),
-            semconv: arguments.semconv_metrics.then(SemconvMetrics::default),
+            factors,
             rapl_intervals: RaplIntervals::default(),
             metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
             ended_at_program_exit: HashSet::new(),
@@ -442,7 +437,6 @@ mod tests {
     use uuid::Uuid;
     use wattline_gpu::PowerSampleSink;
     use wattline_model::events::CollectingEventSink;
-    use wattline_model::metric_names as names;
     use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
     fn sample(epoch: Epoch, seconds: f64, watts: f64, dense: bool) -> PowerSample {
@@ -466,7 +460,7 @@ mod tests {
     }
 
     /// The actor, its inbox, its sink and its epoch.
-    async fn spawn(semconv: bool) -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
+    async fn spawn() -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
         let sink = Arc::new(CollectingEventSink::default());
         // An epoch a minute back, so every instant below lies after it.
         let epoch = Epoch(Instant::now() - Duration::from_secs(60));
@@ -477,7 +471,6 @@ mod tests {
                 settings: EnergySettings::default(),
                 sink: sink.clone(),
                 epoch,
-                semconv_metrics: semconv,
             },
         )
         .await
@@ -485,24 +478,30 @@ mod tests {
         (EnergyInbox::new(actor), sink, epoch)
     }
 
-    /// Every metric batch's measurements of `name`.
-    fn named<'a>(
-        events: &'a [PipelineEvent],
-        name: &'a str,
-    ) -> impl Iterator<Item = &'a wattline_model::events::MetricMeasurement> {
+    /// Every GPU telemetry event sent.
+    fn gpu_telemetry(events: &[PipelineEvent]) -> Vec<&GpuTelemetry> {
         events
             .iter()
             .filter_map(|event| match event {
-                PipelineEvent::Metrics { measurements, .. } => Some(measurements),
+                PipelineEvent::GpuTelemetry { telemetry, .. } => Some(telemetry.as_ref()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every RAPL interval sent, as `(zone name, joules, seconds)`, by zone name.
+    fn rapl_intervals(events: &[PipelineEvent]) -> Vec<(String, f64, f64)> {
+        let mut intervals: Vec<(String, f64, f64)> = events
+            .iter()
+            .filter_map(|event| match event {
+                PipelineEvent::RaplIntervals { intervals, .. } => Some(intervals),
                 _ => None,
             })
             .flatten()
-            .filter(move |m| m.name == name)
-    }
-
-    /// Every metric batch's values of `name`.
-    fn values(events: &[PipelineEvent], name: &str) -> Vec<f64> {
-        named(events, name).map(|m| m.value.as_f64()).collect()
+            .map(|interval| (interval.name.clone(), interval.joules, interval.seconds))
+            .collect();
+        intervals.sort_by(|a, b| a.0.cmp(&b.0));
+        intervals
     }
 
     async fn report(inbox: &EnergyInbox, epoch: Epoch, seconds: f64) -> EnergyReport {
@@ -549,7 +548,7 @@ mod tests {
     /// The actor as the pipeline's spawn leaves it: the window open at the epoch and a
     /// 100 W reading at 0 s sent.
     async fn spawned_with_a_first_reading() -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
-        let (inbox, sink, epoch) = spawn(false).await;
+        let (inbox, sink, epoch) = spawn().await;
         inbox.send(EnergyInput::MeasuringFrom {
             at: epoch.0,
             wall: Utc::now(),
@@ -657,7 +656,7 @@ mod tests {
 
     #[tokio::test]
     async fn dense_intervals_go_out_with_the_next_gauge_sample_and_every_record_is_kept() {
-        let (inbox, sink, epoch) = spawn(false).await;
+        let (inbox, sink, epoch) = spawn().await;
         // The GPU sampler's view of the inbox: a power sample sink.
         let feed: &dyn PowerSampleSink = &inbox;
         inbox.send(EnergyInput::MeasuringFrom {
@@ -683,11 +682,21 @@ mod tests {
         assert!((report.agent_scopes[0].gpu_energy_kwh.unwrap() - kwh(200.0)).abs() < 1e-15);
 
         let events = sink.events();
-        assert_eq!(values(&events, names::GPU_POWER), vec![100.0, 200.0]);
-        let energy = values(&events, names::WATTLINE_ENERGY_CONSUMED);
+        // The gauge samples sent (their devices' power) and the intervals with them:
+        // the exporters' `gen_ai.gpu.power`, `wattline.energy.consumed` and
+        // `wattline.energy.interval_duration`.
+        let telemetry = gpu_telemetry(&events);
+        let power: Vec<f64> = telemetry
+            .iter()
+            .flat_map(|t| t.sample.devices.iter().filter_map(|d| d.power_draw_watts))
+            .collect();
+        assert_eq!(power, vec![100.0, 200.0]);
+        let intervals: Vec<&ClosedInterval> = telemetry.iter().flat_map(|t| &t.intervals).collect();
+        let energy: Vec<f64> = intervals.iter().map(|i| i.kilowatt_hours).collect();
         assert_eq!(energy.len(), 1, "{energy:?}");
         assert!((energy[0] - kwh(550.0)).abs() < 1e-15);
-        assert_eq!(values(&events, genai::INTERVAL_METRIC), vec![3.0]);
+        let lengths: Vec<f64> = intervals.iter().map(|i| i.seconds).collect();
+        assert_eq!(lengths, vec![3.0]);
         // Every record went to the file: started, from, five readings but the stale
         // one, two scope boundaries, the report.
         let records = events
@@ -729,7 +738,7 @@ mod tests {
 
     #[tokio::test]
     async fn statuses_are_recorded_when_they_change_only() {
-        let (inbox, sink, epoch) = spawn(false).await;
+        let (inbox, sink, epoch) = spawn().await;
         let status = |unavailable: Option<&str>| GpuSourceStatus {
             configured: "nvml".into(),
             unavailable: unavailable.map(str::to_owned),
@@ -767,8 +776,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn rapl_readings_become_hw_energy_when_semconv_names_are_wanted() {
-        let (inbox, sink, epoch) = spawn(true).await;
+    async fn rapl_readings_become_the_accounts_cpu_energy_and_an_interval_sent_on() {
+        let (inbox, sink, epoch) = spawn().await;
         let zone = |microjoules: u64| RaplZoneReading {
             zone: "intel-rapl:0".into(),
             name: "package-0".into(),
@@ -787,7 +796,11 @@ mod tests {
         assert!(
             (report.total.cpu_energy_kwh.unwrap() - 30.0 / JOULES_PER_KILOWATT_HOUR).abs() < 1e-15
         );
-        assert!(!values(&sink.events(), "hw.energy").is_empty());
+        // What the exporters send as `hw.energy` under semantic-convention names.
+        assert_eq!(
+            rapl_intervals(&sink.events()),
+            [("package-0".to_string(), 30.0, 1.0)]
+        );
         inbox.actor().stop(None);
     }
 
@@ -800,25 +813,11 @@ mod tests {
         std::fs::write(zone.join("max_energy_range_uj"), "262143328850\n").unwrap();
     }
 
-    /// Every metric batch's `(value, component)` of `name`.
-    fn by_component(events: &[PipelineEvent], name: &str) -> Vec<(f64, String)> {
-        named(events, name)
-            .map(|m| {
-                let attributes = m.attributes.clone().unwrap_or_default();
-                let keys: Vec<&String> = attributes.keys().collect();
-                assert_eq!(keys, ["component"], "{name}: the reference's key only");
-                let component = match &attributes["component"] {
-                    wattline_model::events::AttributeValue::String(value) => value.clone(),
-                    other => panic!("{other:?}"),
-                };
-                (m.value.as_f64(), component)
-            })
-            .collect()
-    }
-
     #[tokio::test]
-    async fn rapl_packages_and_dram_on_powercap_become_gen_ai_cpu_and_ram_points() {
-        let (inbox, sink, epoch) = spawn(false).await;
+    async fn rapl_packages_and_dram_on_powercap_become_intervals_and_their_parts_none() {
+        // The exporters' `gen_ai.*` CPU and RAM points from these intervals:
+        // `exporters/src/energy_names.rs`.
+        let (inbox, sink, epoch) = spawn().await;
         let root = tempfile::tempdir().unwrap();
         let read = |package_0, package_1, dram, core| {
             powercap_zone(root.path(), "intel-rapl:0", "package-0", package_0);
@@ -840,22 +839,13 @@ mod tests {
             zones: read(41_000_000, 22_000_000, 6_500_000, 50_000_000),
         });
         let _ = report(&inbox, epoch, 2.0).await;
-        let events = sink.events();
-        let energy = by_component(&events, names::ENERGY_CONSUMED);
-        let power = by_component(&events, names::POWER_CONSUMPTION);
-        let kwh = |joules: f64| joules / JOULES_PER_KILOWATT_HOUR;
-        assert_eq!(energy.len(), 2, "{energy:?}");
-        assert_eq!(energy[0].1, "cpu");
-        assert!((energy[0].0 - kwh(60.0)).abs() < 1e-15, "{energy:?}");
-        assert_eq!(energy[1].1, "ram");
-        assert!((energy[1].0 - kwh(6.0)).abs() < 1e-15, "{energy:?}");
-        assert_eq!(power.len(), 2, "{power:?}");
-        assert_eq!(power[0].1, "cpu");
-        assert!((power[0].0 - 30.0).abs() < 1e-9, "{power:?}");
-        assert_eq!(power[1].1, "ram");
-        assert!((power[1].0 - 3.0).abs() < 1e-9, "{power:?}");
-        // Only the spec's names unless `hw.*` is asked for.
-        assert!(values(&events, "hw.energy").is_empty());
+        let intervals = rapl_intervals(&sink.events());
+        let zones: Vec<&str> = intervals.iter().map(|(name, ..)| name.as_str()).collect();
+        assert_eq!(zones, ["dram", "package-0", "package-1"], "{intervals:?}");
+        for ((_, joules, seconds), expected) in intervals.iter().zip([6.0, 40.0, 20.0]) {
+            assert!((joules - expected).abs() < 1e-9, "{intervals:?}");
+            assert_eq!(*seconds, 2.0);
+        }
         inbox.actor().stop(None);
     }
 

@@ -1,8 +1,7 @@
 //! RAPL readings as intervals: each CPU package and DRAM zone's counter increase (J)
-//! since its previous reading and the time between, for the metrics sent beside the
-//! energy account (`gen_ai.*` with `component = cpu`/`ram`, `hw.*` with `hw.type =
-//! cpu`/`memory`). The parts of a package (`core`, `uncore`, `psys`) overlap those and
-//! are left out.
+//! since its previous reading and the time between, sent beside the energy account for
+//! the CPU and RAM metrics (the exporters name them). The parts of a package (`core`,
+//! `uncore`, `psys`) overlap those and are left out.
 
 use std::collections::HashMap;
 
@@ -10,28 +9,7 @@ use super::integrator::counter_delta_joules;
 use super::record::Nanos;
 use super::report::EnergyDomain;
 use crate::platform::os::rapl::RaplZoneReading;
-
-/// One zone's energy between two readings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RaplInterval {
-    /// The powercap directory (`intel-rapl:0`).
-    pub zone: String,
-    /// The zone's name (`package-0`, `dram`).
-    pub name: String,
-    /// [`EnergyDomain::CpuPackage`] or [`EnergyDomain::Dram`].
-    pub domain: EnergyDomain,
-    /// The counter's increase, wraps undone, J.
-    pub joules: f64,
-    /// The time between the two readings, s (> 0).
-    pub seconds: f64,
-}
-
-impl RaplInterval {
-    /// Mean power over the interval, W.
-    pub fn watts(&self) -> f64 {
-        self.joules / self.seconds
-    }
-}
+use wattline_model::energy_telemetry::RaplInterval;
 
 /// The last reading per zone: the base of the next interval.
 #[derive(Debug, Default)]

@@ -89,8 +89,6 @@ pub struct PipelineSpec {
     /// The GPUs counted, replacing the configuration's `gpu.devices` (see
     /// [`wattline_gpu::visible_devices`]); `None` keeps the configuration's.
     pub gpu_selection: Option<GpuSelection>,
-    /// Whether the energy stage also emits the `hw.*` semantic-convention names.
-    pub semconv_metrics: bool,
     /// The measured command's own cgroup (see [`crate::command_cgroup`]): its
     /// members join a process tree.
     pub command_group: Option<PathBuf>,

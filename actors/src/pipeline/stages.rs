@@ -45,7 +45,6 @@ pub(super) fn energy_arguments(spec: &PipelineSpec) -> Option<EnergyArguments> {
         settings: settings.clone(),
         sink: Arc::clone(&spec.sink),
         epoch: spec.epoch,
-        semconv_metrics: spec.semconv_metrics,
     })
 }
 

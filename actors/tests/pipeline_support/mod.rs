@@ -40,7 +40,6 @@ pub fn spec(
         prepared_gpu: None,
         measuring_from: None,
         gpu_selection: None,
-        semconv_metrics: false,
         command_group: None,
         command_group_notes: Vec::new(),
     }

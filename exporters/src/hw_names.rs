@@ -1,55 +1,36 @@
-//! The GPU figures of one sample under OpenTelemetry's hardware semantic-convention
-//! names (`hw.*`), beside the `gen_ai.*` ones, for the `opentelemetry` component's
-//! `metric_names = "semconv" | "both"`.
-//!
-//! Checked against semantic conventions v1.44.0 (`model/hardware/*.yaml`), where every
-//! `hw.*` metric and attribute is still in development. Every series carries `hw.id`
-//! (the backend's identifier: the NVML UUID, the DRM PCI address) and `hw.name`; the
-//! GPU metrics (`hw.gpu.*`, `hw.errors`) add `hw.model` and `hw.vendor`; `hw.power`,
-//! `hw.energy` and `hw.errors` carry `hw.type = gpu`. `hw.temperature` has no `hw.type`:
-//! it is a sensor, so it gets its own `hw.id` (`<gpu id>/temperature`) with the GPU as
-//! `hw.parent`. Values are in the conventions' units: fractions as `1`, bytes as `By`,
-//! joules, watts, degrees Celsius as `Cel`. No whole-host figure exists here, so
-//! `hw.host.*` is never sent: GPU and RAPL power are parts, not the host. RAPL CPU
-//! packages and DRAM are sent as `hw.energy`/`hw.power` with `hw.type = cpu`/`memory`.
+//! The energy stage's telemetry under OpenTelemetry's hardware semantic-convention names
+//! (`hw.*`), for the `opentelemetry` component's `metric_names = "semconv" | "both"`:
+//! each device reading's `hw.*` column of the naming table
+//! ([`wattline_model::telemetry_names`]), the intervals' energy as `hw.energy`, RAPL
+//! zones as `hw.energy`/`hw.power`. Values are in the conventions' units: fractions as
+//! `1`, bytes as `By`, joules, watts, degrees Celsius as `Cel`.
 //!
 //! The conventions make memory usage and limit up-down counters and errors a counter,
-//! while the driver gives levels and totals since it loaded; the increments are
-//! worked out here, per device, so a collector's sum is the driver's figure.
+//! while the driver gives levels and totals since it loaded; the increments are worked
+//! out here, per device, so a collector's sum is the driver's figure.
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::account::ClosedInterval;
-use super::genai::measurement;
-use super::integrator::JOULES_PER_KILOWATT_HOUR;
-use super::rapl_intervals::RaplInterval;
-use super::report::EnergyDomain;
-use wattline_model::events::{AttributeValue, MetricKind, MetricMeasurement};
-use wattline_model::snapshot::{GpuDeviceReading, GpuSample};
+use wattline_model::energy_telemetry::{GpuTelemetry, RaplInterval};
+use wattline_model::events::{AttributeValue, MetricMeasurement};
+use wattline_model::report::{EnergyDomain, JOULES_PER_KILOWATT_HOUR};
+use wattline_model::snapshot::GpuDeviceReading;
+use wattline_model::telemetry_names::{
+    self as table, DEVICE_SERIES, HW_ID_ATTRIBUTE, HW_MODEL_ATTRIBUTE, HW_NAME_ATTRIBUTE,
+    HW_PARENT_ATTRIBUTE, HW_SENSOR_LOCATION_ATTRIBUTE, HW_TYPE_ATTRIBUTE, HW_VENDOR_ATTRIBUTE,
+    HardwareAttributes, HardwareIdentity, HardwareShape,
+};
 
-/// `hw.gpu.utilization`.
-pub const HW_GPU_UTILIZATION: &str = "hw.gpu.utilization";
-/// `hw.gpu.memory.usage`.
-pub const HW_GPU_MEMORY_USAGE: &str = "hw.gpu.memory.usage";
-/// `hw.gpu.memory.limit`.
-pub const HW_GPU_MEMORY_LIMIT: &str = "hw.gpu.memory.limit";
-/// `hw.power`.
-pub const HW_POWER: &str = "hw.power";
-/// `hw.energy`.
-pub const HW_ENERGY: &str = "hw.energy";
-/// `hw.temperature`.
-pub const HW_TEMPERATURE: &str = "hw.temperature";
-/// `hw.errors`.
-pub const HW_ERRORS: &str = "hw.errors";
+use crate::energy_names::{Attributes, measurement};
 
 /// What the `hw.*` series were last: the base of the next increments.
 #[derive(Debug, Default)]
-pub struct SemconvMetrics {
+pub struct HardwareNames {
     /// Last level or total per (metric, device, error type).
     last: HashMap<(&'static str, String, &'static str), f64>,
 }
 
-impl SemconvMetrics {
+impl HardwareNames {
     /// `hw.energy` (J, the counter's increment) and `hw.power` (W, over the interval)
     /// of RAPL `intervals`: CPU packages as `hw.type = cpu`, DRAM as `memory`.
     pub fn rapl_measurements(&self, intervals: &[RaplInterval]) -> Vec<MetricMeasurement> {
@@ -59,185 +40,73 @@ impl SemconvMetrics {
                 EnergyDomain::Dram => "memory",
                 _ => "cpu",
             };
-            let attributes = BTreeMap::from([
-                (
-                    "hw.id".to_string(),
-                    AttributeValue::String(interval.zone.clone()),
-                ),
-                (
-                    "hw.name".to_string(),
-                    AttributeValue::String(interval.name.clone()),
-                ),
-                (
-                    "hw.type".to_string(),
-                    AttributeValue::String(hardware_type.into()),
-                ),
-            ]);
+            let mut attributes = identity(&interval.zone, &interval.name);
+            attributes.insert(HW_TYPE_ATTRIBUTE.into(), string(hardware_type));
             out.push(measurement(
-                HW_ENERGY,
-                MetricKind::Counter,
+                &table::HW_RAPL_ENERGY,
+                "",
                 interval.joules,
-                "J",
-                "Energy of a RAPL zone: its counter's increase",
                 attributes.clone(),
             ));
             out.push(measurement(
-                HW_POWER,
-                MetricKind::Gauge,
+                &table::HW_RAPL_POWER,
+                "",
                 interval.watts(),
-                "W",
-                "Mean power of a RAPL zone since its previous reading",
                 attributes,
             ));
         }
         out
     }
 
-    /// The `hw.*` measurements of one sample; `closed` holds the intervals it ended.
-    pub fn sample_measurements(
-        &mut self,
-        sample: &GpuSample,
-        closed: &[ClosedInterval],
-    ) -> Vec<MetricMeasurement> {
+    /// The `hw.*` measurements of one GPU sample and the intervals it closed.
+    pub fn gpu_measurements(&mut self, telemetry: &GpuTelemetry) -> Vec<MetricMeasurement> {
+        let sample = &telemetry.sample;
         let mut out = Vec::new();
         for device in &sample.devices {
             self.device_measurements(device, &mut out);
         }
-        for interval in closed {
+        for interval in &telemetry.intervals {
             let attributes = sample
                 .devices
                 .iter()
                 .find(|device| device.device_identifier == interval.device)
-                .map(|device| with_gpu_type(&common_attributes(device)))
+                .map(|device| with_gpu_type(common_attributes(device)))
                 .unwrap_or_else(|| {
                     BTreeMap::from([
-                        (
-                            "hw.id".to_string(),
-                            AttributeValue::String(interval.device.clone()),
-                        ),
-                        ("hw.type".to_string(), AttributeValue::String("gpu".into())),
+                        (HW_ID_ATTRIBUTE.to_string(), string(&interval.device)),
+                        (HW_TYPE_ATTRIBUTE.to_string(), string("gpu")),
                     ])
                 });
             out.push(measurement(
-                HW_ENERGY,
-                MetricKind::Counter,
+                &table::HW_GPU_ENERGY,
+                "",
                 interval.kilowatt_hours * JOULES_PER_KILOWATT_HOUR,
-                "J",
-                "GPU energy: the hardware counter where readable, else the trapezoid",
                 attributes,
             ));
         }
         out
     }
 
-    /// One device's utilization, memory, power, temperature and errors.
+    /// One device's `hw.*` column, row by row.
     fn device_measurements(&mut self, device: &GpuDeviceReading, out: &mut Vec<MetricMeasurement>) {
-        let identity = gpu_attributes(device);
-        if let Some(percent) = device.compute_utilization_percent {
-            let mut attributes = identity.clone();
-            attributes.insert(
-                "hw.gpu.task".into(),
-                AttributeValue::String("general".into()),
-            );
-            out.push(measurement(
-                HW_GPU_UTILIZATION,
-                MetricKind::Gauge,
-                percent / 100.0,
-                "1",
-                "Fraction of time the GPU was busy",
-                attributes,
-            ));
-        }
-        self.memory_measurements(device, &identity, out);
-        if let Some(watts) = device.power_draw_watts.filter(|w| w.is_finite()) {
-            out.push(measurement(
-                HW_POWER,
-                MetricKind::Gauge,
-                watts,
-                "W",
-                "GPU power draw",
-                with_gpu_type(&common_attributes(device)),
-            ));
-        }
-        if let Some(celsius) = device.temperature_celsius {
-            out.push(measurement(
-                HW_TEMPERATURE,
-                MetricKind::Gauge,
-                celsius,
-                "Cel",
-                "GPU core temperature",
-                sensor_attributes(device),
-            ));
-        }
-        self.error_measurements(device, &identity, out);
-    }
-
-    /// Memory used and installed, as up-down counters: the change since the last
-    /// sample (from zero at the first).
-    fn memory_measurements(
-        &mut self,
-        device: &GpuDeviceReading,
-        identity: &BTreeMap<String, AttributeValue>,
-        out: &mut Vec<MetricMeasurement>,
-    ) {
-        let levels = [
-            (
-                HW_GPU_MEMORY_USAGE,
-                device.memory_used_bytes,
-                "GPU memory used",
-            ),
-            (
-                HW_GPU_MEMORY_LIMIT,
-                device.memory_total_bytes,
-                "GPU memory installed",
-            ),
-        ];
-        for (name, bytes, description) in levels {
-            if let Some(bytes) = bytes {
-                let id = &device.device_identifier;
-                let change = self.change(name, id, "", bytes as f64, Start::FromZero);
-                out.push(measurement(
-                    name,
-                    MetricKind::UpDownCounter,
-                    change,
-                    "By",
-                    description,
-                    identity.clone(),
-                ));
-            }
-        }
-    }
-
-    /// ECC errors, corrected and uncorrected, as counters: the increase since the
-    /// last sample.
-    fn error_measurements(
-        &mut self,
-        device: &GpuDeviceReading,
-        identity: &BTreeMap<String, AttributeValue>,
-        out: &mut Vec<MetricMeasurement>,
-    ) {
-        let errors = [
-            ("corrected", device.ecc_corrected),
-            ("uncorrected", device.ecc_uncorrected),
-        ];
-        for (error_type, total) in errors {
-            let Some(total) = total else { continue };
+        for hardware in DEVICE_SERIES.iter().filter_map(|row| row.semconv.as_ref()) {
+            let Some(value) = (hardware.value)(device).filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let part = hardware.attributes.extra.map_or("", |(_, value)| value);
             let id = &device.device_identifier;
-            // Errors before the run are the driver's history, not this run's.
-            let change = self.change(HW_ERRORS, id, error_type, total as f64, Start::AtFirst);
-            let mut attributes = with_gpu_type(identity);
-            attributes.insert(
-                "error.type".into(),
-                AttributeValue::String(error_type.into()),
-            );
-            out.push(measurement(
-                HW_ERRORS,
-                MetricKind::Counter,
-                change,
-                "{error}",
-                "ECC errors of the GPU memory",
-                attributes,
-            ));
+            let value = match hardware.shape {
+                HardwareShape::Gauge => value,
+                HardwareShape::Level => {
+                    self.change(hardware.name, id, part, value, Start::FromZero)
+                }
+                // Errors before the run are the driver's history, not this run's.
+                HardwareShape::TotalSinceLoad => {
+                    self.change(hardware.name, id, part, value, Start::AtFirst)
+                }
+            };
+            let attributes = attributes(device, hardware.attributes);
+            out.push(measurement(&hardware.series(), "", value, attributes));
         }
     }
 
@@ -271,73 +140,109 @@ enum Start {
     AtFirst,
 }
 
-/// `hw.id` and `hw.name`: what every hardware series carries.
-fn common_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
-    let name = device
-        .name
-        .clone()
-        .unwrap_or_else(|| device.device_identifier.clone());
+fn string(value: &str) -> AttributeValue {
+    AttributeValue::String(value.into())
+}
+
+/// The attributes a row names for `device`.
+fn attributes(device: &GpuDeviceReading, wanted: HardwareAttributes) -> Attributes {
+    let mut attributes = match wanted.identity {
+        HardwareIdentity::Device => common_attributes(device),
+        HardwareIdentity::Gpu => gpu_attributes(device),
+        HardwareIdentity::Sensor => sensor_attributes(device),
+    };
+    if wanted.gpu_type {
+        attributes = with_gpu_type(attributes);
+    }
+    if let Some((key, value)) = wanted.extra {
+        attributes.insert(key.into(), string(value));
+    }
+    attributes
+}
+
+/// `hw.id` and `hw.name`.
+fn identity(id: &str, name: &str) -> Attributes {
     BTreeMap::from([
-        (
-            "hw.id".to_string(),
-            AttributeValue::String(device.device_identifier.clone()),
-        ),
-        ("hw.name".to_string(), AttributeValue::String(name)),
+        (HW_ID_ATTRIBUTE.to_string(), string(id)),
+        (HW_NAME_ATTRIBUTE.to_string(), string(name)),
     ])
 }
 
+/// The device's name, its identifier without one.
+fn device_name(device: &GpuDeviceReading) -> &str {
+    device.name.as_deref().unwrap_or(&device.device_identifier)
+}
+
+/// `hw.id` and `hw.name` of the device: what every GPU series carries.
+fn common_attributes(device: &GpuDeviceReading) -> Attributes {
+    identity(&device.device_identifier, device_name(device))
+}
+
 /// The GPU metrics' set: the common one with `hw.vendor` and, where known, `hw.model`.
-fn gpu_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
+fn gpu_attributes(device: &GpuDeviceReading) -> Attributes {
     let mut attributes = common_attributes(device);
-    attributes.insert(
-        "hw.vendor".into(),
-        AttributeValue::String(device.vendor.as_str().into()),
-    );
+    attributes.insert(HW_VENDOR_ATTRIBUTE.into(), string(device.vendor.as_str()));
     if let Some(model) = &device.name {
-        attributes.insert("hw.model".into(), AttributeValue::String(model.clone()));
+        attributes.insert(HW_MODEL_ATTRIBUTE.into(), string(model));
     }
     attributes
 }
 
 /// The GPU's temperature sensor: a component of its own under the GPU.
-fn sensor_attributes(device: &GpuDeviceReading) -> BTreeMap<String, AttributeValue> {
-    let name = device.name.as_deref().unwrap_or(&device.device_identifier);
-    BTreeMap::from([
-        (
-            "hw.id".to_string(),
-            AttributeValue::String(format!("{}/temperature", device.device_identifier)),
-        ),
-        (
-            "hw.name".to_string(),
-            AttributeValue::String(format!("{name} temperature")),
-        ),
-        (
-            "hw.parent".to_string(),
-            AttributeValue::String(device.device_identifier.clone()),
-        ),
-        (
-            "hw.sensor_location".to_string(),
-            AttributeValue::String("gpu".into()),
-        ),
-    ])
+fn sensor_attributes(device: &GpuDeviceReading) -> Attributes {
+    let mut attributes = identity(
+        &format!("{}/temperature", device.device_identifier),
+        &format!("{} temperature", device_name(device)),
+    );
+    attributes.insert(
+        HW_PARENT_ATTRIBUTE.into(),
+        string(&device.device_identifier),
+    );
+    attributes.insert(HW_SENSOR_LOCATION_ATTRIBUTE.into(), string("gpu"));
+    attributes
 }
 
-fn with_gpu_type(
-    attributes: &BTreeMap<String, AttributeValue>,
-) -> BTreeMap<String, AttributeValue> {
-    let mut typed = attributes.clone();
-    typed.insert("hw.type".into(), AttributeValue::String("gpu".into()));
-    typed
+fn with_gpu_type(mut attributes: Attributes) -> Attributes {
+    attributes.insert(HW_TYPE_ATTRIBUTE.into(), string("gpu"));
+    attributes
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::Instant;
 
     use super::*;
+    use wattline_model::energy_telemetry::{ClosedInterval, EnergyFactors};
     use wattline_model::events::MetricValue;
-    use wattline_model::snapshot::GpuVendor;
+    use wattline_model::snapshot::{GpuSample, GpuVendor};
+    use wattline_model::telemetry_names::{
+        HW_ENERGY, HW_ERRORS, HW_GPU_MEMORY_LIMIT, HW_GPU_MEMORY_USAGE, HW_GPU_UTILIZATION,
+        HW_POWER, HW_TEMPERATURE,
+    };
 
+    /// A sample and the intervals it closed, as the energy stage sends them.
+    trait SampleMeasurements {
+        fn sample_measurements(
+            &mut self,
+            sample: &GpuSample,
+            closed: &[ClosedInterval],
+        ) -> Vec<MetricMeasurement>;
+    }
+
+    impl SampleMeasurements for HardwareNames {
+        fn sample_measurements(
+            &mut self,
+            sample: &GpuSample,
+            closed: &[ClosedInterval],
+        ) -> Vec<MetricMeasurement> {
+            self.gpu_measurements(&GpuTelemetry {
+                sample: Arc::new(sample.clone()),
+                intervals: closed.to_vec(),
+                factors: Arc::new(EnergyFactors::of(&Default::default())),
+            })
+        }
+    }
     fn sample(used: u64, corrected: u64) -> GpuSample {
         let mut device = GpuDeviceReading::new(GpuVendor::Nvidia, "GPU-aaaa");
         device.name = Some("NVIDIA H100 80GB HBM3".into());
@@ -380,7 +285,7 @@ mod tests {
             joules,
             seconds: 2.0,
         };
-        let metrics = SemconvMetrics::default();
+        let metrics = HardwareNames::default();
         let sent = metrics.rapl_measurements(&[
             interval("intel-rapl:0", "package-0", EnergyDomain::CpuPackage, 30.0),
             interval("intel-rapl:0:2", "dram", EnergyDomain::Dram, 4.0),
@@ -411,7 +316,7 @@ mod tests {
 
     #[test]
     fn units_are_the_conventions_and_levels_become_increments() {
-        let mut metrics = SemconvMetrics::default();
+        let mut metrics = HardwareNames::default();
         let closed = [ClosedInterval {
             device: "GPU-aaaa".into(),
             kilowatt_hours: 0.001,
@@ -469,7 +374,7 @@ mod tests {
             device: "GPU-bbbb".into(),
             ..closed[0].clone()
         }];
-        let other = SemconvMetrics::default().sample_measurements(&sample(1000, 7), &elsewhere);
+        let other = HardwareNames::default().sample_measurements(&sample(1000, 7), &elsewhere);
         let energy = other.iter().find(|m| m.name == HW_ENERGY).unwrap();
         assert_eq!(
             energy.attributes.as_ref().unwrap(),
