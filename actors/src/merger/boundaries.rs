@@ -96,8 +96,8 @@ mod tests {
     use crate::energy::input::EnergyMessage;
     use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
     use crate::merger::tick_plan::TickPlan;
-    use crate::samplers::environment::EnvironmentReader;
     use crate::pipeline::scope_stream::{Stamp, StreamItem};
+    use crate::samplers::environment::EnvironmentReader;
     use crate::samplers::registry::SamplerRegistry;
     use crate::scope::ScopeTarget;
     use crate::scope_boundary::ScopeStartExtras;
