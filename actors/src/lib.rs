@@ -22,8 +22,7 @@ pub(crate) mod platform;
 pub(crate) mod readings;
 pub(crate) mod samplers;
 pub mod scope;
-pub mod scope_boundary;
-pub mod wake_queue;
+pub(crate) mod scope_boundary;
 
 // The API other crates build on, by name: the rest stays reachable through its module
 // for the crate's integration tests and benchmarks.

@@ -1,20 +1,14 @@
-//! A scope's start or end as the API records it: one item on the queue that the
-//! merger (which writes the scope's events in order with its polls) and the energy
-//! actor (which books it) both read ([`crate::wake_queue`]), so the caller pushes once
-//! per boundary. Times are the clocks' raw readings: the readers make calendar times
-//! of them, so the caller does not.
+//! A scope's start or end as the API records it: one message into the merger's
+//! mailbox ([`crate::pipeline::scope_stream`]), which writes the scope's events in
+//! order with its polls and forwards it, in batches and in the same order, to the
+//! energy actor that books it. Times are the clocks' raw readings: the actors make
+//! calendar times of them, so the caller does not.
 //!
-//! A boundary the API makes now is stamped under the queue's lock ([`QueueStamp`]), so
-//! the energy actor never books it after a reading taken later. The only boundaries
-//! stamped in the past are the window's close and the ends the pipeline makes there
-//! ([`BoundaryAt::WindowClose`]); the close is queued first
-//! ([`ScopeBoundary::WindowCloses`]), so the energy stage holds back every step it
-//! could reach.
-//!
-//! Whatever carries boundaries to the energy stage must keep both: a boundary's
-//! instant is read in the same step that fixes its place among the energy stage's
-//! inputs (here, under the queue's lock that its drain takes), and an instant in the
-//! past is announced before any boundary carries it.
+//! A boundary the API makes now is stamped as it is sent ([`Stamp`]), so the mailbox
+//! holds boundaries in the order of their instants. The only boundaries stamped in the
+//! past are the window's close and the ends made there ([`BoundaryAt::WindowClose`]);
+//! the close is sent first ([`ScopeBoundary::WindowCloses`]), so the energy stage
+//! holds back every step it could reach.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -22,17 +16,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::wake_queue::QueueStamp;
+use crate::pipeline::scope_stream::Stamp;
 
-/// Reader 0 of the boundary queue: the merger.
-pub const MERGER_READER: usize = 0;
-
-/// Reader 1 of the boundary queue: the energy actor (its reader is dropped, and so
-/// never woken, when the energy component is off).
-pub const ENERGY_READER: usize = 1;
-
-/// A scope boundary on its way to the merger and the energy actor. Kept small (the
-/// caller writes one per boundary, and a backlog is as many bytes as it holds):
+/// A scope boundary on its way to the merger and on to the energy actor. Kept small
+/// (the caller writes one per boundary, and a backlog is as many bytes as it holds):
 /// what few scopes carry is behind one pointer.
 #[derive(Debug)]
 pub enum ScopeBoundary {
@@ -51,8 +38,8 @@ pub enum ScopeBoundary {
         weight: Option<f64>,
         /// Its ATOF flags and the caller's `traceparent`, when it has either.
         extras: ScopeStartExtras,
-        /// When it started: stamped as it was queued.
-        at: QueueStamp,
+        /// When it started: stamped as it was sent.
+        at: Stamp,
         /// The same instant on the wall clock.
         wall: WallNanos,
     },
@@ -80,13 +67,13 @@ pub enum ScopeBoundary {
     },
 }
 
-/// When a boundary happened: now, as it was queued, or at the window's close, which
-/// may lie in the past.
+/// When a boundary happened: now, as it was sent, or at the window's close, which may
+/// lie in the past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BoundaryAt {
-    /// Stamped under the queue's lock as it was queued.
-    Stamped(QueueStamp),
-    /// The window's close ([`ScopeBoundary::WindowCloses`] was queued first).
+    /// Stamped as it was sent.
+    Stamped(Stamp),
+    /// The window's close ([`ScopeBoundary::WindowCloses`] was sent first).
     WindowClose(Instant),
 }
 

@@ -245,3 +245,36 @@ async fn a_step_ended_at_the_window_close_after_later_readings_leaves_every_figu
     );
     assert_final(&report, &announced, &[a, b], closes_wall);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_taken_while_a_steps_end_is_stalled_after_its_stamp_has_that_end() {
+    let sink = Arc::new(CollectingEventSink::default());
+    let pipeline = Arc::new(spawn(Arc::clone(&sink)).await);
+    let a = pipeline.start_agent_scope("a");
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    // A's caller stalls 300 ms right after its end's instant is read; the report is
+    // asked for once it has been read, so the report's instant is later.
+    pipeline.stall_next_boundary(Duration::from_millis(300));
+    let stalled = {
+        let pipeline = Arc::clone(&pipeline);
+        std::thread::spawn(move || pipeline.end_agent_scope(a))
+    };
+    while pipeline.boundary_stall_armed() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let report = pipeline.energy_report().await.expect("a report");
+    stalled.join().expect("the stalled caller");
+    pipeline.shutdown().await;
+
+    let reported = step(&report, a);
+    let ended = reported
+        .ended_at
+        .expect("the report has the end stamped before its instant");
+    assert!(
+        ended < report.ended_at,
+        "{ended} after the report's instant"
+    );
+    // A settled once a reading passed its end (during the stall): its announced
+    // figures are the report's, and the closed form's.
+    assert_final(&report, &announced(&sink), &[a], report.ended_at);
+}

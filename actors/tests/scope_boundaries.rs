@@ -1,7 +1,8 @@
-//! Scope boundaries reach the merger and the energy actor through queues they take
-//! before every message, not as messages of their own: the order a mailbox gave must
-//! hold (a scope's start event before its end and before any mark under it, with polls
-//! running all the while), and a burst from many tasks at once must lose none.
+//! Scope boundaries reach the merger through its mailbox, and the energy actor through
+//! the merger: a scope's start event comes before its end and before any mark under it,
+//! with polls running all the while; a burst from many tasks at once loses none; and at
+//! shutdown the merger ends the scopes still live and the energy actor books those
+//! ends.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -167,4 +168,48 @@ async fn a_burst_of_ten_thousand_scopes_from_many_tasks_loses_none() {
     }
     assert_eq!(booked_starts, started);
     assert_eq!(booked_ends, started);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_shutdown_the_merger_ends_every_live_scope_and_the_energy_actor_books_those_ends() {
+    let sink = Arc::new(CollectingEventSink::default());
+    let pipeline = spawn(10, Arc::clone(&sink)).await;
+    let live: Vec<Uuid> = (0..3)
+        .map(|n| pipeline.start_agent_scope(&format!("live-{n}")))
+        .collect();
+    let done = pipeline.start_agent_scope("done");
+    pipeline.end_agent_scope(done);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    // No final report: nothing but the shutdown ends the live scopes.
+    pipeline.shutdown().await;
+
+    let events = sink.events();
+    let ends: HashMap<Uuid, Vec<chrono::DateTime<chrono::Utc>>> =
+        events.iter().fold(HashMap::new(), |mut ends, event| {
+            if let PipelineEvent::Scope(scope) = event
+                && scope.scope_category == ScopeCategory::End
+                && scope.uuid != pipeline.root_scope()
+            {
+                ends.entry(scope.uuid).or_default().push(scope.timestamp);
+            }
+            ends
+        });
+    let booked: HashMap<Uuid, Vec<chrono::DateTime<chrono::Utc>>> =
+        events.iter().fold(HashMap::new(), |mut booked, event| {
+            if let PipelineEvent::Energy {
+                record: EnergyRecord::ScopeEnded { uuid, wall, .. },
+                ..
+            } = event
+            {
+                booked.entry(*uuid).or_default().push(*wall);
+            }
+            booked
+        });
+    // Each scope ended once, in the event file and in the energy account, at the same
+    // instant.
+    assert_eq!(ends.len(), live.len() + 1);
+    assert_eq!(booked, ends);
+    for uuid in live.iter().chain([&done]) {
+        assert_eq!(ends[uuid].len(), 1, "scope {uuid}");
+    }
 }

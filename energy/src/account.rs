@@ -6,8 +6,9 @@
 //! start to its end. An interval that straddles a boundary contributes the part of its
 //! energy inside it (power taken as linear between the interval's ends, or shaped by
 //! the counter's energy where there is one: `power_shape`; by time for a
-//! counter-only meter), so a boundary reading makes that part exact and a scope that
-//! spans the whole run equals the run's total.
+//! counter-only meter), so the parts of an interval add up to it, a reading at a
+//! boundary (the window's opening has one) makes its part exact, and a scope that spans
+//! the whole run equals the run's total.
 //!
 //! A reading is taken once: a source's reading no later than its newest one (a cached
 //! answer seen again) adds nothing, and neither does a failure observed before it.

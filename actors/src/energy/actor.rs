@@ -16,12 +16,11 @@ use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 use super::rapl_intervals::RaplIntervals;
 use super::settled::{MetricScopeNames, send_settled_scope_events};
 use crate::energy::account::EnergyAccount;
-use crate::energy::input::{BoundaryReadings, EnergyInput, EnergyMessage};
+use crate::energy::input::{EnergyInput, EnergyMessage};
 use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::GpuSourceStatus;
 use crate::scope_boundary::ScopeBoundary;
-use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
 use wattline_gpu::PowerSample;
 use wattline_model::energy_telemetry::{ClosedInterval, EnergyFactors, GpuTelemetry};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, PipelineEvent};
@@ -35,11 +34,6 @@ pub struct EnergyArguments {
     pub sink: Arc<dyn EventSink>,
     /// The pipeline's monotonic epoch.
     pub epoch: Epoch,
-    /// Scope boundaries (this actor's reader of the queue the merger reads too), taken
-    /// before every message: booked in the order a mailbox would have them.
-    pub boundaries: WakeReceiver<ScopeBoundary>,
-    /// Asked for a reading whenever boundaries are taken (`None`: no reader).
-    pub boundary_readings: Option<Arc<BoundaryReadings>>,
 }
 
 /// The actor.
@@ -65,14 +59,8 @@ pub struct EnergyState {
     metric_scope_names: MetricScopeNames,
     /// Scopes their program left open, ended at its exit, not yet settled.
     ended_at_program_exit: HashSet<Uuid>,
-    /// Scope boundaries queued by the API.
-    boundaries: WakeReceiver<ScopeBoundary>,
-    /// The chunks a drain of `boundaries` is booked from, kept until the next drain.
-    boundary_batch: Batch<ScopeBoundary>,
     /// Empty between calls: settled scopes on their way to the sink.
     settled_batch: Vec<SettledScope>,
-    /// Where a reading at the boundaries just taken is asked for.
-    boundary_readings: Option<Arc<BoundaryReadings>>,
     /// When the records being made are recorded: the clock, read once for a run of
     /// boundaries booked together.
     record_clock: RecordClock,
@@ -149,25 +137,19 @@ impl EnergyState {
         self.settled_batch = settled;
     }
 
-    /// Books every scope boundary queued so far.
-    fn take_boundaries(&mut self) {
-        // Drained into a batch first: booking needs the state the receiver is part of.
-        // The batch's chunks are kept and go back to the pushers at the next drain.
-        let mut batch = std::mem::take(&mut self.boundary_batch);
-        self.boundaries.drain_into(&mut batch);
-        let any = !batch.is_empty();
+    /// Books a batch of scope boundaries from the merger, in its order. No reading is
+    /// asked for: each boundary is cut from the readings either side of it (the dense
+    /// power stream, the counters), and one booked after readings past it divides
+    /// those intervals again.
+    fn boundaries(&mut self, batch: Vec<ScopeBoundary>) {
         self.record_clock.start_batch();
-        batch.take_each(|boundary| self.boundary(boundary));
-        self.record_clock.end_batch();
-        self.boundary_batch = batch;
-        // A reading right after them, so the intervals cut at them are short.
-        if let Some(readings) = self.boundary_readings.as_ref().filter(|_| any) {
-            readings.ask();
+        for boundary in &batch {
+            self.boundary(boundary);
         }
+        self.record_clock.end_batch();
     }
 
-    /// Books a scope boundary read off the queue the merger reads too (the merger
-    /// keeps its ATOF flags).
+    /// Books a scope boundary the merger sent on (the merger keeps its ATOF flags).
     fn boundary(&mut self, boundary: &ScopeBoundary) {
         match boundary {
             ScopeBoundary::Started {
@@ -198,29 +180,21 @@ impl EnergyState {
                 at,
                 wall,
             } => {
-                let ended_at_program_exit = flags.contains(&ENDED_AT_PROGRAM_EXIT);
-                self.scope_ended(*uuid, at.instant(), (*wall).into(), ended_at_program_exit);
+                if flags.contains(&ENDED_AT_PROGRAM_EXIT) {
+                    self.ended_at_program_exit.insert(*uuid);
+                }
+                let at = self.epoch.nanos(at.instant());
+                self.record(EnergyRecord::ScopeEnded {
+                    uuid: *uuid,
+                    at,
+                    wall: (*wall).into(),
+                });
             }
             ScopeBoundary::WindowCloses { at } => {
                 let at = self.epoch.nanos(at.instant());
                 self.record(EnergyRecord::LateBoundariesFrom { at });
             }
         }
-    }
-
-    /// Books the end of scope `uuid` at `at` (`wall` on the wall clock).
-    fn scope_ended(
-        &mut self,
-        uuid: Uuid,
-        at: Instant,
-        wall: DateTime<Utc>,
-        ended_at_program_exit: bool,
-    ) {
-        if ended_at_program_exit {
-            self.ended_at_program_exit.insert(uuid);
-        }
-        let at = self.epoch.nanos(at);
-        self.record(EnergyRecord::ScopeEnded { uuid, at, wall });
     }
 
     /// Books one producer's input: readings and boundaries become records.
@@ -232,12 +206,7 @@ impl EnergyState {
                 let at = self.epoch.nanos(at);
                 self.record(EnergyRecord::MeasuringFrom { at, wall });
             }
-            EnergyInput::ScopeEnded {
-                uuid,
-                at,
-                wall,
-                ended_at_program_exit,
-            } => self.scope_ended(uuid, at, wall.into(), ended_at_program_exit),
+            EnergyInput::Boundaries(batch) => self.boundaries(batch),
             // Statuses are recorded when they change, so the file stays small.
             EnergyInput::GpuStatus { status } => {
                 if self.gpu_status.as_ref() != Some(&status) {
@@ -363,35 +332,19 @@ impl Actor for EnergyActor {
             rapl_intervals: RaplIntervals::default(),
             metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
             ended_at_program_exit: HashSet::new(),
-            boundaries: arguments.boundaries,
-            boundary_batch: Batch::default(),
             settled_batch: Vec::new(),
-            boundary_readings: arguments.boundary_readings,
             record_clock: RecordClock::default(),
         })
     }
 
     async fn handle(
         &self,
-        myself: ActorRef<Self::Msg>,
+        _myself: ActorRef<Self::Msg>,
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Boundaries queued before this message was sent come first, as a mailbox
-        // would have them (a scope starts before a reading taken after it).
-        state.take_boundaries();
         match message {
             EnergyMessage::Input(input) => state.input(input),
-            // Taken above; held while they keep coming.
-            EnergyMessage::BoundariesQueued => match state.boundaries.woken() {
-                AfterWakeUp::Hold => {
-                    myself.send_after(HOLD, || EnergyMessage::BoundariesQueued);
-                }
-                AfterWakeUp::Released => state.take_boundaries(),
-            },
-            EnergyMessage::Ready(reply) => {
-                let _ = reply.send(());
-            }
             EnergyMessage::Report {
                 at,
                 wall,
@@ -479,8 +432,8 @@ mod tests {
     use crate::energy::input::EnergyInbox;
     use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
     use crate::energy::report::EnergyReport;
+    use crate::pipeline::scope_stream::Stamp;
     use crate::scope_boundary::BoundaryAt;
-    use crate::wake_queue::{QueueStamp, WakeSender};
     use uuid::Uuid;
     use wattline_gpu::PowerSampleSink;
     use wattline_model::events::CollectingEventSink;
@@ -506,18 +459,11 @@ mod tests {
         }
     }
 
-    /// The actor, its inbox, its sink and its epoch, with the pushing half of its
-    /// boundary queue.
-    async fn spawn_with_boundaries() -> (
-        EnergyInbox,
-        WakeSender<ScopeBoundary>,
-        Arc<CollectingEventSink>,
-        Epoch,
-    ) {
+    /// The actor, its inbox, its sink and its epoch.
+    async fn spawn() -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
         let sink = Arc::new(CollectingEventSink::default());
         // An epoch a minute back, so every instant below lies after it.
         let epoch = Epoch(Instant::now() - Duration::from_secs(60));
-        let (boundaries, [receiver]) = crate::wake_queue::wake_queue();
         let (actor, _) = Actor::spawn(
             None,
             EnergyActor,
@@ -525,18 +471,11 @@ mod tests {
                 settings: EnergySettings::default(),
                 sink: sink.clone(),
                 epoch,
-                boundaries: receiver,
-                boundary_readings: None,
             },
         )
         .await
         .unwrap();
-        (EnergyInbox::new(actor), boundaries, sink, epoch)
-    }
-
-    async fn spawn() -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
-        let (inbox, _, sink, epoch) = spawn_with_boundaries().await;
-        (inbox, sink, epoch)
+        (EnergyInbox::new(actor), sink, epoch)
     }
 
     /// Every GPU telemetry event sent.
@@ -565,22 +504,6 @@ mod tests {
         intervals
     }
 
-    /// Waits (5 s at most) until the actor has booked the power reading taken `seconds`
-    /// in, and so every message sent before it.
-    async fn booked_power_at(sink: &CollectingEventSink, epoch: Epoch, seconds: f64) {
-        let at = epoch.nanos(epoch.0 + Duration::from_secs_f64(seconds));
-        for _ in 0..5_000 {
-            let booked = sink.events().iter().any(|event| {
-                matches!(event, PipelineEvent::Energy { record: EnergyRecord::Power(power), .. } if power.at == at)
-            });
-            if booked {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        panic!("the reading at {seconds} s was never booked");
-    }
-
     async fn report(inbox: &EnergyInbox, epoch: Epoch, seconds: f64) -> EnergyReport {
         let at = epoch.0 + Duration::from_secs_f64(seconds);
         inbox
@@ -605,41 +528,44 @@ mod tests {
                 process_id: None,
                 weight: None,
                 extras: crate::scope_boundary::ScopeStartExtras::default(),
-                at: QueueStamp::for_tests(at(from)),
+                at: Stamp::for_tests(at(from)),
                 wall: std::time::SystemTime::now().into(),
             },
             ScopeBoundary::Ended {
                 uuid,
                 flags,
-                at: BoundaryAt::Stamped(QueueStamp::for_tests(at(to))),
+                at: BoundaryAt::Stamped(Stamp::for_tests(at(to))),
                 wall: std::time::SystemTime::now().into(),
             },
         ]
     }
 
-    /// Queues `boundary` as the API does, waking the actor when the push says to.
-    fn queue(boundaries: &WakeSender<ScopeBoundary>, inbox: &EnergyInbox, boundary: ScopeBoundary) {
-        if boundaries.push(boundary).includes(0) {
-            inbox.boundaries_queued();
-        }
+    /// Sends `boundaries` as the merger does: one batch.
+    fn forward(inbox: &EnergyInbox, boundaries: impl IntoIterator<Item = ScopeBoundary>) {
+        inbox.send(EnergyInput::Boundaries(boundaries.into_iter().collect()));
     }
 
-    /// The actor as the pipeline's spawn leaves it: the window open at the epoch, a
-    /// 100 W reading at 0 s sent, and every message handled.
-    async fn spawned_with_a_first_reading() -> (
-        EnergyInbox,
-        WakeSender<ScopeBoundary>,
-        Arc<CollectingEventSink>,
-        Epoch,
-    ) {
-        let (inbox, boundaries, sink, epoch) = spawn_with_boundaries().await;
+    /// The actor as the pipeline's spawn leaves it: the window open at the epoch and a
+    /// 100 W reading at 0 s sent.
+    async fn spawned_with_a_first_reading() -> (EnergyInbox, Arc<CollectingEventSink>, Epoch) {
+        let (inbox, sink, epoch) = spawn().await;
         inbox.send(EnergyInput::MeasuringFrom {
             at: epoch.0,
             wall: Utc::now(),
         });
         PowerSampleSink::send(&inbox, sample(epoch, 0.0, 100.0, false));
-        inbox.ready().await;
-        (inbox, boundaries, sink, epoch)
+        (inbox, sink, epoch)
+    }
+
+    /// Every settled scope's announcement, in order.
+    fn announced(sink: &CollectingEventSink) -> Vec<SettledScope> {
+        sink.events()
+            .into_iter()
+            .filter_map(|event| match event {
+                PipelineEvent::ScopeEnergy { settled, .. } => Some(*settled),
+                _ => None,
+            })
+            .collect()
     }
 
     #[tokio::test]
@@ -647,16 +573,14 @@ mod tests {
         // Two steps from 1 s to 2 s, one ended as the API ends a step its program left
         // open (the ATOF flag on its end), the other plainly; the reading at 3 s
         // settles both.
-        let (inbox, boundaries, sink, epoch) = spawned_with_a_first_reading().await;
+        let (inbox, sink, epoch) = spawned_with_a_first_reading().await;
         let feed: &dyn PowerSampleSink = &inbox;
         let (left_open, ended) = (Uuid::now_v7(), Uuid::now_v7());
         let steps = [
             step(left_open, epoch, (1.0, 2.0), vec![ENDED_AT_PROGRAM_EXIT]),
             step(ended, epoch, (1.0, 2.0), Vec::new()),
         ];
-        for boundary in steps.into_iter().flatten() {
-            queue(&boundaries, &inbox, boundary);
-        }
+        forward(&inbox, steps.into_iter().flatten());
         feed.send(sample(epoch, 3.0, 100.0, false));
         let _ = report(&inbox, epoch, 3.0).await;
         let flagged: std::collections::HashMap<Uuid, bool> = sink
@@ -674,17 +598,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn boundaries_pushed_once_ready_are_booked_after_the_readings_sent_before() {
-        // The pipeline's spawn: the window opens and the prepared reading is sent, then
-        // it waits until the actor is ready before any scope can start. (The test's
-        // runtime runs the actor only while the test awaits, so without the wait both
-        // boundaries would be taken first, while the meter had no reading, and the
-        // step would retire with no GPU figure.)
-        let (inbox, boundaries, _sink, epoch) = spawned_with_a_first_reading().await;
+    async fn boundaries_sent_after_the_first_reading_are_booked_after_it() {
+        // The pipeline's spawn: the window opens and the prepared reading is sent
+        // before the merger, which sends every boundary on, exists. (A boundary booked
+        // while the meter had no reading would retire with no GPU figure.)
+        let (inbox, _sink, epoch) = spawned_with_a_first_reading().await;
         let feed: &dyn PowerSampleSink = &inbox;
-        for boundary in step(Uuid::now_v7(), epoch, (1.0, 2.0), Vec::new()) {
-            queue(&boundaries, &inbox, boundary);
-        }
+        forward(&inbox, step(Uuid::now_v7(), epoch, (1.0, 2.0), Vec::new()));
         feed.send(sample(epoch, 3.0, 100.0, false));
         let report = report(&inbox, epoch, 3.0).await;
         // 100 W throughout: the step's second holds 100 J.
@@ -697,17 +617,48 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_step_whose_boundaries_come_after_later_readings_is_cut_as_if_in_time_order() {
+        // Readings reach the actor straight from the samplers, boundaries through the
+        // merger, later: here the readings at 1, 2 and 3 s are booked before the step
+        // (0.5 s to 2.5 s) arrives. Power is linear between readings (100 W at 0 s,
+        // 200 W at 1 s, 100 W at 2 s, 300 W at 3 s), so the step holds
+        // 0.5 × 175 + 150 + 0.5 × 150 = 312.5 J, all of it its own, covered throughout.
+        let (inbox, sink, epoch) = spawned_with_a_first_reading().await;
+        let feed: &dyn PowerSampleSink = &inbox;
+        for (seconds, watts) in [(1.0, 200.0), (2.0, 100.0), (3.0, 300.0)] {
+            feed.send(sample(epoch, seconds, watts, true));
+        }
+        let uuid = Uuid::now_v7();
+        forward(&inbox, step(uuid, epoch, (0.5, 2.5), Vec::new()));
+        let report = report(&inbox, epoch, 3.0).await;
+        let joules = |kwh: Option<f64>| kwh.map(|kwh| kwh * JOULES_PER_KILOWATT_HOUR);
+        let reported = &report.agent_scopes[0];
+        for figure in [reported.gpu_energy_kwh, reported.attributed_gpu_energy_kwh] {
+            assert!(
+                joules(figure).is_some_and(|j| (j - 312.5).abs() < 1e-9),
+                "{figure:?}"
+            );
+        }
+        // Every meter had read past its end when it came: it settled at once, with the
+        // report's figures.
+        let announced = announced(&sink);
+        assert_eq!(announced.len(), 1);
+        assert_eq!(announced[0].energy, *reported);
+        assert!(
+            announced[0]
+                .coverage
+                .is_some_and(|c| (c - 1.0).abs() < 1e-12),
+            "{:?}",
+            announced[0].coverage
+        );
+        inbox.actor().stop(None);
+    }
+
+    #[tokio::test]
     async fn dense_intervals_go_out_with_the_next_gauge_sample_and_every_record_is_kept() {
-        let (inbox, boundaries, sink, epoch) = spawn_with_boundaries().await;
+        let (inbox, sink, epoch) = spawn().await;
         // The GPU sampler's view of the inbox: a power sample sink.
         let feed: &dyn PowerSampleSink = &inbox;
-        // As the API queues a boundary: the actor takes it before the next message it
-        // handles, so each push waits until the reading sent before it is booked (the
-        // order these instants come in for real).
-        let push = async |after_reading_at: f64, boundary| {
-            booked_power_at(&sink, epoch, after_reading_at).await;
-            queue(&boundaries, &inbox, boundary);
-        };
         inbox.send(EnergyInput::MeasuringFrom {
             at: epoch.0,
             wall: Utc::now(),
@@ -718,9 +669,9 @@ mod tests {
         let [start, end] = step(uuid, epoch, (1.0, 2.0), Vec::new());
         feed.send(sample(epoch, 0.0, 100.0, false));
         feed.send(sample(epoch, 1.0, 200.0, true));
-        push(1.0, start).await;
+        forward(&inbox, [start]);
         feed.send(sample(epoch, 2.0, 200.0, true));
-        push(2.0, end).await;
+        forward(&inbox, [end]);
         feed.send(sample(epoch, 3.0, 200.0, false));
         // A full answer overtaken by the dense readings: its gauges were never sent
         // (older than the newest gauges), nor its energy.

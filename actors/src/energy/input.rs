@@ -1,17 +1,16 @@
 //! What the energy stage is told, by every producer (the GPU sampler's power sink, the
-//! energy clock, the pipeline's scope calls), and the one handle they tell it through.
+//! energy clock, the merger's scope boundaries), and the one handle they tell it
+//! through.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use ractor::rpc::CallResult;
 use ractor::{ActorRef, RpcReplyPort};
-use uuid::Uuid;
 
 use crate::energy::report::EnergyReport;
 use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::GpuSourceStatus;
+use crate::scope_boundary::ScopeBoundary;
 use wattline_gpu::{PowerSample, PowerSampleSink};
 
 /// One thing the energy stage learns: a reading, a boundary or a source's status.
@@ -35,19 +34,9 @@ pub enum EnergyInput {
         /// The same instant on the wall clock.
         wall: DateTime<Utc>,
     },
-    /// An Agent scope ended, outside the boundary queue (every scope still live when
-    /// the pipeline ends them all; starts and ends from the API come by
-    /// [`ScopeBoundary`](crate::scope_boundary::ScopeBoundary)).
-    ScopeEnded {
-        /// The scope's identity.
-        uuid: Uuid,
-        /// When it ended.
-        at: Instant,
-        /// The same instant on the wall clock.
-        wall: SystemTime,
-        /// Its program exited with it open, and wattline ended it then.
-        ended_at_program_exit: bool,
-    },
+    /// Agent scopes' starts and ends and the window's close, from the merger, in the
+    /// order it took them (the order of their stamps).
+    Boundaries(Vec<ScopeBoundary>),
     /// The GPU sources and why they read nothing, when they do not.
     GpuStatus {
         /// The source's status as the GPU sampler last saw it.
@@ -65,15 +54,8 @@ pub enum EnergyMessage {
     /// A reading, boundary or status from one of the producers (sent through an
     /// [`EnergyInbox`]).
     Input(EnergyInput),
-    /// Scope boundaries were queued ([`EnergyInbox::boundaries_queued`]), or the actor's
-    /// own wake-up while their queue is held: the actor takes them, as it does before
-    /// every message.
-    BoundariesQueued,
-    /// Answered once every message sent before it is handled: the pipeline asks it
-    /// before any scope can start, so no boundary is booked ahead of the readings the
-    /// pipeline sent at spawn (a boundary is taken before any message not yet handled).
-    Ready(RpcReplyPort<()>),
-    /// The report as of an instant (the flush call's).
+    /// The report as of an instant (the flush call's), asked through the merger so
+    /// that it comes after every boundary taken before it.
     Report {
         /// The report's instant.
         at: Instant,
@@ -108,24 +90,32 @@ impl EnergyInbox {
         }
     }
 
-    /// Wakes the actor for the scope boundaries pushed onto its reader of the boundary
-    /// queue (the push said to: the first since it released the queue).
-    pub fn boundaries_queued(&self) {
-        if let Err(error) = self.actor.cast(EnergyMessage::BoundariesQueued) {
-            tracing::debug!(%error, "energy actor gone; scope boundaries not taken");
-        }
-    }
-
-    /// Returns once the actor has handled every message sent before this call (at
-    /// once when it is gone).
-    pub async fn ready(&self) {
-        if let Err(error) = self.actor.call(EnergyMessage::Ready, None).await {
-            tracing::debug!(%error, "energy actor gone before it was ready");
+    /// Asks for the report as of `at` (wall-clock `wall`), the run's final one when
+    /// `final_report`, to be sent to `reply` (dropped, unanswered, when the actor is
+    /// gone).
+    pub fn report_to(
+        &self,
+        at: Instant,
+        wall: DateTime<Utc>,
+        final_report: bool,
+        reply: RpcReplyPort<EnergyReport>,
+    ) {
+        let message = EnergyMessage::Report {
+            at,
+            wall,
+            final_report,
+            reply,
+        };
+        if let Err(error) = self.actor.cast(message) {
+            tracing::debug!(%error, "energy actor gone; no report");
         }
     }
 
     /// The report as of `at` (wall-clock `wall`), the run's final one when
-    /// `final_report`; `None` when the actor is gone.
+    /// `final_report`; `None` when the actor is gone. It has the boundaries sent to the
+    /// actor before, not those still with the merger (the pipeline asks through the
+    /// merger).
+    #[cfg(test)]
     pub async fn report(
         &self,
         at: Instant,
@@ -139,7 +129,7 @@ impl EnergyInbox {
             reply,
         };
         match self.actor.call(message, None).await {
-            Ok(CallResult::Success(report)) => Some(report),
+            Ok(ractor::rpc::CallResult::Success(report)) => Some(report),
             _ => None,
         }
     }
@@ -154,36 +144,5 @@ impl EnergyInbox {
 impl PowerSampleSink for EnergyInbox {
     fn send(&self, sample: PowerSample) {
         EnergyInbox::send(self, EnergyInput::Power { sample });
-    }
-}
-
-/// Scope boundaries' requests for a power (and counter) reading, served by the
-/// pipeline's boundary reader. Many scopes starting or ending at once share the one
-/// reading asked for or being read: the others ask for nothing (a scope's boundary is
-/// then clipped from the readings on either side of it). The energy actor asks when it
-/// takes a batch of boundaries, so the API's callers never wake the reader.
-#[derive(Debug, Default)]
-pub struct BoundaryReadings {
-    /// Set by the ask that wakes the reader; cleared when its reading is in.
-    asked: AtomicBool,
-    wake: tokio::sync::Notify,
-}
-
-impl BoundaryReadings {
-    /// Asks for a reading now, unless one is already asked for or being read.
-    pub fn ask(&self) {
-        if !self.asked.load(Ordering::Relaxed) && !self.asked.swap(true, Ordering::AcqRel) {
-            self.wake.notify_one();
-        }
-    }
-
-    /// Waits until a reading is asked for (the reader's side).
-    pub async fn asked(&self) {
-        self.wake.notified().await;
-    }
-
-    /// The reading asked for is in: the next ask wakes the reader again.
-    pub fn taken(&self) {
-        self.asked.store(false, Ordering::Release);
     }
 }

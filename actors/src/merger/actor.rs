@@ -1,24 +1,26 @@
 //! The merger actor: on each poll resolves the scope once, asks every sampler with a
 //! deadline, assembles the snapshot (a late sampler's category is `null`), and emits
 //! one mark per live Agent scope (or one under the root scope). It owns the
-//! Agent-scope table: scopes start and end by message, in order with the polls.
+//! Agent-scope table: scopes start and end on its scope stream, in order with the
+//! polls, and it forwards each start and end to the energy actor in that order
+//! ([`super::boundaries`]).
 //! On-demand collections are not its: they have an actor of their own
 //! ([`crate::on_demand`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::merger::scopes::ScopeTable;
+use crate::energy::input::EnergyInbox;
+use crate::merger::boundaries::Boundaries;
 use crate::merger::tick_plan::{ActorClaims, TickPlan};
-use crate::scope_boundary::ScopeBoundary;
-use crate::wake_queue::{AfterWakeUp, Batch, HOLD, WakeReceiver};
+use crate::pipeline::scope_stream::{StreamItem, pump};
+use crate::scope_boundary::BoundaryAt;
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
 };
@@ -35,26 +37,12 @@ pub enum MergerMessage {
         /// Dropped once the poll's marks are out.
         done: tokio::sync::oneshot::Sender<()>,
     },
-    /// Scope boundaries were queued (the [`crate::wake_queue`] the actor was spawned
-    /// with), or the merger's own wake-up while their queue is held: the merger takes
-    /// them, as it does before every message.
-    ScopeBoundaries,
-    /// Ends every live Agent scope at `wall` (the final report's instant); replies with
-    /// each scope ended and its end time.
-    EndLiveScopes {
-        /// When they end.
-        wall: DateTime<Utc>,
-        /// Where the ended scopes go.
-        reply: RpcReplyPort<Vec<(Uuid, DateTime<Utc>)>>,
-    },
-    /// Emits no more marks and ends every live Agent scope now (shutdown); replies,
-    /// once any poll in flight is done, with each scope ended and its end time.
-    Close(RpcReplyPort<Vec<(Uuid, DateTime<Utc>)>>),
+    /// What the scope stream held, in the order sent ([`crate::pipeline::scope_stream`]):
+    /// scope boundaries (their events go out and they go on to the energy actor, in
+    /// that order), reports asked behind them, shutdown.
+    Scopes(Vec<StreamItem>),
     /// The poll in flight is done (sent by its own task).
     PollFinished,
-    /// Replies once every scope boundary queued before it has been taken (its event
-    /// written), without waiting for a poll in flight.
-    ScopesWritten(RpcReplyPort<()>),
     /// Replies once every message sent before it has been handled, and the poll in
     /// flight is done.
     Sync(RpcReplyPort<()>),
@@ -70,6 +58,11 @@ pub struct MergerArguments {
     pub deadline: Duration,
     /// The root scope: marks go under it while no Agent scope is live.
     pub root_scope: Uuid,
+    /// The energy actor, which the merger sends every scope boundary on to; `None`
+    /// when the energy component is off.
+    pub energy: Option<EnergyInbox>,
+    /// The scope stream's taking half, which the merger takes into its mailbox.
+    pub scope_stream: Option<UnboundedReceiver<StreamItem>>,
 }
 
 /// The actor.
@@ -80,12 +73,10 @@ pub struct MergerState {
     poller: Arc<Poller>,
     sink: Arc<dyn EventSink>,
     closed: bool,
-    scopes: ScopeTable,
-    /// Scope starts and ends, taken before each message is handled: in order with
-    /// the polls, as if each were a message of its own.
-    boundaries: WakeReceiver<ScopeBoundary>,
-    /// The buffer a drain of `boundaries` is applied from, kept between drains.
-    boundary_batch: Batch<ScopeBoundary>,
+    /// The Agent-scope table, and the boundaries on their way to the energy actor.
+    boundaries: Boundaries,
+    /// Takes the scope stream into the mailbox.
+    pump: Option<JoinHandle<()>>,
     /// The poll whose samplers are being asked, and the poll clock's in-flight signal
     /// (dropped when the poll's marks are out).
     poll_in_flight: Option<(JoinHandle<Snapshot>, oneshot::Sender<()>)>,
@@ -121,13 +112,39 @@ impl MergerState {
         self.sink.as_ref()
     }
 
-    /// Writes the events of every scope boundary queued so far.
-    fn take_boundaries(&mut self) {
+    /// Takes a batch of the scope stream, in order: boundaries' events go out and the
+    /// boundaries go on to the energy actor as one input (sooner, ahead of a report or
+    /// shutdown's ends).
+    async fn take_scopes(&mut self, items: Vec<StreamItem>) {
         let sink = Arc::clone(&self.sink);
-        self.boundaries.drain_into(&mut self.boundary_batch);
-        let scopes = &mut self.scopes;
-        self.boundary_batch
-            .take_each(|boundary| scopes.apply(boundary, sink.as_ref()));
+        for item in items {
+            match item {
+                StreamItem::Boundary(boundary) => self.boundaries.take(boundary, sink.as_ref()),
+                StreamItem::EndLiveScopes { at, wall } => {
+                    let at = BoundaryAt::WindowClose(at);
+                    self.boundaries.end_all(at, wall, sink.as_ref());
+                }
+                StreamItem::Report {
+                    at,
+                    wall,
+                    final_report,
+                    reply,
+                } => self.boundaries.report(at, wall, final_report, reply),
+                StreamItem::Written(reply) => {
+                    let _ = reply.send(());
+                }
+                // No mark after this, and no scope left live.
+                StreamItem::Close { at, wall, reply } => {
+                    self.finish_poll().await;
+                    self.closed = true;
+                    let at = BoundaryAt::Stamped(at);
+                    self.boundaries.end_all(at, wall.into(), sink.as_ref());
+                    self.boundaries.forward();
+                    let _ = reply.send(());
+                }
+            }
+        }
+        self.boundaries.forward();
     }
 
     /// Waits for the poll in flight, if any, and sends its marks (none once closed).
@@ -146,7 +163,8 @@ impl MergerState {
     /// One event for the poll: its mark built once, copied under every live scope.
     fn emit_marks(&self, snapshot: &Snapshot) {
         let copies: Vec<MarkCopy> = self
-            .scopes
+            .boundaries
+            .scopes()
             .mark_parents()
             .into_iter()
             .map(|parent| MarkCopy {
@@ -169,15 +187,18 @@ impl MergerState {
 impl Actor for MergerActor {
     type Msg = MergerMessage;
     type State = MergerState;
-    /// Its arguments, and the draining half of the queue the API's scope boundaries
-    /// come through.
-    type Arguments = (MergerArguments, WakeReceiver<ScopeBoundary>);
+    type Arguments = MergerArguments;
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
-        (arguments, boundaries): Self::Arguments,
+        myself: ActorRef<Self::Msg>,
+        mut arguments: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let boundaries = Boundaries::new(arguments.root_scope, arguments.energy.take());
+        let pump = arguments
+            .scope_stream
+            .take()
+            .map(|stream| tokio::spawn(pump(stream, myself)));
         let poller = Arc::new(Poller {
             claims: ActorClaims::for_plan(&arguments.plan),
             plan: arguments.plan,
@@ -187,9 +208,8 @@ impl Actor for MergerActor {
             poller,
             sink: arguments.sink,
             closed: false,
-            scopes: ScopeTable::new(arguments.root_scope),
             boundaries,
-            boundary_batch: Batch::default(),
+            pump,
             poll_in_flight: None,
         })
     }
@@ -200,9 +220,6 @@ impl Actor for MergerActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Boundaries queued before this message was sent come first, as a mailbox
-        // would have them: no mark under a scope before its start event.
-        state.take_boundaries();
         match message {
             MergerMessage::Poll { done } => {
                 state.finish_poll().await;
@@ -215,31 +232,22 @@ impl Actor for MergerActor {
                 state.poll_in_flight = Some((poll, done));
             }
             MergerMessage::PollFinished => state.finish_poll().await,
-            // Taken above; held while they keep coming.
-            MergerMessage::ScopeBoundaries => match state.boundaries.woken() {
-                AfterWakeUp::Hold => {
-                    myself.send_after(HOLD, || MergerMessage::ScopeBoundaries);
-                }
-                AfterWakeUp::Released => state.take_boundaries(),
-            },
-            MergerMessage::ScopesWritten(reply) => {
-                let _ = reply.send(());
-            }
+            MergerMessage::Scopes(items) => state.take_scopes(items).await,
             MergerMessage::Sync(reply) => {
                 state.finish_poll().await;
                 let _ = reply.send(());
             }
-            MergerMessage::EndLiveScopes { wall, reply } => {
-                let sink = Arc::clone(&state.sink);
-                let _ = reply.send(state.scopes.end_all(wall, sink.as_ref()));
-            }
-            // No mark after this, and no scope left live.
-            MergerMessage::Close(reply) => {
-                state.finish_poll().await;
-                state.closed = true;
-                let sink = Arc::clone(&state.sink);
-                let _ = reply.send(state.scopes.end_all(Utc::now(), sink.as_ref()));
-            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        if let Some(pump) = &state.pump {
+            pump.abort();
         }
         Ok(())
     }

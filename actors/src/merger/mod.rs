@@ -2,6 +2,7 @@
 //! conversion (`wattline_model::snapshot`, the one place output units are applied).
 
 pub mod actor;
+mod boundaries;
 pub mod scopes;
 pub mod snapshot_builder;
 pub mod tick;

@@ -1,6 +1,7 @@
-//! The Agent-scope table, which the merger owns: scopes start and end by message, in
-//! mailbox order with the polls, so every mark copied under a scope lies between its
-//! start and end events, and no lock is shared between the API and the actors.
+//! The Agent-scope table, which the merger owns (the only one: the energy actor learns
+//! of starts and ends from the merger): scopes start and end by message, in mailbox
+//! order with the polls, so every mark copied under a scope lies between its start and
+//! end events.
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_model::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
 
-use crate::scope_boundary::ScopeBoundary;
+use crate::scope_boundary::{BoundaryAt, ScopeBoundary};
 
 /// The name of the scope every event of a pipeline sits in.
 pub const ROOT_SCOPE_NAME: &str = "wattline";
@@ -82,8 +83,9 @@ impl ScopeTable {
         }
     }
 
-    /// Applies `boundary`: a start or an end event goes out.
-    pub fn apply(&mut self, boundary: &ScopeBoundary, sink: &dyn EventSink) {
+    /// Applies `boundary`: a start or an end event goes out. `false` for the end of a
+    /// scope that is not live, which changes nothing.
+    pub fn apply(&mut self, boundary: &ScopeBoundary, sink: &dyn EventSink) -> bool {
         match boundary {
             ScopeBoundary::Started {
                 uuid,
@@ -101,14 +103,13 @@ impl ScopeTable {
                     attributes: extras.attributes().to_vec(),
                 };
                 self.start(scope, sink);
+                true
             }
             ScopeBoundary::Ended {
                 uuid, wall, flags, ..
-            } => {
-                self.end(*uuid, (*wall).into(), flags, sink);
-            }
+            } => self.end(*uuid, (*wall).into(), flags, sink).is_some(),
             // The energy stage's concern: no event.
-            ScopeBoundary::WindowCloses { .. } => {}
+            ScopeBoundary::WindowCloses { .. } => true,
         }
     }
 
@@ -140,17 +141,25 @@ impl ScopeTable {
         Some(self.write_end(scope, wall, flags, sink))
     }
 
-    /// Ends every live scope at `wall`; each one's UUID and end time.
+    /// Ends every live scope at `at` (`wall` on the wall clock, or just after its
+    /// start); each one's end, for the energy stage.
     pub fn end_all(
         &mut self,
+        at: BoundaryAt,
         wall: DateTime<Utc>,
         sink: &dyn EventSink,
-    ) -> Vec<(Uuid, DateTime<Utc>)> {
+    ) -> Vec<ScopeBoundary> {
         std::mem::take(&mut self.live)
             .into_iter()
             .map(|scope| {
                 let uuid = scope.uuid;
-                (uuid, self.write_end(scope, wall, &[], sink))
+                let ended = self.write_end(scope, wall, &[], sink);
+                ScopeBoundary::Ended {
+                    uuid,
+                    flags: Vec::new(),
+                    at,
+                    wall: std::time::SystemTime::from(ended).into(),
+                }
             })
             .collect()
     }

@@ -505,11 +505,10 @@ mod tests {
             sink: sink.clone(),
             deadline: Duration::from_secs(60),
             root_scope: uuid::Uuid::now_v7(),
+            energy: None,
+            scope_stream: None,
         };
-        let (_boundaries, [receiver]) = crate::wake_queue::wake_queue();
-        let (merger, _) = Actor::spawn(None, MergerActor, (arguments, receiver))
-            .await
-            .unwrap();
+        let (merger, _) = Actor::spawn(None, MergerActor, arguments).await.unwrap();
         let on_demand = on_demand_over(plan, &collections, ON_DEMAND_LIMIT).await;
 
         // A poll whose read hangs: a collection meanwhile reads and answers.

@@ -14,7 +14,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::{PipelineCode, PipelineDiagnostics};
-use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
+use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::merger::actor::MergerMessage;
 use crate::samplers::actor::{Outstanding, PowerRequest, SamplerMessage};
 use crate::samplers::gpu::GpuSourceStatus;
@@ -148,30 +148,6 @@ pub async fn sample_energy_now(
         }
     }
     outcome
-}
-
-/// Runs the boundary reader until `cancel`: one energy sample (no fresh GPU
-/// measurement, the sampler's latest within `timeout`) per wake-up of `readings`. A
-/// reading asked for before `cancel` is still taken.
-pub fn spawn_boundary_reader(
-    registry: SamplerRegistry,
-    energy: EnergyInbox,
-    rapl: Arc<RaplReader>,
-    timeout: Duration,
-    readings: Arc<BoundaryReadings>,
-    cancel: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                biased;
-                () = readings.asked() => {}
-                () = cancel.cancelled() => return,
-            }
-            let _ = sample_energy_now(&registry, &energy, &rapl, timeout, false, None).await;
-            readings.taken();
-        }
-    })
 }
 
 /// Runs the energy clock until `cancel`: a sample at once, then one every `period`.

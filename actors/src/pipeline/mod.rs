@@ -8,6 +8,7 @@ pub(crate) mod error;
 pub mod gpu_events;
 pub mod health;
 mod scope_start;
+pub(crate) mod scope_stream;
 mod stages;
 #[cfg(feature = "test-support")]
 mod stall;
@@ -33,7 +34,7 @@ use self::clock::{MissedTicks, sample_energy_now};
 use self::health::{HealthBoard, PipelineHealth};
 use self::supervisor::SupervisorMessage;
 use crate::diagnostics::{Diagnostics, PipelineDiagnostics};
-use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
+use crate::energy::input::EnergyInbox;
 use crate::energy::record::Epoch;
 use crate::energy::report::EnergyReport;
 use crate::merger::actor::MergerMessage;
@@ -42,12 +43,10 @@ use crate::merger::scopes::{scope_event, strictly_after};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
-use crate::scope_boundary::{
-    BoundaryAt, ENERGY_READER, MERGER_READER, ScopeBoundary, ScopeStartExtras, WallNanos,
-};
-use crate::wake_queue::{QueueStamp, WakeSender, wake_queue};
+use crate::scope_boundary::{BoundaryAt, ScopeBoundary, ScopeStartExtras};
 pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
+use scope_stream::StreamItem;
 use wattline_gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use wattline_model::category::SamplerCategory;
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid_at};
@@ -206,24 +205,17 @@ pub struct RunningPipeline {
     root_scope: Uuid,
     root_started: DateTime<Utc>,
     root_ended: AtomicBool,
-    /// Reads the instant of each scope boundary on both clocks.
-    boundary_clock: wall_clock::BoundaryClock,
     sink: Arc<dyn EventSink>,
     rapl: Arc<RaplReader>,
     health: HealthBoard,
-    /// Scope boundaries on their way to the merger, which writes their events, and the
-    /// energy actor, which books them: one queue both read.
-    boundaries: WakeSender<ScopeBoundary>,
+    /// Scope boundaries' one way to the merger, which writes their events and sends
+    /// them on to the energy actor: stamped and sent in one step.
+    scopes: scope_stream::ScopeStream,
     /// On-demand collections (`None` with resource metrics off).
     on_demand: Option<ActorRef<crate::on_demand::OnDemandMessage>>,
-    /// Scope boundaries' requests for a power reading (one outstanding at a time).
-    boundary_readings: Arc<BoundaryReadings>,
     /// Where the final report's window closes when it is not the shutdown call (a
     /// measured command's exit).
     measuring_until: std::sync::OnceLock<(Instant, DateTime<Utc>)>,
-    /// Holds the next boundary's caller right after its stamp (tests).
-    #[cfg(feature = "test-support")]
-    stall: stall::BoundaryStall,
 }
 
 fn is_alive(status: ractor::ActorStatus) -> bool {
@@ -272,16 +264,9 @@ impl RunningPipeline {
             ScopeCategory::Start,
             Vec::new(),
         ));
-        let boundary_readings = Arc::new(BoundaryReadings::default());
-        // One queue of scope boundaries, read by the merger and the energy actor.
-        let (boundaries, boundary_readers) = wake_queue::<ScopeBoundary, 2>();
-        let [merger_boundaries, energy_boundaries] = boundary_readers;
-        let energy = stages::spawn_energy(stages::energy_arguments(
-            &spec,
-            &boundary_readings,
-            energy_boundaries,
-        ))
-        .await?;
+        let energy = stages::spawn_energy(stages::energy_arguments(&spec)).await?;
+        // Scope boundaries' one way to the merger (and through it to the energy actor).
+        let (scopes, scope_receiver) = scope_stream::scope_stream();
         let mut prepared_gpu = spec.prepared_gpu.take();
         if let Some(energy) = &energy {
             stages::send_prepared_readings(energy, spec.measuring_from, prepared_gpu.as_mut());
@@ -295,14 +280,15 @@ impl RunningPipeline {
         let supervisor =
             stages::spawn_supervisor(samplers.factories, &registry, pipeline_diagnostics.as_ref())
                 .await?;
-        let merger_plan = stages::plan_merger(
+        let merger = stages::spawn_merger(stages::plan_merger(
             &spec,
             samplers.categories,
             &registry,
             pipeline_diagnostics.as_ref(),
             root_scope,
-        );
-        let merger = stages::spawn_merger(merger_plan, merger_boundaries).await?;
+            (energy.clone(), scope_receiver),
+        ))
+        .await?;
         if let Some(diagnostics) = &pipeline_diagnostics {
             for note in &spec.command_group_notes {
                 diagnostics.command_cgroup_unavailable(note);
@@ -323,22 +309,17 @@ impl RunningPipeline {
             merger: &merger,
             energy: energy.as_ref(),
             energy_interval,
-            boundary_readings: &boundary_readings,
             registry: &registry,
             rapl: &rapl,
             health: &health,
             diagnostics: pipeline_diagnostics.as_ref(),
             cancel: &cancel,
         });
-        // The readings sent above are booked before any scope can start: a boundary
-        // is taken ahead of every message not yet handled, and a scope booked while
-        // its meter has no reading yet would retire with no figure.
-        if let Some(energy) = &energy {
-            energy.ready().await;
-        }
+        // The readings sent above reach the energy actor before any scope boundary:
+        // those go through the merger, spawned after they were sent.
         Ok(RunningPipeline {
             supervisor,
-            boundaries,
+            scopes,
             on_demand: merger.on_demand.clone(),
             merger: merger.merger,
             energy,
@@ -352,23 +333,28 @@ impl RunningPipeline {
             root_scope,
             root_started,
             root_ended: AtomicBool::new(false),
-            boundary_clock: wall_clock::BoundaryClock::default(),
             measuring_until: std::sync::OnceLock::new(),
-            #[cfg(feature = "test-support")]
-            stall: stall::BoundaryStall::default(),
             sink: spec.sink,
             rapl,
             health,
-            boundary_readings,
         })
     }
 
-    /// The next scope boundary's caller (a start, an end, the final report's close)
-    /// stops for `pause` right after its instant is read, as a thread preempted there
-    /// would: tests of the order the energy stage books boundaries and readings in.
+    /// The next scope boundary's caller (a start, an end, the final report's close,
+    /// a report's instant) stops for `pause` right after its instant is read, as a
+    /// thread preempted there would: tests of the order the energy stage books
+    /// boundaries and readings in.
     #[cfg(feature = "test-support")]
     pub fn stall_next_boundary(&self, pause: Duration) {
-        self.stall.arm(pause);
+        self.scopes.stall_next(pause);
+    }
+
+    /// Whether the stall [`Self::stall_next_boundary`] armed is still to come: once
+    /// not, its caller has read its instant (and holds the scope stream until it
+    /// sends).
+    #[cfg(feature = "test-support")]
+    pub fn boundary_stall_armed(&self) -> bool {
+        self.scopes.stall_armed()
     }
 
     /// Stops the merger as if it had failed (tests of [`Self::health`]).
@@ -441,8 +427,7 @@ impl RunningPipeline {
     }
 
     /// Starts an Agent scope at this instant, without waiting for a poll in flight; its
-    /// UUID identifies it for [`Self::end_agent_scope`]. The energy stage takes a
-    /// reading at the boundary.
+    /// UUID identifies it for [`Self::end_agent_scope`].
     pub fn start_agent_scope(&self, name: &str) -> Uuid {
         self.start_agent_scope_in(name, None)
     }
@@ -471,9 +456,9 @@ impl RunningPipeline {
         let name = scope_start::shared_name(name);
         let extras = ScopeStartExtras::new(attributes, traceparent);
         // The merger writes the start event in order with its polls: no mark under
-        // this scope comes before it. Stamped as it is queued (raw clock readings: the
+        // this scope comes before it. Stamped as it is sent (raw clock readings: the
         // actors make the calendar time).
-        self.push_stamped_boundary(|at, wall| {
+        self.scopes.send_stamped(|at, wall| {
             let uuid = new_uuid_at(wall.into());
             let boundary = ScopeBoundary::Started {
                 uuid,
@@ -485,12 +470,11 @@ impl RunningPipeline {
                 at,
                 wall,
             };
-            (boundary, uuid)
+            (StreamItem::Boundary(boundary), uuid)
         })
     }
 
-    /// Ends an Agent scope at this instant, without waiting (safe from `Drop`); the
-    /// energy stage takes a reading at the boundary.
+    /// Ends an Agent scope at this instant, without waiting (safe from `Drop`).
     pub fn end_agent_scope(&self, uuid: Uuid) {
         self.end_agent_scope_with(uuid, &[]);
     }
@@ -506,68 +490,27 @@ impl RunningPipeline {
         let ended_at_program_exit = flags.contains(&ENDED_AT_PROGRAM_EXIT);
         let flags = flags.to_vec();
         // Ended at its program's exit: at that instant, where the window closed, so its
-        // figures and the final report's agree (the close was queued before).
+        // figures and the final report's agree (the close was sent before).
         if let Some(&(at, wall)) = self.measuring_until.get().filter(|_| ended_at_program_exit) {
-            self.push_boundary(ScopeBoundary::Ended {
+            self.scopes.send(StreamItem::Boundary(ScopeBoundary::Ended {
                 uuid,
                 flags,
                 at: BoundaryAt::WindowClose(at),
                 wall: std::time::SystemTime::from(wall).into(),
-            });
+            }));
         } else {
-            self.push_stamped_boundary(|at, wall| {
+            self.scopes.send_stamped(|at, wall| {
                 let at = BoundaryAt::Stamped(at);
-                (
-                    ScopeBoundary::Ended {
-                        uuid,
-                        flags,
-                        at,
-                        wall,
-                    },
-                    (),
-                )
+                let boundary = ScopeBoundary::Ended {
+                    uuid,
+                    flags,
+                    at,
+                    wall,
+                };
+                (StreamItem::Boundary(boundary), ())
             });
         }
         true
-    }
-
-    /// Queues the boundary `make` builds from the instant it is stamped with, read as
-    /// it is queued (and the same instant on the wall clock): so the energy actor,
-    /// which takes the queue before every reading, never books a reading taken after
-    /// it first. Returns what else `make` returned.
-    fn push_stamped_boundary<R>(
-        &self,
-        make: impl FnOnce(QueueStamp, WallNanos) -> (ScopeBoundary, R),
-    ) -> R {
-        let (wakes, made) = self.boundaries.push_stamped(|at| {
-            let wall = self.boundary_clock.wall_at(at.instant());
-            #[cfg(feature = "test-support")]
-            self.stall.after_stamp();
-            make(at, wall)
-        });
-        self.wake_boundary_readers(wakes);
-        made
-    }
-
-    /// Queues `boundary` (its instant already known) for the merger and the energy
-    /// actor, waking each whose queue was idle.
-    fn push_boundary(&self, boundary: ScopeBoundary) {
-        let wakes = self.boundaries.push(boundary);
-        self.wake_boundary_readers(wakes);
-    }
-
-    /// Wakes the readers a push said to.
-    fn wake_boundary_readers(&self, wakes: crate::wake_queue::Wakes) {
-        if wakes.includes(MERGER_READER) {
-            let _ = self.merger.cast(MergerMessage::ScopeBoundaries);
-        }
-        if let Some(energy) = self
-            .energy
-            .as_ref()
-            .filter(|_| wakes.includes(ENERGY_READER))
-        {
-            energy.boundaries_queued();
-        }
     }
 
     /// Waits until the start and end events of every scope started or ended before
@@ -575,61 +518,35 @@ impl RunningPipeline {
     /// polls), without waiting for a poll in flight: a flush then carries them.
     pub async fn scope_events_written(&self) {
         let _ = self
-            .merger
-            .call(MergerMessage::ScopesWritten, Some(Duration::from_secs(10)))
+            .ask_behind_scopes(StreamItem::Written, Some(Duration::from_secs(10)))
             .await;
     }
 
-    /// Ends every live Agent scope at `at` (wall-clock `wall`).
-    async fn end_live_scopes(&self, at: Instant, wall: DateTime<Utc>) {
-        let ended = self
-            .ask_merger(|reply| MergerMessage::EndLiveScopes { wall, reply })
-            .await;
-        self.energy_ends(at, ended);
-    }
-
-    /// Asks the merger for the scopes it ends; none when it does not answer in 10 s.
-    async fn ask_merger(
+    /// Sends the item `make` builds around a reply port on the scope stream, behind
+    /// every boundary sent before, and waits (at most `limit`) for the answer; `None`
+    /// when none came.
+    async fn ask_behind_scopes<T>(
         &self,
-        message: impl FnOnce(RpcReplyPort<Vec<(Uuid, DateTime<Utc>)>>) -> MergerMessage,
-    ) -> Vec<(Uuid, DateTime<Utc>)> {
-        match self
-            .merger
-            .call(message, Some(Duration::from_secs(10)))
-            .await
-        {
-            Ok(CallResult::Success(ended)) => ended,
-            _ => Vec::new(),
-        }
-    }
-
-    /// Tells the energy stage that the scopes `ended` ended (monotonic `at`).
-    fn energy_ends(&self, at: Instant, ended: Vec<(Uuid, DateTime<Utc>)>) {
-        if let Some(energy) = &self.energy {
-            for (uuid, wall) in ended {
-                energy.send(EnergyInput::ScopeEnded {
-                    uuid,
-                    at,
-                    wall: wall.into(),
-                    ended_at_program_exit: false,
-                });
-            }
-        }
-    }
-
-    /// A power (and counter) reading now, by the boundary reader in the background
-    /// (see [`BoundaryReadings`]; scope boundaries ask through the energy actor).
-    fn boundary_reading(&self) {
-        if self.energy.is_some() {
-            self.boundary_readings.ask();
+        make: impl FnOnce(RpcReplyPort<T>) -> StreamItem,
+        limit: Option<Duration>,
+    ) -> Option<T> {
+        let (reply, answer) = ractor::concurrency::oneshot();
+        self.scopes.send(make(reply.into()));
+        match limit {
+            Some(limit) => tokio::time::timeout(limit, answer).await.ok()?.ok(),
+            None => answer.await.ok(),
         }
     }
 
     /// The report as of this call: takes a fresh reading from every source (for a
     /// cached source, a new measurement, waited for within its timeout), integrates up
     /// to it, and leaves out what lies after this instant.
+    /// Every boundary stamped before this call is in it.
     pub async fn energy_report(&self) -> Result<EnergyReport, PipelineError> {
-        self.energy_report_at(Instant::now(), Utc::now(), false)
+        // Stamped on the scope stream: the report, asked through the merger after the
+        // last reading, comes behind every boundary stamped before this instant.
+        let (at, wall) = self.scopes.stamp();
+        self.energy_report_at(at.instant(), wall.into(), false)
             .await
     }
 
@@ -660,8 +577,16 @@ impl RunningPipeline {
                 &format!("the report's last power sample: {reason}"),
             );
         }
-        let mut report = energy
-            .report(at, wall, final_report)
+        // Through the merger: behind every boundary sent before, which it sends on to
+        // the energy actor first. The energy actor answers.
+        let report = |reply| StreamItem::Report {
+            at,
+            wall,
+            final_report,
+            reply,
+        };
+        let mut report = self
+            .ask_behind_scopes(report, None)
             .await
             .ok_or(PipelineError::Stopped)?;
         report.last_sample_missing = last_sample_missing;
@@ -678,13 +603,12 @@ impl RunningPipeline {
     /// as of that instant, not of the shutdown that follows it. The first call wins.
     pub fn measuring_until(&self, at: Instant, wall: DateTime<Utc>) {
         if self.measuring_until.set((at, wall)).is_ok() {
-            // Queued before any end made at that instant: the energy stage settles no
+            // Sent before any end made at that instant: the energy stage settles no
             // step such an end could still reach.
-            self.push_boundary(ScopeBoundary::WindowCloses {
-                at: BoundaryAt::WindowClose(at),
-            });
-            // A reading right after the edge, so the interval cut there is short.
-            self.boundary_reading();
+            self.scopes
+                .send(StreamItem::Boundary(ScopeBoundary::WindowCloses {
+                    at: BoundaryAt::WindowClose(at),
+                }));
         }
     }
 
@@ -694,15 +618,17 @@ impl RunningPipeline {
     pub async fn final_report(&self) -> Result<EnergyReport, PipelineError> {
         let (at, wall) = match self.measuring_until.get() {
             Some(&closes) => closes,
-            // The window closes now, stamped as it is queued: the scopes still live
-            // end at it, after readings taken later may have been booked.
-            None => self.push_stamped_boundary(|at, wall| {
+            // The window closes now, stamped as it is sent: the scopes still live end
+            // at it, after readings taken later may have been booked.
+            None => self.scopes.send_stamped(|at, wall| {
                 let closes = (at.instant(), DateTime::<Utc>::from(wall));
                 let at = BoundaryAt::Stamped(at);
-                (ScopeBoundary::WindowCloses { at }, closes)
+                let close = ScopeBoundary::WindowCloses { at };
+                (StreamItem::Boundary(close), closes)
             }),
         };
-        self.end_live_scopes(at, wall).await;
+        // The merger ends them and sends the ends on, ahead of the report.
+        self.scopes.send(StreamItem::EndLiveScopes { at, wall });
         self.energy_report_at(at, wall, true).await
     }
 
@@ -763,10 +689,16 @@ impl RunningPipeline {
 
     /// Stops the clocks, ends every scope, and stops every actor.
     pub async fn shutdown(&self) {
-        self.cancel.cancel();
-        // After the last mark (a poll in flight finishes first), the scopes end.
-        let ended = self.ask_merger(MergerMessage::Close).await;
-        self.energy_ends(Instant::now(), ended);
+        // After the last mark (no poll left in flight), the scopes end, stamped on the
+        // scope stream: the merger sends their ends on behind every boundary stamped
+        // before.
+        self.stop_clocks().await;
+        let (reply, closed) = ractor::concurrency::oneshot();
+        self.scopes.send_stamped(|at, wall| {
+            let reply = reply.into();
+            (StreamItem::Close { at, wall, reply }, ())
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(10), closed).await;
         if !self
             .root_ended
             .swap(true, std::sync::atomic::Ordering::AcqRel)
@@ -794,12 +726,13 @@ impl RunningPipeline {
             .await;
         self.supervisor.stop(None);
         if let Some(energy) = &self.energy {
-            // Waited for: a power reading it is still booking (the dense stream keeps
-            // coming until now) would otherwise reach the exporters after their
-            // shutdown, and the report would count it as lost.
+            // Drained, and waited for: the scopes' ends the merger sent are booked, and
+            // a power reading it is still booking (the dense stream keeps coming until
+            // now) would otherwise reach the exporters after their shutdown, and the
+            // report would count it as lost.
             let _ = energy
                 .actor()
-                .stop_and_wait(None, Some(Duration::from_secs(10)))
+                .drain_and_wait(Some(Duration::from_secs(10)))
                 .await;
         }
         // The activation ends with its last handle: so do its components.

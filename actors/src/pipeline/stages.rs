@@ -8,19 +8,21 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorRef};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 
-use super::clock::{MissedTicks, spawn_boundary_reader, spawn_energy_clock, spawn_poll_clock};
+use super::clock::{MissedTicks, spawn_energy_clock, spawn_poll_clock};
 use super::health::{HealthBoard, watch_task};
+use super::scope_stream::StreamItem;
 use super::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use super::{PipelineError, PipelineSpec, PreparedGpu, gpu_event_sink};
 use crate::categories::{enabled_categories, sampler_factories};
 use crate::diagnostics::PipelineDiagnostics;
 use crate::energy::actor::{EnergyActor, EnergyArguments};
-use crate::energy::input::{BoundaryReadings, EnergyInbox, EnergyInput};
+use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
 use crate::merger::tick_plan::TickPlan;
 use crate::on_demand::{ON_DEMAND_LIMIT, OnDemandActor, OnDemandArguments, OnDemandMessage};
@@ -29,8 +31,6 @@ use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::gpu::GpuSampler;
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
-use crate::scope_boundary::ScopeBoundary;
-use crate::wake_queue::WakeReceiver;
 use wattline_gpu::{GpuSource, PowerSample, PowerSampleSink};
 use wattline_model::category::SamplerCategory;
 
@@ -41,19 +41,11 @@ fn spawn_error(error: ractor::SpawnErr) -> PipelineError {
 /// The energy actor's arguments when the `energy` component is on. Taken from `spec`
 /// before any await: the spec holds the prepared GPU source, which is not `Sync`, so
 /// no borrow of it may live across one.
-pub(super) fn energy_arguments(
-    spec: &PipelineSpec,
-    boundary_readings: &Arc<BoundaryReadings>,
-    boundaries: WakeReceiver<ScopeBoundary>,
-) -> Option<EnergyArguments> {
-    // With the component off, `boundaries` is dropped here: a dropped reader is never
-    // woken and holds no boundary back.
+pub(super) fn energy_arguments(spec: &PipelineSpec) -> Option<EnergyArguments> {
     spec.energy.as_ref().map(|settings| EnergyArguments {
         settings: settings.clone(),
         sink: Arc::clone(&spec.sink),
         epoch: spec.epoch,
-        boundaries,
-        boundary_readings: Some(Arc::clone(boundary_readings)),
     })
 }
 
@@ -228,19 +220,25 @@ pub(super) struct MergerPlan {
     root_scope: Uuid,
     /// The on-demand actor's samplers' factories, when resource metrics are on.
     on_demand: Option<Vec<(SamplerCategory, SamplerFactory)>>,
+    /// The energy actor the merger sends scope boundaries on to.
+    energy: Option<EnergyInbox>,
+    /// The scope stream the merger takes boundaries from.
+    scope_stream: UnboundedReceiver<StreamItem>,
     poll_period: Option<Duration>,
 }
 
 /// Plans the merger and the on-demand actor over `categories` (taken from `spec`
 /// before any await, as [`energy_arguments`] is). The merger also keeps the Agent
-/// scopes, which the energy stage needs even when resource metrics are off: it runs
-/// either way, with no categories and no polling then.
+/// scopes, taken from `scope_stream`, and sends their starts and ends on to `energy`,
+/// which needs them even when resource metrics are off: it runs either way, with no
+/// categories and no polling then.
 pub(super) fn plan_merger(
     spec: &PipelineSpec,
     categories: Vec<SamplerCategory>,
     registry: &SamplerRegistry,
     diagnostics: Option<&PipelineDiagnostics>,
     root_scope: Uuid,
+    (energy, scope_stream): (Option<EnergyInbox>, UnboundedReceiver<StreamItem>),
 ) -> MergerPlan {
     let config = spec.resource.clone().unwrap_or_else(|| {
         let mut idle = ResourceMetricsConfig::default();
@@ -269,16 +267,15 @@ pub(super) fn plan_merger(
             .resource
             .as_ref()
             .map(|config| sampler_factories(&spec.root, config)),
+        energy,
+        scope_stream,
         poll_period: polled.then_some(interval),
     }
 }
 
-/// Spawns the merger of `plan`, reading scope boundaries off `boundaries`, and the
-/// on-demand actor; both run ticks of one [`TickPlan`].
-pub(super) async fn spawn_merger(
-    plan: MergerPlan,
-    boundaries: WakeReceiver<ScopeBoundary>,
-) -> Result<MergerStage, PipelineError> {
+/// Spawns the merger of `plan` and the on-demand actor; both run ticks of one
+/// [`TickPlan`].
+pub(super) async fn spawn_merger(plan: MergerPlan) -> Result<MergerStage, PipelineError> {
     let environment = {
         let root = plan.root.clone();
         tokio::task::spawn_blocking(move || EnvironmentReader::new(&root))
@@ -300,8 +297,10 @@ pub(super) async fn spawn_merger(
         sink: plan.sink,
         deadline: plan.deadline,
         root_scope: plan.root_scope,
+        energy: plan.energy,
+        scope_stream: Some(plan.scope_stream),
     };
-    let (merger, _) = Actor::spawn(None, MergerActor, (arguments, boundaries))
+    let (merger, _) = Actor::spawn(None, MergerActor, arguments)
         .await
         .map_err(spawn_error)?;
     let on_demand = match plan.on_demand {
@@ -333,8 +332,6 @@ pub(super) struct ClockInputs<'a> {
     pub energy: Option<&'a EnergyInbox>,
     /// The energy clock's period.
     pub energy_interval: Duration,
-    /// Scope boundaries' requests for a reading, served when the energy stage runs.
-    pub boundary_readings: &'a Arc<BoundaryReadings>,
     /// The live samplers, asked for power by the energy clock.
     pub registry: &'a SamplerRegistry,
     /// The CPU energy counters, read by the energy clock.
@@ -355,9 +352,8 @@ pub(super) struct Clocks {
     pub missed_ticks: Arc<MissedTicks>,
 }
 
-/// Starts the poll clock (when the merger is polled), the energy clock and the
-/// boundary reader (when the energy stage runs), each watched so a clock that stops on
-/// its own is reported.
+/// Starts the poll clock (when the merger is polled) and the energy clock (when the
+/// energy stage runs), each watched so a clock that stops on its own is reported.
 pub(super) fn spawn_clocks(inputs: ClockInputs<'_>) -> Clocks {
     let missed_ticks = Arc::new(MissedTicks::default());
     let mut tasks = Vec::new();
@@ -381,15 +377,6 @@ pub(super) fn spawn_clocks(inputs: ClockInputs<'_>) -> Clocks {
             inputs.cancel.clone(),
         );
         tasks.push(watch("energy clock", clock));
-        let reader = spawn_boundary_reader(
-            inputs.registry.clone(),
-            energy.clone(),
-            Arc::clone(inputs.rapl),
-            inputs.energy_interval,
-            Arc::clone(inputs.boundary_readings),
-            inputs.cancel.clone(),
-        );
-        tasks.push(watch("scope boundary reader", reader));
     }
     Clocks {
         tasks,

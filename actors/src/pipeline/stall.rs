@@ -15,6 +15,11 @@ impl BoundaryStall {
         self.0.store(micros, Ordering::SeqCst);
     }
 
+    /// Whether it is armed still: no boundary has read its instant since.
+    pub(super) fn is_armed(&self) -> bool {
+        self.0.load(Ordering::SeqCst) != 0
+    }
+
     /// Called right after a boundary's instant is read: pauses, once, if armed.
     pub(super) fn after_stamp(&self) {
         // A load first: every boundary passes here, and an unarmed stall must not make

@@ -43,7 +43,7 @@ impl Default for BoundaryClock {
 impl BoundaryClock {
     /// This instant on the monotonic clock and on the wall clock (as a boundary keeps
     /// it: worked out in nanoseconds, never through a `SystemTime`). Boundaries read
-    /// the monotonic clock under their queue's lock and ask [`Self::wall_at`].
+    /// the monotonic clock under the scope stream's lock and ask [`Self::wall_at`].
     #[cfg(test)]
     pub fn now(&self) -> (Instant, WallNanos) {
         let at = Instant::now();
