@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wattline_actors::PipelineDiagnostics;
 use wattline_config::EffectiveConfig;
+use wattline_diagnostics::PipelineDiagnostics;
 use wattline_exporters::{
     AtofExporter, BuildError, EnvLookup, ExportFailureSink, FanOut, FanOutError, OtlpExporter,
     RunIdentity, StdoutExporter,

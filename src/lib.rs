@@ -27,8 +27,8 @@ pub use pipeline::{
     library_default_config,
 };
 pub use wattline_actors::command_cgroup;
-pub use wattline_actors::diagnostics;
 pub use wattline_actors::doctor;
+pub use wattline_diagnostics as diagnostics;
 pub use wattline_model::category::SamplerCategory;
 pub use wattline_model::events;
 pub use wattline_model::metric_names;
@@ -150,7 +150,7 @@ pub fn report_and_series_from_atof(
             }
         }
     });
-    let report = wattline_actors::energy::replay::report_from_records(records);
+    let report = wattline_energy::replay::report_from_records(records);
     if let Some(error) = failure {
         return Err(error);
     }

@@ -5,24 +5,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wattline_actors::EnergyReport;
-use wattline_actors::Epoch;
-use wattline_actors::EventSink;
 use wattline_actors::ScopeTarget;
-use wattline_actors::Snapshot;
 use wattline_actors::command_cgroup::CommandCgroup;
-use wattline_actors::diagnostics::DiagnosticError;
 use wattline_actors::pipeline::DIAGNOSTICS_BUSY_LIMIT;
 use wattline_actors::pipeline::{
     GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
     prepare_gpu_source,
 };
 use wattline_config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};
+use wattline_diagnostics::DiagnosticError;
 use wattline_exporters::RunIdentity;
 use wattline_gpu::{GpuSource, GpuSourceEnv, select_default_sources};
 use wattline_model::category::SamplerCategory;
+use wattline_model::energy::Epoch;
+use wattline_model::events::EventSink;
 use wattline_model::events::new_uuid;
 use wattline_model::gpu_selection::GpuSelection;
+use wattline_model::report::EnergyReport;
+use wattline_model::snapshot::Snapshot;
 
 use crate::agent_scope::{AgentScope, ScopeOptions};
 pub use crate::error::Error;
@@ -306,8 +306,8 @@ pub struct PreparedPipeline {
     config: EffectiveConfig,
     scope: Option<ScopeTarget>,
     diagnostics: Option<(
-        wattline_actors::diagnostics::Diagnostics,
-        wattline_actors::PipelineDiagnostics,
+        wattline_diagnostics::Diagnostics,
+        wattline_diagnostics::PipelineDiagnostics,
     )>,
     exporters: Option<Arc<wattline_exporters::FanOut>>,
     sink: Arc<dyn EventSink>,
@@ -352,9 +352,9 @@ impl PreparedPipeline {
     /// The diagnostics context the pipeline will record into (a disabled one when
     /// the configuration turns diagnostics off): what a host endpoint started before
     /// the pipeline serves.
-    pub fn diagnostics_context(&self) -> wattline_actors::diagnostics::Diagnostics {
+    pub fn diagnostics_context(&self) -> wattline_diagnostics::Diagnostics {
         self.diagnostics.as_ref().map_or_else(
-            wattline_actors::diagnostics::Diagnostics::disabled,
+            wattline_diagnostics::Diagnostics::disabled,
             |(context, _)| context.clone(),
         )
     }
@@ -693,9 +693,7 @@ impl Pipeline {
 
     /// The pipeline's diagnostics snapshot (the host reads the whole context), when
     /// diagnostics are on.
-    pub fn diagnostics_snapshot(
-        &self,
-    ) -> Option<wattline_actors::diagnostics::DiagnosticsSnapshot> {
+    pub fn diagnostics_snapshot(&self) -> Option<wattline_diagnostics::DiagnosticsSnapshot> {
         self.inner.diagnostics()?.snapshot().ok()
     }
 
@@ -705,14 +703,14 @@ impl Pipeline {
     /// grants it (`grant_plugin_reads`). With diagnostics off, a disabled facade
     /// (`availability()` says so; factories are never called). Its handles are revoked
     /// at shutdown.
-    pub fn diagnostics(&self) -> wattline_actors::diagnostics::PluginDiagnostics {
+    pub fn diagnostics(&self) -> wattline_diagnostics::PluginDiagnostics {
         let Some(context) = self.inner.diagnostics() else {
-            return wattline_actors::diagnostics::PluginDiagnostics::disabled();
+            return wattline_diagnostics::PluginDiagnostics::disabled();
         };
         let granted = context
             .capabilities()
             .is_some_and(|limits| limits.grant_plugin_reads);
-        wattline_actors::diagnostics::PluginDiagnostics::new(context.clone(), granted)
+        wattline_diagnostics::PluginDiagnostics::new(context.clone(), granted)
     }
 
     /// How many times a category's sampler was restarted after failing.

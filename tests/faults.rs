@@ -627,7 +627,7 @@ async fn a_collector_flapping_for_a_minute_moves_no_poll_and_memory_stays_bounde
 fn exporter_outcome<'a>(
     report: &'a wattline::EnergyReport,
     name: &str,
-) -> &'a wattline_actors::energy::report::ExporterOutcome {
+) -> &'a wattline_model::report::ExporterOutcome {
     report
         .exporters
         .iter()

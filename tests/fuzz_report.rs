@@ -26,7 +26,7 @@ use wattline::report::html::render_html;
 use wattline::report::render_table;
 use wattline::report::series::power_sparklines;
 use wattline::report_and_series_from_atof;
-use wattline_actors::energy::replay::report_from_records;
+use wattline_energy::replay::report_from_records;
 use wattline_exporters::atof::{render_energy_record, render_mark};
 
 /// Cases in CI: each writes a file and renders a page.
@@ -166,8 +166,8 @@ proptest! {
 #[test]
 fn a_run_at_the_end_of_time_reports_in_every_format() {
     use chrono::{DateTime, Utc};
-    use wattline_actors::energy::record::{DevicePower, PowerRecord};
     use wattline_model::energy::EnergyRecord;
+    use wattline_model::energy::{DevicePower, PowerRecord};
 
     let power = |at| {
         EnergyRecord::Power(PowerRecord {

@@ -5,15 +5,15 @@
 
 use chrono::{DateTime, Utc};
 use wattline::report::render_table;
-use wattline_actors::energy::account::EnergyAccount;
-use wattline_actors::energy::record::{
-    DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
-};
-use wattline_actors::energy::replay::report_from_records;
-use wattline_actors::energy::report::EnergyReport;
-use wattline_actors::pipeline::health::HealthProblem;
 use wattline_config::energy::{EnergySettings, FactorOrigin};
 use wattline_config::grid_intensity::region_intensity;
+use wattline_energy::account::EnergyAccount;
+use wattline_energy::replay::report_from_records;
+use wattline_model::energy::{
+    DevicePower, EnergyRecord, Nanos, PowerRecord, ProcessShares, ShareBasis,
+};
+use wattline_model::report::EnergyReport;
+use wattline_model::report::HealthProblem;
 
 const SECOND: f64 = 1e9;
 const HOUR_NANOS: u64 = 3_600_000_000_000;

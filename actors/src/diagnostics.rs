@@ -1,12 +1,9 @@
-//! The diagnostics vocabulary and context, from `wattline-diagnostics` (a crate with no
-//! runtime, which the worker SDK shares), re-exported so `wattline_actors::diagnostics`
-//! keeps its paths. A sampler's read problems are recorded by
-//! `samplers::record_read_problems`, which needs the OS readers' error classes.
+//! What the crate's tests read of a diagnostics context (the vocabulary and the
+//! context are `wattline-diagnostics`).
 
-pub use wattline_diagnostics::*;
+use wattline_diagnostics::Diagnostics;
 
-/// The codes of `context`'s recent events, sorted (for tests).
-#[cfg(test)]
+/// The codes of `context`'s recent events, sorted.
 pub(crate) fn recent_codes(context: &Diagnostics) -> Vec<String> {
     let mut codes: Vec<String> = context
         .snapshot()

@@ -6,7 +6,8 @@
 pub(crate) mod categories;
 pub mod collector;
 pub mod command_cgroup;
-pub mod diagnostics;
+#[cfg(test)]
+pub(crate) mod diagnostics;
 pub mod doctor;
 pub mod energy;
 pub(crate) mod merger;
@@ -27,13 +28,8 @@ pub(crate) mod scope_boundary;
 // The API other crates build on, by name: the rest stays reachable through its module
 // for the crate's integration tests and benchmarks.
 pub use collector::Collector;
-pub use diagnostics::{Diagnostics, PipelineDiagnostics};
-pub use energy::report::EnergyReport;
 pub use platform::{ParseError, ReadError, ReadErrorClass};
 pub use scope::{ProcessIdentity, ScopeTarget};
-pub use wattline_model::energy::{EnergyRecord, Epoch};
-pub use wattline_model::events::{EventSink, PipelineEvent};
-pub use wattline_model::snapshot::Snapshot;
 
 /// This host's name, for the `host.name` resource attribute; `None` where the OS does
 /// not say (or not here: a failed read is no reason to stop a run).

@@ -4,12 +4,12 @@
 //! used. The `gen_ai.*` CO2 metrics by the region's factor: `exporters/src/energy_names.rs`.
 
 use chrono::Utc;
-use wattline_actors::energy::account::EnergyAccount;
-use wattline_actors::energy::record::{DevicePower, EnergyRecord, PowerRecord};
-use wattline_actors::energy::replay::report_from_records;
-use wattline_actors::energy::report::EnergyReport;
 use wattline_config::energy::{EnergySettings, FactorOrigin};
 use wattline_config::grid_intensity::region_intensity;
+use wattline_energy::account::EnergyAccount;
+use wattline_energy::replay::report_from_records;
+use wattline_model::energy::{DevicePower, EnergyRecord, PowerRecord};
+use wattline_model::report::EnergyReport;
 
 const HOUR_NANOS: u64 = 3_600_000_000_000;
 

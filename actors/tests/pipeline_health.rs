@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wattline_actors::diagnostics::DiagnosticsLimits;
 use wattline_actors::pipeline::{RunningPipeline, open_diagnostics};
+use wattline_diagnostics::DiagnosticsLimits;
 use wattline_model::category::SamplerCategory;
 use wattline_model::events::CollectingEventSink;
 

@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use energy_records::{any_wall, file_of, finite, run_records, timestamp};
 use fuzz_support::{mutated, noise, runner_config, with_files};
-use wattline_actors::energy::replay::report_from_records;
+use wattline_energy::replay::report_from_records;
 use wattline_exporters::atof::{render_energy_record, render_mark, render_scope};
 use wattline_exporters::{AtofReadError, RecordedMark, parse_metric_measurements, read_atof_marks};
 use wattline_model::energy::EnergyRecord;

@@ -11,8 +11,8 @@ use wattline::config::units::CapacityUnit;
 use wattline::events::{EventSink, MetricMeasurement, PipelineEvent};
 use wattline::report::human_units::{energy_text, power_text, three_significant_figures};
 use wattline::snapshot::GpuSample;
-use wattline_actors::energy::account::EnergyAccount;
-use wattline_actors::energy::record::EnergyRecord;
+use wattline_energy::account::EnergyAccount;
+use wattline_model::energy::EnergyRecord;
 
 /// The latest figures, updated from events.
 #[derive(Debug, Default, Clone)]
@@ -297,8 +297,8 @@ pub fn resource_summary(elapsed: f64, figures: &StatusFigures) -> Option<String>
 mod tests {
     use super::*;
     use wattline::events::{MetricKind, MetricValue, MetricValueType};
-    use wattline_actors::energy::record::{DevicePower, PowerRecord};
     use wattline_config::energy::EnergySettings;
+    use wattline_model::energy::{DevicePower, PowerRecord};
 
     const SECOND: u64 = 1_000_000_000;
 

@@ -18,7 +18,7 @@ use nemo_relay_worker_proto::v1::{
 };
 use prost::Message;
 use tonic::{Request, Response, Status};
-use wattline_actors::diagnostics::{
+use wattline_diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, Correlation, DiagnosticCode, DiagnosticComponent,
     DiagnosticOutcome, Diagnostics, EvidenceDisposition, FailureClass, Observation, Provenance,
     RecordOutcome, Severity,
@@ -32,7 +32,7 @@ pub mod limits {
     pub const MAX_EXTENSIONS: usize = 16;
     // Codes per component, the bound of every diagnostics context; the worker SDK
     // checks it too.
-    pub use wattline_actors::diagnostics::MAX_CODES_PER_COMPONENT as MAX_CODES;
+    pub use wattline_diagnostics::MAX_CODES_PER_COMPONENT as MAX_CODES;
     /// Registration metadata (names and descriptions) per session, bytes.
     pub const MAX_METADATA_BYTES: usize = 16 * 1024;
     /// One encoded submission, bytes.
@@ -58,7 +58,7 @@ pub mod limits {
         std::time::Duration::from_millis(RETRY_TIMEOUT_MILLIS as u64);
     // An extension's name and description (bytes) and failure classes: the protocol's
     // bounds, which the worker SDK checks before sending.
-    pub use wattline_actors::diagnostics::{
+    pub use wattline_diagnostics::{
         MAX_WORKER_EXTENSION_CLASSES as MAX_EXTENSION_CLASSES,
         MAX_WORKER_EXTENSION_DESCRIPTION_BYTES as MAX_EXTENSION_DESCRIPTION_BYTES,
         MAX_WORKER_EXTENSION_NAME_BYTES as MAX_EXTENSION_NAME_BYTES,

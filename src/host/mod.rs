@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use nemo_relay_worker_proto::v1::relay_diagnostics_server::RelayDiagnosticsServer;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use wattline_actors::diagnostics::Diagnostics;
+use wattline_diagnostics::Diagnostics;
 use wattline_worker::wire::agent_scopes::agent_scopes_server::AgentScopesServer;
 
 pub use admission::Admission;

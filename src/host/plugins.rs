@@ -2,8 +2,8 @@
 //! all, each worker started and registered, each stopped at shutdown. A worker that
 //! fails is recorded as `pipeline.worker_failed` and logged; the pipeline goes on.
 
-use wattline_actors::diagnostics::{Diagnostics, PipelineDiagnostics};
 use wattline_config::{WorkerConfig, WorkerTransport};
+use wattline_diagnostics::{Diagnostics, PipelineDiagnostics};
 
 use std::sync::Arc;
 

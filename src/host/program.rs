@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use wattline_actors::diagnostics::Diagnostics;
+use wattline_diagnostics::Diagnostics;
 
 use super::worker::new_credentials;
 use super::{

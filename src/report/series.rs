@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
-use wattline_actors::EnergyReport;
-use wattline_actors::energy::integrator::counter_delta_joules;
-use wattline_actors::energy::record::{EnergyRecord, Nanos, PowerRecord};
 use wattline_config::units::{CapacityUnit, CpuUnit};
+use wattline_energy::integrator::counter_delta_joules;
+use wattline_model::energy::{EnergyRecord, Nanos, PowerRecord};
 use wattline_model::events::{
     AttributeValue, EventSink, MetricMeasurement, PipelineEvent, RESOURCE_MARK_NAME,
 };
 use wattline_model::report::EnergyDomain;
+use wattline_model::report::EnergyReport;
 
 /// CPU use of the measured scope since the previous poll.
 const CPU_CONSUMPTION_RATE: &str = "nemo.relay.resource.cpu.consumption_rate";
@@ -567,7 +567,7 @@ pub fn power_sparklines(report: &EnergyReport, series: &RunSeries) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wattline_actors::energy::record::DevicePower;
+    use wattline_model::energy::DevicePower;
     use wattline_model::events::{MetricKind, MetricValue, MetricValueType};
 
     fn start() -> DateTime<Utc> {

@@ -11,9 +11,9 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::json;
 use uuid::Uuid;
-use wattline_actors::energy::record::{DevicePower, PowerRecord, ProcessShares, ShareBasis};
 use wattline_config::energy::{EnergySettings, FactorOrigin};
 use wattline_model::energy::EnergyRecord;
+use wattline_model::energy::{DevicePower, PowerRecord, ProcessShares, ShareBasis};
 
 use crate::fuzz_support::edge_u64;
 

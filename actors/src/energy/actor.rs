@@ -15,13 +15,14 @@ use wattline_config::energy::{COUNTRY_VARIABLE, EnergySettings};
 
 use super::rapl_intervals::RaplIntervals;
 use super::settled::{MetricScopeNames, send_settled_scope_events};
-use crate::energy::account::EnergyAccount;
 use crate::energy::input::{EnergyInput, EnergyMessage};
-use crate::energy::record::{EnergyRecord, Epoch, Nanos, power_record};
-use crate::platform::os::rapl::RaplZoneReading;
+use crate::energy::record::power_record;
 use crate::samplers::gpu::GpuSourceStatus;
 use crate::scope_boundary::ScopeBoundary;
+use wattline_energy::account::EnergyAccount;
 use wattline_gpu::PowerSample;
+use wattline_model::energy::RaplZoneReading;
+use wattline_model::energy::{EnergyRecord, Epoch, Nanos};
 use wattline_model::energy_telemetry::{ClosedInterval, EnergyFactors, GpuTelemetry};
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, PipelineEvent};
 use wattline_model::scope_energy::SettledScope;
@@ -430,13 +431,13 @@ mod tests {
 
     use super::*;
     use crate::energy::input::EnergyInbox;
-    use crate::energy::integrator::JOULES_PER_KILOWATT_HOUR;
-    use crate::energy::report::EnergyReport;
     use crate::pipeline::scope_stream::Stamp;
     use crate::scope_boundary::BoundaryAt;
     use uuid::Uuid;
+    use wattline_energy::integrator::JOULES_PER_KILOWATT_HOUR;
     use wattline_gpu::PowerSampleSink;
     use wattline_model::events::CollectingEventSink;
+    use wattline_model::report::EnergyReport;
     use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 
     fn sample(epoch: Epoch, seconds: f64, watts: f64, dense: bool) -> PowerSample {

@@ -7,11 +7,11 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use ractor::{ActorRef, RpcReplyPort};
 
-use crate::energy::report::EnergyReport;
-use crate::platform::os::rapl::RaplZoneReading;
 use crate::samplers::gpu::GpuSourceStatus;
 use crate::scope_boundary::ScopeBoundary;
 use wattline_gpu::{PowerSample, PowerSampleSink};
+use wattline_model::energy::RaplZoneReading;
+use wattline_model::report::EnergyReport;
 
 /// One thing the energy stage learns: a reading, a boundary or a source's status.
 pub enum EnergyInput {

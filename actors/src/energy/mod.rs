@@ -1,6 +1,6 @@
 //! The energy stage: power samples in time order become kWh, cost and gCO2e. The
 //! account itself (intervals, windows, attribution, the report) is the
-//! `wattline-energy` crate, re-exported here; this module holds what feeds it live:
+//! `wattline-energy` crate; this module holds what feeds it live:
 //! the actor, its inbox, the records made from samples, the RAPL intervals and the
 //! settled scopes it announces. The exporters name what it sends.
 
@@ -8,9 +8,4 @@ pub mod actor;
 pub mod input;
 pub mod rapl_intervals;
 pub mod record;
-pub mod report;
 pub mod settled;
-
-pub use wattline_energy::{
-    account, attribution, folded_scopes, integrator, quantile_sketch, replay,
-};

@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
-use super::integrator::counter_delta_joules;
-use super::record::Nanos;
-use super::report::EnergyDomain;
-use crate::platform::os::rapl::RaplZoneReading;
+use wattline_energy::integrator::counter_delta_joules;
+use wattline_model::energy::Nanos;
+use wattline_model::energy::RaplZoneReading;
 use wattline_model::energy_telemetry::RaplInterval;
+use wattline_model::report::EnergyDomain;
 
 /// The last reading per zone: the base of the next interval.
 #[derive(Debug, Default)]

@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-pub use wattline_model::energy::*;
-
+use wattline_model::energy::{DevicePower, Epoch, PowerRecord, ProcessShares, ShareBasis};
 use wattline_model::snapshot::GpuSample;
 
 /// The power record of one backend's sample: `None` is a failed sample. `shares_read`

@@ -10,9 +10,9 @@ use uuid::Uuid;
 
 use super::scopes::ScopeTable;
 use crate::energy::input::{EnergyInbox, EnergyInput};
-use crate::energy::report::EnergyReport;
 use crate::scope_boundary::{BoundaryAt, ScopeBoundary};
 use wattline_model::events::EventSink;
+use wattline_model::report::EnergyReport;
 
 /// The scope table and the boundaries on their way to the energy actor.
 pub(super) struct Boundaries {

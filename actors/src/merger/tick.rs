@@ -9,12 +9,12 @@ use chrono::Utc;
 use wattline_config::ResourceMetricsConfig;
 
 use super::snapshot_builder::assemble_snapshot;
-use crate::diagnostics::PipelineDiagnostics;
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::{
     CategoryReading, ReadProblems, SampleRequest, SamplerOutput, record_read_problems,
 };
 use crate::scope::{ResolvedScope, ScopeTarget, add_group_members, resolve_scope};
+use wattline_diagnostics::PipelineDiagnostics;
 use wattline_model::category::SamplerCategory;
 use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;

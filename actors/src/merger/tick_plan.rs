@@ -14,13 +14,13 @@ use tokio::sync::oneshot;
 use wattline_config::ResourceMetricsConfig;
 
 use super::tick::{finish_tick, prepare_tick};
-use crate::diagnostics::PipelineDiagnostics;
 use crate::panics::panic_message;
 use crate::samplers::actor::{Outstanding, SamplerMessage, TickRequest};
 use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::samplers::{CategoryReading, SampleRequest, SamplerOutput};
 use crate::scope::ScopeTarget;
+use wattline_diagnostics::PipelineDiagnostics;
 use wattline_model::category::SamplerCategory;
 use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;

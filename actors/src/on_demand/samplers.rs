@@ -6,9 +6,9 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::diagnostics::{PipelineDiagnostics, SamplerFailure};
 use crate::merger::tick_plan::CategoryOutput;
 use crate::samplers::{CategorySampler, SampleRequest, SamplerFactory};
+use wattline_diagnostics::{PipelineDiagnostics, SamplerFailure};
 use wattline_model::category::SamplerCategory;
 
 /// One category's on-demand sampler and the factory that replaces it after a panic.

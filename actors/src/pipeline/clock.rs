@@ -13,12 +13,12 @@ use ractor::ActorRef;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use crate::diagnostics::{PipelineCode, PipelineDiagnostics};
 use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::merger::actor::MergerMessage;
 use crate::samplers::actor::{Outstanding, PowerRequest, SamplerMessage};
 use crate::samplers::gpu::GpuSourceStatus;
 use crate::samplers::registry::SamplerRegistry;
+use wattline_diagnostics::{PipelineCode, PipelineDiagnostics};
 use wattline_model::category::SamplerCategory;
 
 /// Ticks that were not run because the previous poll was still running or the clock

@@ -1,6 +1,6 @@
 //! GPU backend events recorded in the pipeline's diagnostics.
 
-use crate::diagnostics::{GpuCode, PipelineDiagnostics, SamplerFailure};
+use wattline_diagnostics::{GpuCode, PipelineDiagnostics, SamplerFailure};
 use wattline_gpu::{GpuEvent, GpuEventSink};
 use wattline_model::category::SamplerCategory;
 

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::diagnostics::PipelineDiagnostics;
+use wattline_diagnostics::PipelineDiagnostics;
 
-pub use wattline_model::report::HealthProblem;
+use wattline_model::report::HealthProblem;
 
 /// The pipeline's health: healthy when nothing stopped that should be running.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -33,10 +33,7 @@ use wattline_config::energy::EnergySettings;
 use self::clock::{MissedTicks, sample_energy_now};
 use self::health::{HealthBoard, PipelineHealth};
 use self::supervisor::SupervisorMessage;
-use crate::diagnostics::{Diagnostics, PipelineDiagnostics};
 use crate::energy::input::EnergyInbox;
-use crate::energy::record::Epoch;
-use crate::energy::report::EnergyReport;
 use crate::merger::actor::MergerMessage;
 pub use crate::merger::scopes::ROOT_SCOPE_NAME;
 use crate::merger::scopes::{scope_event, strictly_after};
@@ -47,10 +44,13 @@ use crate::scope_boundary::{BoundaryAt, ScopeBoundary, ScopeStartExtras};
 pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
 use scope_stream::StreamItem;
+use wattline_diagnostics::{Diagnostics, PipelineDiagnostics};
 use wattline_gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use wattline_model::category::SamplerCategory;
+use wattline_model::energy::Epoch;
 use wattline_model::events::{ENDED_AT_PROGRAM_EXIT, EventSink, ScopeCategory, new_uuid_at};
 use wattline_model::gpu_selection::GpuSelection;
+use wattline_model::report::EnergyReport;
 use wattline_model::snapshot::Snapshot;
 
 /// Makes the GPU source (at start and after each restart of the GPU sampler), given

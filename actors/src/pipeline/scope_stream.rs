@@ -28,9 +28,9 @@ use ractor::{ActorRef, RpcReplyPort};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::wall_clock::BoundaryClock;
-use crate::energy::report::EnergyReport;
 use crate::merger::actor::MergerMessage;
 use crate::scope_boundary::{ScopeBoundary, WallNanos};
+use wattline_model::report::EnergyReport;
 
 /// The most items the merger takes from the stream at once: a backlog goes in several
 /// batches.

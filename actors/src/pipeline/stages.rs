@@ -20,7 +20,6 @@ use super::scope_stream::StreamItem;
 use super::supervisor::{SamplerFactory, Supervisor, SupervisorArguments, SupervisorMessage};
 use super::{PipelineError, PipelineSpec, PreparedGpu, gpu_event_sink};
 use crate::categories::{enabled_categories, sampler_factories};
-use crate::diagnostics::PipelineDiagnostics;
 use crate::energy::actor::{EnergyActor, EnergyArguments};
 use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
@@ -31,6 +30,7 @@ use crate::samplers::environment::EnvironmentReader;
 use crate::samplers::gpu::GpuSampler;
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
+use wattline_diagnostics::PipelineDiagnostics;
 use wattline_gpu::{GpuSource, PowerSample, PowerSampleSink};
 use wattline_model::category::SamplerCategory;
 

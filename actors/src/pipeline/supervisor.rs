@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
-use crate::diagnostics::{PipelineCode, PipelineDiagnostics, SamplerFailure};
 use crate::samplers::actor::SamplerActor;
 use crate::samplers::registry::SamplerRegistry;
+use wattline_diagnostics::{PipelineCode, PipelineDiagnostics, SamplerFailure};
 use wattline_model::category::SamplerCategory;
 
 /// Builds a fresh sampler for a category (at start and after each restart).

@@ -307,7 +307,7 @@ pub mod system_constants {
 pub mod rapl {
     use std::path::Path;
 
-    pub use crate::platform::linux::rapl::RaplZoneReading;
+    use wattline_model::energy::RaplZoneReading;
 
     use super::{ReadError, unsupported};
 

@@ -17,7 +17,7 @@ use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::GpuSample;
 
 use wattline_gpu::{PowerSample, PowerSampleSink};
-pub use wattline_model::snapshot::GpuReading;
+use wattline_model::snapshot::GpuReading;
 
 /// What the GPU sources are and why they read nothing, when they do not.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -101,7 +101,7 @@ pub enum CategoryReading {
     /// Network.
     Network(wattline_model::snapshot::NetworkReading),
     /// GPU.
-    Gpu(gpu::GpuReading),
+    Gpu(wattline_model::snapshot::GpuReading),
 }
 
 /// One category's sampler: owns its state, reads the OS for one tick.

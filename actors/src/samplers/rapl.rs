@@ -5,10 +5,11 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::diagnostics::{PipelineDiagnostics, SamplerFailure};
 use crate::platform::ReadErrorClass;
-use crate::platform::os::rapl::{RaplZoneReading, read_rapl_zones};
+use crate::platform::os::rapl::read_rapl_zones;
+use wattline_diagnostics::{PipelineDiagnostics, SamplerFailure};
 use wattline_model::category::SamplerCategory;
+use wattline_model::energy::RaplZoneReading;
 
 /// One reading of every RAPL zone.
 #[derive(Debug)]

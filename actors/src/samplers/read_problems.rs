@@ -4,8 +4,8 @@
 use std::num::NonZeroU64;
 
 use super::ReadProblems;
-use crate::diagnostics::{FailureClass, PipelineCode, PipelineDiagnostics, SamplerFailure};
 use crate::platform::ReadErrorClass;
+use wattline_diagnostics::{FailureClass, PipelineCode, PipelineDiagnostics, SamplerFailure};
 use wattline_model::category::SamplerCategory;
 
 /// Records each class of `problems` as one observation of `category`'s matching code.

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use wattline_actors::diagnostics::{Diagnostics, PipelineDiagnostics};
+use wattline_actors::ScopeTarget;
 use wattline_actors::pipeline::PipelineSpec;
-use wattline_actors::{Epoch, ScopeTarget};
 use wattline_config::ResourceMetricsConfig;
 use wattline_config::energy::EnergySettings;
+use wattline_diagnostics::{Diagnostics, PipelineDiagnostics};
+use wattline_model::energy::Epoch;
 use wattline_model::events::EventSink;
 
 /// Resource metrics polled every `interval_millis`.

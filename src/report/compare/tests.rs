@@ -2,9 +2,9 @@
 //! times), so every expected figure is power × time, worked out here.
 
 use chrono::{DateTime, Utc};
-use wattline_actors::energy::account::EnergyAccount;
-use wattline_actors::energy::record::{DevicePower, EnergyRecord, Nanos, PowerRecord};
 use wattline_config::energy::EnergySettings;
+use wattline_energy::account::EnergyAccount;
+use wattline_model::energy::{DevicePower, EnergyRecord, Nanos, PowerRecord};
 
 use super::*;
 

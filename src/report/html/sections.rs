@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use wattline_actors::diagnostics::{DiagnosticOutcome, DiagnosticsSnapshot};
+use wattline_diagnostics::{DiagnosticOutcome, DiagnosticsSnapshot};
 use wattline_model::report::ScopeEnergy;
 
 use super::chart::{

@@ -3,9 +3,9 @@
 use super::chart::{CHART_WIDTH, PLOT_LEFT, PLOT_RIGHT, nice_step, tick_label, ticks};
 use super::*;
 use crate::report::series::SeriesBuilder;
-use wattline_actors::energy::record::{DevicePower, PowerRecord};
-use wattline_actors::energy::replay::report_from_records;
+use wattline_energy::replay::report_from_records;
 use wattline_model::energy::EnergyRecord;
+use wattline_model::energy::{DevicePower, PowerRecord};
 
 fn start() -> DateTime<Utc> {
     "2026-01-01T00:00:00Z".parse().unwrap()

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{ParseError, parse_u64, read_file};
 use crate::platform::error::ReadError;
 
-pub use wattline_model::energy::RaplZoneReading;
+use wattline_model::energy::RaplZoneReading;
 
 /// Reads every readable RAPL zone under `root/sys/class/powercap`. Zones whose counter
 /// is unreadable (root-only on recent kernels) are left out and their errors returned;
