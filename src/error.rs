@@ -1,7 +1,7 @@
 //! Why a pipeline call failed: the one error type of the library API, apart from the
 //! pipeline and the Agent-scope guards that both return it.
 
-use wattline_actors::pipeline::PipelineError;
+use wattline_actors::error::PipelineError;
 use wattline_config::ConfigError;
 use wattline_config::energy::EnvironmentError;
 

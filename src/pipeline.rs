@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use wattline_actors::ScopeTarget;
 use wattline_actors::command_cgroup::CommandCgroup;
+use wattline_actors::error::PipelineError;
 use wattline_actors::pipeline::DIAGNOSTICS_BUSY_LIMIT;
 use wattline_actors::pipeline::{
-    GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
+    GpuSourceFactory, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
     prepare_gpu_source,
 };
 use wattline_config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};

@@ -10,6 +10,7 @@ pub mod command_cgroup;
 pub(crate) mod diagnostics;
 pub mod doctor;
 pub mod energy;
+pub mod error;
 pub(crate) mod merger;
 pub(crate) mod on_demand;
 pub(crate) mod panics;

@@ -431,8 +431,8 @@ mod tests {
 
     use super::*;
     use crate::energy::input::EnergyInbox;
-    use crate::pipeline::scope_stream::Stamp;
     use crate::scope_boundary::BoundaryAt;
+    use crate::scope_boundary::Stamp;
     use uuid::Uuid;
     use wattline_energy::integrator::JOULES_PER_KILOWATT_HOUR;
     use wattline_gpu::PowerSampleSink;
