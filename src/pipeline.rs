@@ -16,7 +16,8 @@ use wattline_actors::pipeline::{
 use wattline_config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};
 use wattline_diagnostics::DiagnosticError;
 use wattline_exporters::RunIdentity;
-use wattline_gpu::{GpuSource, GpuSourceEnv, select_default_sources};
+use wattline_gpu::GpuSource;
+use wattline_gpu::selection::{GpuSourceEnv, select_default_sources};
 use wattline_model::category::SamplerCategory;
 use wattline_model::energy::Epoch;
 use wattline_model::events::EventSink;
