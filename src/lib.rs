@@ -31,6 +31,7 @@ pub use wattline_actors::doctor;
 pub use wattline_diagnostics as diagnostics;
 pub use wattline_model::category::SamplerCategory;
 pub use wattline_model::events;
+pub use wattline_model::metric_measurements;
 pub use wattline_model::metric_names;
 pub use wattline_model::report::EnergyReport;
 
