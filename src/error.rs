@@ -16,7 +16,7 @@ pub enum Error {
     Environment(#[from] EnvironmentError),
     /// The scope could not be set up.
     #[error(transparent)]
-    Scope(#[from] crate::ScopeError),
+    Scope(#[from] crate::scope_target::ScopeError),
     /// The pipeline failed or is stopped.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),

@@ -380,7 +380,7 @@ impl PreparedPipeline {
                         c.measurement_scope
                     });
                 // The library's runtime_default is the tree rooted at this process.
-                crate::resolve_target(
+                crate::scope_target::resolve_target(
                     setting,
                     MeasurementScopeSetting::ProcessTree,
                     Some(std::process::id()),
