@@ -667,7 +667,7 @@ impl Pipeline {
     /// Whether every clock and actor of the pipeline is still running; a part that
     /// stopped on its own is listed with why, recorded as `pipeline.task_failed`, and
     /// named in the next report.
-    pub fn health(&self) -> wattline_actors::pipeline::health::PipelineHealth {
+    pub fn health(&self) -> wattline_actors::pipeline::PipelineHealth {
         self.inner.health()
     }
 

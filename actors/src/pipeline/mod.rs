@@ -3,12 +3,13 @@
 //! (`merger/actor.rs`) and the clocks. [`RunningPipeline`] is the handle the public
 //! library API wraps.
 
-pub mod clock;
-pub mod gpu_events;
-pub mod health;
+pub(crate) mod clock;
+pub(crate) mod gpu_events;
+pub(crate) mod health;
+pub use health::PipelineHealth;
 mod scope_start;
 mod stages;
-pub mod supervisor;
+pub(crate) mod supervisor;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -26,7 +27,7 @@ use wattline_config::diagnostics::DiagnosticsLimits;
 use wattline_config::energy::EnergySettings;
 
 use self::clock::{MissedTicks, sample_energy_now};
-use self::health::{HealthBoard, PipelineHealth};
+use self::health::HealthBoard;
 use self::supervisor::SupervisorMessage;
 use crate::energy::input::EnergyInbox;
 use crate::error::PipelineError;

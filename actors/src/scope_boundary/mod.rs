@@ -145,6 +145,7 @@ impl ScopeStartExtras {
     }
 
     /// Whether it holds nothing (a plain scope's).
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.0.is_none()
     }
