@@ -21,9 +21,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use wattline::config::{AtofCompression, AtofConfig, AtofWriteMode};
-use wattline::events::{
-    MarkCopies, MarkCopy, MetricMeasurements, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
-};
+use wattline::events::{MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid};
+use wattline::metric_measurements::MetricMeasurements;
 use wattline_exporters::{AtofExporter, Exporter, RecordedMark, read_atof_marks};
 
 use common::env_number;

@@ -162,7 +162,7 @@ pub fn target(
             }),
     };
     let pid = pid.unwrap_or_else(std::process::id);
-    crate::resolve_target(setting, MeasurementScopeSetting::ProcessTree, Some(pid))
+    crate::scope_target::resolve_target(setting, MeasurementScopeSetting::ProcessTree, Some(pid))
         .map_err(|error| EmbeddedError::Other(error.to_string()))
 }
 

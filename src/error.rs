@@ -1,7 +1,7 @@
 //! Why a pipeline call failed: the one error type of the library API, apart from the
 //! pipeline and the Agent-scope guards that both return it.
 
-use wattline_actors::pipeline::PipelineError;
+use wattline_actors::error::PipelineError;
 use wattline_config::ConfigError;
 use wattline_config::energy::EnvironmentError;
 
@@ -16,7 +16,7 @@ pub enum Error {
     Environment(#[from] EnvironmentError),
     /// The scope could not be set up.
     #[error(transparent)]
-    Scope(#[from] crate::ScopeError),
+    Scope(#[from] crate::scope_target::ScopeError),
     /// The pipeline failed or is stopped.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),

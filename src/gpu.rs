@@ -9,6 +9,8 @@
 //! and the [`GpuSelection`](visible_devices::GpuSelection) are the model's
 //! (`wattline-model`), which the snapshot, the energy account and the exporters read.
 
+pub use wattline_gpu::selection::{CompositeGpuSource, GpuSourceEnv, select_default_sources};
+pub use wattline_gpu::visible_devices::selector_matches;
 pub use wattline_gpu::*;
 pub use wattline_model::series::SamplingSeries;
 pub use wattline_model::snapshot::{GpuDeviceReading, GpuProcessReading, GpuSample, GpuVendor};

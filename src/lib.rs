@@ -18,6 +18,7 @@ pub mod overrides;
 mod pipeline;
 pub mod plugin;
 pub mod report;
+mod scope_target;
 
 use std::path::PathBuf;
 
@@ -26,11 +27,13 @@ pub use pipeline::{
     DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
     library_default_config,
 };
+pub use scope_target::{ScopeError, resolve_target};
 pub use wattline_actors::command_cgroup;
 pub use wattline_actors::doctor;
 pub use wattline_diagnostics as diagnostics;
 pub use wattline_model::category::SamplerCategory;
 pub use wattline_model::events;
+pub use wattline_model::metric_measurements;
 pub use wattline_model::metric_names;
 pub use wattline_model::report::EnergyReport;
 
@@ -43,52 +46,7 @@ pub use wattline_model::series::SamplingSeries;
 pub use wattline_model::snapshot;
 
 use wattline_actors::Collector;
-use wattline_actors::scope::identify_process;
-use wattline_config::{MeasurementScopeSetting, ResourceMetricsConfig};
-
-/// Why a scope could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum ScopeError {
-    /// A process scope was asked for without a process to measure.
-    #[error("the {0} scope needs a process ID to measure")]
-    MissingProcess(&'static str),
-    /// The process to measure could not be read.
-    #[error("process {pid} cannot be measured: {source}")]
-    Unreadable {
-        /// The process.
-        pid: u32,
-        /// Why.
-        source: wattline_actors::ReadError,
-    },
-}
-
-/// Turns a configured scope into a target. `runtime_default` means `default_scope`
-/// (`global` for the CLI, `process_tree` for the library); process scopes measure
-/// `pid`.
-pub fn resolve_target(
-    setting: MeasurementScopeSetting,
-    default_scope: MeasurementScopeSetting,
-    pid: Option<u32>,
-) -> Result<ScopeTarget, ScopeError> {
-    let setting = match setting {
-        MeasurementScopeSetting::RuntimeDefault => default_scope,
-        other => other,
-    };
-    let identify = |name: &'static str| -> Result<ProcessIdentity, ScopeError> {
-        let pid = pid.ok_or(ScopeError::MissingProcess(name))?;
-        identify_process(std::path::Path::new("/"), pid)
-            .map_err(|source| ScopeError::Unreadable { pid, source })
-    };
-    Ok(match setting {
-        MeasurementScopeSetting::Global | MeasurementScopeSetting::RuntimeDefault => {
-            ScopeTarget::Global
-        }
-        MeasurementScopeSetting::ApplicationProcess => {
-            ScopeTarget::ApplicationProcess(identify("application_process")?)
-        }
-        MeasurementScopeSetting::ProcessTree => ScopeTarget::ProcessTree(identify("process_tree")?),
-    })
-}
+use wattline_config::ResourceMetricsConfig;
 
 /// Takes one snapshot of `target` with `config`, on the on-demand series, synchronously
 /// and without actors or a GPU source (the GPU category is `null`); use [`Pipeline`]

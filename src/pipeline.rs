@@ -7,15 +7,17 @@ use std::time::Duration;
 
 use wattline_actors::ScopeTarget;
 use wattline_actors::command_cgroup::CommandCgroup;
+use wattline_actors::error::PipelineError;
 use wattline_actors::pipeline::DIAGNOSTICS_BUSY_LIMIT;
 use wattline_actors::pipeline::{
-    GpuSourceFactory, PipelineError, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
+    GpuSourceFactory, PipelineSpec, PreparedGpu, RunningPipeline, open_diagnostics,
     prepare_gpu_source,
 };
 use wattline_config::{EffectiveConfig, MeasurementScopeSetting, ResourceMetricsConfig};
 use wattline_diagnostics::DiagnosticError;
 use wattline_exporters::RunIdentity;
-use wattline_gpu::{GpuSource, GpuSourceEnv, select_default_sources};
+use wattline_gpu::GpuSource;
+use wattline_gpu::selection::{GpuSourceEnv, select_default_sources};
 use wattline_model::category::SamplerCategory;
 use wattline_model::energy::Epoch;
 use wattline_model::events::EventSink;
@@ -378,7 +380,7 @@ impl PreparedPipeline {
                         c.measurement_scope
                     });
                 // The library's runtime_default is the tree rooted at this process.
-                crate::resolve_target(
+                crate::scope_target::resolve_target(
                     setting,
                     MeasurementScopeSetting::ProcessTree,
                     Some(std::process::id()),
@@ -665,7 +667,7 @@ impl Pipeline {
     /// Whether every clock and actor of the pipeline is still running; a part that
     /// stopped on its own is listed with why, recorded as `pipeline.task_failed`, and
     /// named in the next report.
-    pub fn health(&self) -> wattline_actors::pipeline::health::PipelineHealth {
+    pub fn health(&self) -> wattline_actors::pipeline::PipelineHealth {
         self.inner.health()
     }
 

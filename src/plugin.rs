@@ -24,8 +24,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::EnergyReport;
 use crate::embedded::{ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
+use wattline_model::report::EnergyReport;
 
 /// One top-level component: its kind, whether it runs, its own configuration.
 #[derive(Debug, Clone, PartialEq)]

@@ -17,9 +17,9 @@ use uuid::Uuid;
 
 use energy_records::{any_wall, file_of, run_records, timestamp};
 use fuzz_support::{runner_config, with_files};
-use wattline::events::{
-    AttributeValue, Mark, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
-    MetricValueType, RESOURCE_MARK_NAME,
+use wattline::events::{Mark, RESOURCE_MARK_NAME};
+use wattline::metric_measurements::{
+    AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 };
 use wattline::report::csv::csv_row;
 use wattline::report::html::render_html;

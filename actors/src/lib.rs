@@ -1,5 +1,14 @@
-//! wattline's moving parts: the snapshot model and the messages that flow, scope
-//! resolution, the OS readers, the samplers and the merger's unit conversion.
+//! wattline's moving parts: the OS readers, scope resolution, the sampler actors, the
+//! merger, the on-demand actor, the energy actor and the wiring that runs them.
+//!
+//! Its façade is small: the running pipeline and how it is specified ([`pipeline`]:
+//! [`pipeline::RunningPipeline`], [`pipeline::PipelineSpec`], [`pipeline::ScopeStart`],
+//! [`pipeline::PipelineHealth`]) and why it fails ([`error::PipelineError`]), what a
+//! scope measures ([`scope`]), the one-shot [`Collector`], the measured command's own
+//! cgroup ([`command_cgroup`]) and `wattline doctor`'s checks ([`doctor`]). The GPU
+//! sources, the records and the energy account are crates of their own
+//! (`wattline-gpu`, `wattline-model`, `wattline-energy`); nothing of theirs is offered
+//! again here.
 
 #![warn(missing_docs)]
 
@@ -9,7 +18,8 @@ pub mod command_cgroup;
 #[cfg(test)]
 pub(crate) mod diagnostics;
 pub mod doctor;
-pub mod energy;
+pub(crate) mod energy;
+pub mod error;
 pub(crate) mod merger;
 pub(crate) mod on_demand;
 pub(crate) mod panics;

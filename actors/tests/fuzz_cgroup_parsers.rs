@@ -21,9 +21,11 @@ use fuzz_support::{edge_u64, lossy, mutated, noise, runner_config, with_files};
 use linux_support::{MOUNTINFO_HYBRID, MOUNTINFO_V2, assert_names_field, assert_names_place};
 use wattline_actors::platform::linux::ParseError;
 use wattline_actors::platform::linux::cgroup::{
-    CgroupMountEntry, CgroupMountKind, ExclusiveGroup, GroupDir, ProcCgroup, V1Membership,
-    parse_cgroup_mounts, parse_cpuset_count, parse_pids_events, parse_proc_cgroup,
-    parse_single_u64, read_cgroup_readings, unescape_octal,
+    CgroupMountEntry, CgroupMountKind, ExclusiveGroup, ProcCgroup, V1Membership,
+    parse_cgroup_mounts, parse_proc_cgroup, read_cgroup_readings, unescape_octal,
+};
+use wattline_actors::platform::linux::cgroup_files::{
+    GroupDir, parse_cpuset_count, parse_pids_events, parse_single_u64,
 };
 use wattline_actors::platform::linux::{cgroup_v1, cgroup_v2};
 

@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use wattline_actors::ReadErrorClass;
 use wattline_actors::platform::linux::ParseError;
 use wattline_actors::platform::linux::cgroup::{
-    CgroupLayout, CgroupMount, CgroupMountEntry, CgroupMountKind, CgroupReadings, GroupDir,
-    ProcCgroup, V1Membership, find_exclusive_group, parse_cgroup_mounts, parse_cpuset_count,
-    parse_pids_events, parse_proc_cgroup, read_cgroup_layout, read_cgroup_readings,
-    read_proc_cgroup, unescape_octal,
+    CgroupLayout, CgroupMount, CgroupMountEntry, CgroupMountKind, ProcCgroup, V1Membership,
+    find_exclusive_group, parse_cgroup_mounts, parse_proc_cgroup, read_cgroup_layout,
+    read_cgroup_readings, read_proc_cgroup, unescape_octal,
+};
+use wattline_actors::platform::linux::cgroup_files::{
+    CgroupReadings, GroupDir, parse_cpuset_count, parse_pids_events,
 };
 use wattline_actors::platform::linux::cgroup_v1;
 use wattline_actors::platform::linux::cgroup_v2;

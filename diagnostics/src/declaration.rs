@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::{DeclarationProblem, DiagnosticError};
 use super::limits::DiagnosticsLimits;
-use super::pipeline_components::PipelineCode;
+use super::pipeline_codes::PipelineCode;
 use super::vocabulary::{DiagnosticOutcome, FailureClass};
 
 /// Longest accepted component or extension name, in bytes.

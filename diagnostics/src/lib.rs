@@ -20,6 +20,7 @@ mod declaration;
 mod error;
 mod limits;
 mod observation;
+pub mod pipeline_codes;
 pub mod pipeline_components;
 mod snapshot;
 mod store;
@@ -39,9 +40,8 @@ pub use limits::{
 pub use observation::{
     Correlation, EvidenceDisposition, Observation, Provenance, RecordOutcome, RecordReceipt,
 };
-pub use pipeline_components::{
-    ExporterCode, GpuCode, PipelineCode, PipelineComponent, PipelineDiagnostics, SamplerFailure,
-};
+pub use pipeline_codes::{ExporterCode, GpuCode, PipelineCode, PipelineComponent, SamplerFailure};
+pub use pipeline_components::PipelineDiagnostics;
 pub use snapshot::{
     AdmissionUsage, CodeSnapshot, ComponentSnapshot, ComponentState, DeliveryStats,
     DiagnosticEvent, DiagnosticsSnapshot, EventCorrelation, HistoryStats,

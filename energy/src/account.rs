@@ -34,12 +34,28 @@ use wattline_model::trace_context::ScopeTrace;
 mod domain_joules;
 mod late_boundaries;
 mod power_shape;
+mod pricing;
 mod reporting;
 mod settling;
 
 use self::domain_joules::DomainJoules;
-use self::late_boundaries::Boundary;
 use self::power_shape::PowerShape;
+use self::pricing::Pricing;
+
+/// A scope boundary as the account books it.
+// Built and moved into the scope list at once: boxing the scope would allocate for
+// every step started.
+#[allow(clippy::large_enum_variant)]
+enum Boundary {
+    /// A scope went live (at its `start`).
+    Start(ScopeAccount),
+    /// The live scope at `index` in the account's list ended at `at`.
+    End {
+        index: usize,
+        at: Nanos,
+        wall: DateTime<Utc>,
+    },
+}
 
 /// How long intervals are kept after they closed, so a report as of an earlier instant
 /// (the flush call, before its fresh reading arrived) can take their tail back out.
@@ -363,7 +379,7 @@ impl ScopeAccount {
 pub struct EnergyAccount {
     settings: EnergySettings,
     /// What the settings price energy at, worked out once.
-    pricing: reporting::Pricing,
+    pricing: Pricing,
     clock: (Nanos, DateTime<Utc>),
     measuring_from: Option<(Nanos, DateTime<Utc>)>,
     sources: BTreeMap<String, SourceAccount>,
@@ -405,7 +421,7 @@ impl EnergyAccount {
         // The started record carries the region's row: a replay keeps this figure.
         settings.pin_carbon_region();
         EnergyAccount {
-            pricing: reporting::Pricing::of(&settings),
+            pricing: Pricing::of(&settings),
             settings,
             clock: (at, wall),
             measuring_from: None,

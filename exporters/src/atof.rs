@@ -39,9 +39,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wattline_config::{AtofCompression, AtofConfig, AtofWriteMode};
 use wattline_model::events::{
-    Mark, MarkCopies, MetricMeasurement, MetricMeasurements, PipelineEvent, ScopeCategory,
-    ScopeEvent, ScopeKind, new_uuid,
+    Mark, MarkCopies, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
 };
+use wattline_model::metric_measurements::{MetricMeasurement, MetricMeasurements};
 
 use wattline_model::scope_energy::SCOPE_ENERGY_MARK_NAME;
 

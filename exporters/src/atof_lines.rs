@@ -7,8 +7,10 @@ use serde::Serialize;
 use uuid::Uuid;
 use wattline_model::energy::EnergyRecord;
 use wattline_model::events::{
-    METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, Mark, MarkCopies, MarkCopy,
-    ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
+    Mark, MarkCopies, MarkCopy, ScopeCategory, ScopeEvent, ScopeKind, new_uuid,
+};
+use wattline_model::metric_measurements::{
+    METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION,
 };
 
 use crate::exporter::ExportError;

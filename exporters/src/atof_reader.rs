@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use wattline_model::energy::EnergyRecord;
-use wattline_model::events::MetricMeasurement;
+use wattline_model::metric_measurements::MetricMeasurement;
 
 use crate::atof::ENERGY_RECORD_SCHEMA;
 use crate::atof_files::files_of_set;

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use wattline_model::energy_telemetry::{ClosedInterval, EnergyFactors, GpuTelemetry, RaplInterval};
-use wattline_model::events::{AttributeValue, MetricMeasurement, MetricValue};
+use wattline_model::metric_measurements::{AttributeValue, MetricMeasurement, MetricValue};
 use wattline_model::metric_names::METHOD_ATTRIBUTE;
 use wattline_model::report::{EnergyDomain, JOULES_PER_KILOWATT_HOUR};
 use wattline_model::snapshot::{GpuDeviceReading, GpuSample};
@@ -364,7 +364,7 @@ mod tests {
     use super::*;
     use wattline_config::energy::{EnergySettings, FactorOrigin};
     use wattline_config::grid_intensity::region_intensity;
-    use wattline_model::events::MetricKind;
+    use wattline_model::metric_measurements::MetricKind;
     use wattline_model::metric_names::{self as names, METHOD_ATTRIBUTE};
     use wattline_model::snapshot::GpuVendor;
 

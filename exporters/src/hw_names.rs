@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use wattline_model::energy_telemetry::{GpuTelemetry, RaplInterval};
-use wattline_model::events::{AttributeValue, MetricMeasurement};
+use wattline_model::metric_measurements::{AttributeValue, MetricMeasurement};
 use wattline_model::report::{EnergyDomain, JOULES_PER_KILOWATT_HOUR};
 use wattline_model::snapshot::GpuDeviceReading;
 use wattline_model::telemetry_names::{
@@ -214,7 +214,7 @@ mod tests {
 
     use super::*;
     use wattline_model::energy_telemetry::{ClosedInterval, EnergyFactors};
-    use wattline_model::events::MetricValue;
+    use wattline_model::metric_measurements::MetricValue;
     use wattline_model::snapshot::{GpuSample, GpuVendor};
     use wattline_model::telemetry_names::{
         HW_ENERGY, HW_ERRORS, HW_GPU_MEMORY_LIMIT, HW_GPU_MEMORY_USAGE, HW_GPU_UTILIZATION,

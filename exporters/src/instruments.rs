@@ -15,8 +15,9 @@ use std::collections::HashMap;
 use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter, UpDownCounter};
 use opentelemetry::{Array, KeyValue, StringValue, Value};
 use wattline_config::opentelemetry::DEFAULT_MAX_INSTRUMENTS as CONFIGURED_DEFAULT;
-use wattline_model::events::{
-    AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
+use wattline_model::events::PipelineEvent;
+use wattline_model::metric_measurements::{
+    AttributeValue, MetricKind, MetricMeasurement, MetricValue, MetricValueType,
 };
 
 use crate::energy_names;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use wattline_model::events::{
+use wattline_model::metric_measurements::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 };
 

@@ -18,7 +18,9 @@ use opentelemetry_sdk::metrics::{
 };
 use wattline_config::MetricTemporality;
 
-use wattline_model::events::{MetricMeasurement, PipelineEvent};
+use wattline_model::events::PipelineEvent;
+
+use wattline_model::metric_measurements::MetricMeasurement;
 
 use crate::exporter::ExportError;
 use crate::instruments::InstrumentTable;

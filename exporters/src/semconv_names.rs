@@ -17,8 +17,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use wattline_config::opentelemetry::MetricNames;
-use wattline_model::events::{
-    AttributeValue, MetricKind, MetricMeasurement, MetricValue, PipelineEvent,
+use wattline_model::events::PipelineEvent;
+use wattline_model::metric_measurements::{
+    AttributeValue, MetricKind, MetricMeasurement, MetricValue,
 };
 use wattline_model::semconv::SemconvShape;
 use wattline_model::snapshot::semconv_equivalent;
@@ -226,7 +227,7 @@ fn capacity_factor(unit: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wattline_model::events::MetricValueType;
+    use wattline_model::metric_measurements::MetricValueType;
     use wattline_model::metric_names as names;
 
     const RESOURCE: &str = "nemo.relay.resource.";

@@ -15,10 +15,8 @@ use wattline_exporters::atof::{
 use wattline_exporters::{
     AtofExporter, BuildError, ExportError, Exporter, parse_metric_measurements, read_atof_marks,
 };
-use wattline_model::events::{
-    Mark, MarkCopies, MarkCopy, MetricMeasurements, MetricValue, PipelineEvent, ScopeCategory,
-    ScopeKind,
-};
+use wattline_model::events::{Mark, MarkCopies, MarkCopy, PipelineEvent, ScopeCategory, ScopeKind};
+use wattline_model::metric_measurements::{MetricMeasurements, MetricValue};
 
 fn config(directory: &Path, mode: AtofWriteMode) -> AtofConfig {
     AtofConfig {

@@ -12,7 +12,8 @@ use support::{at, resource_mark, uuid};
 use wattline_config::{AtofCompression, AtofConfig, AtofWriteMode};
 use wattline_exporters::atof_frames::{FrameOutcome, FrameReader};
 use wattline_exporters::{AtofExporter, AtofMarkStream, Exporter, read_atof_file, read_atof_marks};
-use wattline_model::events::{MarkCopies, MarkCopy, MetricValue, PipelineEvent};
+use wattline_model::events::{MarkCopies, MarkCopy, PipelineEvent};
+use wattline_model::metric_measurements::MetricValue;
 
 fn config(
     directory: &Path,

@@ -60,7 +60,7 @@ fn a_write_error_is_returned_and_the_next_event_writes_the_backlog_first() {
                 serde_json::from_str(line).expect("whole JSON lines only");
             let data = parse_metric_measurements(&value["data"]).expect("valid mark");
             match data.measurements[0].value {
-                wattline_model::events::MetricValue::U64(count) => count,
+                wattline_model::metric_measurements::MetricValue::U64(count) => count,
                 other => panic!("unexpected {other:?}"),
             }
         })

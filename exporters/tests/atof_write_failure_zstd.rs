@@ -10,7 +10,7 @@ use support::{at, resource_mark, set_file_size_limit, uuid};
 use wattline_config::{AtofCompression, AtofConfig};
 use wattline_exporters::atof::MAX_PENDING_FRAMES;
 use wattline_exporters::{AtofExporter, ExportError, Exporter, read_atof_marks};
-use wattline_model::events::MetricValue;
+use wattline_model::metric_measurements::MetricValue;
 
 #[test]
 fn a_failed_frame_waits_in_a_bounded_backlog_and_the_oldest_is_counted_lost() {

@@ -37,7 +37,8 @@ impl Exporter for Counting {
     fn export(&mut self, event: &PipelineEvent) -> Result<(), ExportError> {
         let previous = self.exported.fetch_add(1, Ordering::SeqCst);
         if let PipelineEvent::Mark(mark) = event
-            && let wattline_model::events::MetricValue::U64(n) = mark.data.measurements[0].value
+            && let wattline_model::metric_measurements::MetricValue::U64(n) =
+                mark.data.measurements[0].value
         {
             // Events arrive in the order they were sent.
             assert_eq!(n, previous + 1, "out of order");
@@ -494,7 +495,7 @@ struct Scripted {
 fn sample(event: &PipelineEvent) -> u64 {
     match event {
         PipelineEvent::Mark(mark) => match mark.data.measurements[0].value {
-            wattline_model::events::MetricValue::U64(n) => n,
+            wattline_model::metric_measurements::MetricValue::U64(n) => n,
             _ => panic!("not a test event"),
         },
         _ => panic!("not a test event"),

@@ -29,9 +29,9 @@ use wattline_exporters::atof::{render_energy_record, render_mark, render_scope};
 use wattline_exporters::{AtofReadError, RecordedMark, parse_metric_measurements, read_atof_marks};
 use wattline_model::energy::EnergyRecord;
 use wattline_model::energy::{DevicePower, PowerRecord};
-use wattline_model::events::{
-    AttributeValue, Mark, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
-    MetricValueType, ScopeCategory, ScopeEvent, ScopeKind,
+use wattline_model::events::{Mark, ScopeCategory, ScopeEvent, ScopeKind};
+use wattline_model::metric_measurements::{
+    AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 };
 
 /// Cases per test that reads a file (one file written per case).

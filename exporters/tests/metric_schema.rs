@@ -6,7 +6,7 @@ mod support;
 use serde_json::json;
 use support::{gauge_f64, resource_measurements};
 use wattline_exporters::{parse_metric_measurements, validate_metric_measurements};
-use wattline_model::events::{
+use wattline_model::metric_measurements::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 };
 

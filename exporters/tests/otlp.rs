@@ -15,8 +15,9 @@ use support::{
 };
 use wattline_config::{MetricTemporality, OtlpTransport};
 use wattline_exporters::{BuildError, ExportError, Exporter, OtlpExporter};
-use wattline_model::events::{
-    MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
+use wattline_model::events::PipelineEvent;
+use wattline_model::metric_measurements::{
+    MetricKind, MetricMeasurement, MetricValue, MetricValueType,
 };
 
 /// A gRPC exporter at the default temporality (cumulative sums and histograms).
@@ -455,7 +456,7 @@ fn instruments_are_capped_and_conflicts_refused_and_counted() {
     );
     // Same name, other kind: refused, the instrument keeps its first kind.
     let mut conflicting = support::gauge_f64("gen_ai.energy.consumed", 1.0, "kWh", &[]);
-    conflicting.kind = wattline_model::events::MetricKind::Gauge;
+    conflicting.kind = wattline_model::metric_measurements::MetricKind::Gauge;
     let event = wattline_model::events::PipelineEvent::Metrics {
         timestamp: at(1, 0),
         measurements: vec![conflicting],

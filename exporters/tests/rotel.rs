@@ -17,8 +17,9 @@ use rotel_agent::{Agent, WAIT, agent_path, listening};
 use support::free_address;
 use wattline_config::{MetricTemporality, OtlpTransport};
 use wattline_exporters::{Exporter, OtlpExporter};
-use wattline_model::events::{
-    MetricKind, MetricMeasurement, MetricValue, MetricValueType, PipelineEvent,
+use wattline_model::events::PipelineEvent;
+use wattline_model::metric_measurements::{
+    MetricKind, MetricMeasurement, MetricValue, MetricValueType,
 };
 
 fn gauge(name: &str, value: f64) -> PipelineEvent {

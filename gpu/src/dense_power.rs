@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::{PowerProbe, PowerSample, PowerSampleSink, SamplePart};
+use crate::power::{PowerProbe, PowerSample, PowerSampleSink, SamplePart};
 
 /// Dense power reading a source has started; dropping it stops it (threads end
 /// after their current read, a streaming child is killed).

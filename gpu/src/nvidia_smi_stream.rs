@@ -29,7 +29,8 @@ use wattline_model::snapshot::{GpuDeviceReading, GpuSample};
 
 use crate::events::{GpuEvent, GpuEventSink};
 use crate::nvidia_smi::{FORMAT_ARGUMENT, SmiAnswer, interpret_answer};
-use crate::{PowerSample, PowerSampleSink, SamplePart, selector_matches};
+use crate::power::{PowerSample, PowerSampleSink, SamplePart};
+use crate::visible_devices::selector_matches;
 
 /// The power fields, most precise first.
 pub const POWER_FIELDS: [&str; 2] = ["power.draw.instant", "power.draw"];

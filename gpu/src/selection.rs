@@ -25,23 +25,7 @@ use crate::nvidia_smi_collector::{
     locate_nvidia_smi,
 };
 use crate::nvml::{NvmlConfig, NvmlSource};
-use crate::visible_devices::{DeviceIdentity, selectors_select_device};
 use crate::{GpuSampleRequest, GpuSource, PowerSampleSink, SamplePart};
-
-/// Whether a device with `identifier` and `index` matches `selectors`: an empty list
-/// selects every device; otherwise one selector (an identifier or a unique `GPU-`
-/// prefix of it, ASCII case ignored, the index in decimal, a `MIG-GPU-<uuid>/…`
-/// identifier of its board, or `all`) selects it. See [`crate::visible_devices`].
-pub fn selector_matches(selectors: &[String], identifier: &str, index: Option<u32>) -> bool {
-    selectors_select_device(
-        selectors,
-        &DeviceIdentity {
-            identifier,
-            index,
-            mig_instances: &[],
-        },
-    )
-}
 
 /// What [`select_default_sources`] needs from its surroundings.
 #[derive(Clone)]

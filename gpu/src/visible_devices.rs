@@ -232,6 +232,21 @@ pub fn configured_selection(config_devices: &[String]) -> Option<GpuSelection> {
     })
 }
 
+/// Whether a device with `identifier` and `index` matches `selectors`: an empty list
+/// selects every device; otherwise one selector (an identifier or a unique `GPU-`
+/// prefix of it, ASCII case ignored, the index in decimal, a `MIG-GPU-<uuid>/…`
+/// identifier of its board, or `all`) selects it.
+pub fn selector_matches(selectors: &[String], identifier: &str, index: Option<u32>) -> bool {
+    selectors_select_device(
+        selectors,
+        &DeviceIdentity {
+            identifier,
+            index,
+            mig_instances: &[],
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,10 +10,9 @@ use std::time::{Duration, Instant};
 use support::{LogRecorder, build_fake_nvml, fake_smi_dir};
 use tracing::Level;
 use wattline_gpu::nvml::NvmlConfig;
-use wattline_gpu::{
-    CollectingEventSink, CompositeGpuSource, GpuEvent, GpuSampleRequest, GpuSource, GpuSourceEnv,
-    select_default_sources, selector_matches,
-};
+use wattline_gpu::selection::{CompositeGpuSource, GpuSourceEnv, select_default_sources};
+use wattline_gpu::visible_devices::selector_matches;
+use wattline_gpu::{CollectingEventSink, GpuEvent, GpuSampleRequest, GpuSource};
 use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::{GpuDeviceReading, GpuSample, GpuVendor};
 

@@ -8,10 +8,7 @@ use uuid::Uuid;
 
 /// The mark name of a resource poll.
 pub const RESOURCE_MARK_NAME: &str = "nemo.relay.resource_metrics";
-pub use crate::metric_measurements::{
-    AttributeValue, METRIC_MEASUREMENTS_SCHEMA, METRIC_MEASUREMENTS_SCHEMA_VERSION, MetricKind,
-    MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
-};
+use crate::metric_measurements::{MetricMeasurement, MetricMeasurements};
 
 /// A mark: one poll's measurements under one parent scope.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 use wattline_config::units::MeasurementValue;
 
-use crate::events::{
+use crate::measurement::{LimitEvent, LimitEventKind, LimitResource, Measurement};
+use crate::metric_measurements::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
 };
-use crate::measurement::{LimitEvent, LimitEventKind, LimitResource, Measurement};
 use crate::semconv::SemconvEquivalent;
 
 /// Whether a measurement's unit can ever produce a fraction, which fixes its number

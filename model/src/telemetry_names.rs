@@ -21,7 +21,7 @@
 //! the host. RAPL CPU packages and DRAM are `hw.energy`/`hw.power` with `hw.type =
 //! cpu`/`memory`.
 
-use crate::events::MetricKind;
+use crate::metric_measurements::MetricKind;
 use crate::metric_names as names;
 use crate::snapshot::GpuDeviceReading;
 

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use wattline::config::units::CapacityUnit;
-use wattline::events::{EventSink, MetricMeasurement, PipelineEvent};
+use wattline::events::{EventSink, PipelineEvent};
+use wattline::metric_measurements::MetricMeasurement;
 use wattline::report::human_units::{energy_text, power_text, three_significant_figures};
 use wattline::snapshot::GpuSample;
 use wattline_energy::account::EnergyAccount;
@@ -166,10 +167,11 @@ impl StatusSink {
                     figures.cpu_time_ms = Some((first, (at, value)));
                 }
                 "nemo.relay.resource.sample_count" => {
-                    if let Some(wattline::events::AttributeValue::String(scope)) = measurement
-                        .attributes
-                        .as_ref()
-                        .and_then(|a| a.get("nemo_relay.resource.measurement_scope"))
+                    if let Some(wattline::metric_measurements::AttributeValue::String(scope)) =
+                        measurement
+                            .attributes
+                            .as_ref()
+                            .and_then(|a| a.get("nemo_relay.resource.measurement_scope"))
                     {
                         figures.scope = Some(scope.clone());
                     }
@@ -296,7 +298,7 @@ pub fn resource_summary(elapsed: f64, figures: &StatusFigures) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wattline::events::{MetricKind, MetricValue, MetricValueType};
+    use wattline::metric_measurements::{MetricKind, MetricValue, MetricValueType};
     use wattline_config::energy::EnergySettings;
     use wattline_model::energy::{DevicePower, PowerRecord};
 

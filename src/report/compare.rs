@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
-use crate::EnergyReport;
 use crate::report::human_units::{energy_text, three_significant_figures};
+use wattline_model::report::EnergyReport;
 use wattline_model::report::ScopeEnergy;
 
 /// Two runs compared: `rows` in order (the run, devices, domains, Agent-scope names).

@@ -2,8 +2,8 @@
 //! columns ([`CSV_COLUMNS`]), a header that identifies the format, RFC 4180 quoting.
 //! Transform only; the CLI appends to files.
 
-use crate::EnergyReport;
 use wattline_config::energy::{FactorOrigin, RegionFactor};
+use wattline_model::report::EnergyReport;
 
 /// The columns, in order. Append-only: a new column goes at the end, so files written
 /// by an older wattline keep their meaning (their header then differs, and the CLI

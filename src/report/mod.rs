@@ -12,9 +12,9 @@ mod table;
 
 pub use table::render_table;
 
-use crate::EnergyReport;
 use csv::RunDescription;
 use series::RunSeries;
+use wattline_model::report::EnergyReport;
 
 /// What a report is rendered as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,9 +13,8 @@ use chrono::{DateTime, Utc};
 use wattline_config::units::{CapacityUnit, CpuUnit};
 use wattline_energy::integrator::counter_delta_joules;
 use wattline_model::energy::{EnergyRecord, Nanos, PowerRecord};
-use wattline_model::events::{
-    AttributeValue, EventSink, MetricMeasurement, PipelineEvent, RESOURCE_MARK_NAME,
-};
+use wattline_model::events::{EventSink, PipelineEvent, RESOURCE_MARK_NAME};
+use wattline_model::metric_measurements::{AttributeValue, MetricMeasurement};
 use wattline_model::report::EnergyDomain;
 use wattline_model::report::EnergyReport;
 
@@ -568,7 +567,7 @@ pub fn power_sparklines(report: &EnergyReport, series: &RunSeries) -> String {
 mod tests {
     use super::*;
     use wattline_model::energy::DevicePower;
-    use wattline_model::events::{MetricKind, MetricValue, MetricValueType};
+    use wattline_model::metric_measurements::{MetricKind, MetricValue, MetricValueType};
 
     fn start() -> DateTime<Utc> {
         "2026-01-01T00:00:00Z".parse().unwrap()

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use wattline_config::energy::FactorOrigin;
 
-use crate::EnergyReport;
 use crate::report::human_units::{energy_text, power_text, three_significant_figures};
+use wattline_model::report::EnergyReport;
 use wattline_model::report::{DeviceEnergy, Factor};
 
 /// The parts of the table, in the order they are printed.

@@ -23,38 +23,12 @@ pub use wattline_diagnostics::BuiltinDiagnosticCode;
 
 use crate::codes::check_registration;
 use crate::delivery::{Delivery, Submitter};
+pub use crate::negotiate::DiagnosticAvailability;
 use crate::negotiate::Session;
 use crate::queue::OperationKind;
 
 /// How long shutdown spends draining queued work.
 pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
-
-/// What negotiation with the host found, independent of later delivery health.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DiagnosticAvailability {
-    /// A session is open; submissions are delivered.
-    Available,
-    /// The host has collection off. The facade is inert.
-    Disabled,
-    /// The host has no diagnostics service, or offers a protocol or limits this SDK
-    /// does not accept. The facade is inert.
-    Unsupported,
-    /// The host could not be reached, refused the credentials, or failed. The
-    /// facade is inert.
-    Unavailable,
-}
-
-impl DiagnosticAvailability {
-    /// The lowercase name (`available`, `disabled`, `unsupported`, `unavailable`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiagnosticAvailability::Available => "available",
-            DiagnosticAvailability::Disabled => "disabled",
-            DiagnosticAvailability::Unsupported => "unsupported",
-            DiagnosticAvailability::Unavailable => "unavailable",
-        }
-    }
-}
 
 /// One negotiated facade per activation; clones share it. When diagnostics are not
 /// [`Available`](DiagnosticAvailability::Available) it is inert: components are

@@ -11,7 +11,32 @@ use nemo_relay_worker_proto::v1::{
 };
 use tonic::transport::Channel;
 
-use crate::diagnostics::DiagnosticAvailability;
+/// What negotiation with the host found, independent of later delivery health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DiagnosticAvailability {
+    /// A session is open; submissions are delivered.
+    Available,
+    /// The host has collection off. The facade is inert.
+    Disabled,
+    /// The host has no diagnostics service, or offers a protocol or limits this SDK
+    /// does not accept. The facade is inert.
+    Unsupported,
+    /// The host could not be reached, refused the credentials, or failed. The
+    /// facade is inert.
+    Unavailable,
+}
+
+impl DiagnosticAvailability {
+    /// The lowercase name (`available`, `disabled`, `unsupported`, `unavailable`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagnosticAvailability::Available => "available",
+            DiagnosticAvailability::Disabled => "disabled",
+            DiagnosticAvailability::Unsupported => "unsupported",
+            DiagnosticAvailability::Unavailable => "unavailable",
+        }
+    }
+}
 
 /// How long capabilities and the session open may take each.
 pub(crate) const BOOTSTRAP_LIMIT: Duration = Duration::from_secs(2);

@@ -431,8 +431,8 @@ mod tests {
 
     use super::*;
     use crate::energy::input::EnergyInbox;
-    use crate::pipeline::scope_stream::Stamp;
     use crate::scope_boundary::BoundaryAt;
+    use crate::scope_boundary::Stamp;
     use uuid::Uuid;
     use wattline_energy::integrator::JOULES_PER_KILOWATT_HOUR;
     use wattline_gpu::PowerSampleSink;
@@ -732,7 +732,7 @@ mod tests {
         assert!((attributed.value.as_f64() - 200.0).abs() < 1e-9);
         assert_eq!(
             attributed.attributes.as_ref().unwrap()["wattline.scope.name"],
-            wattline_model::events::AttributeValue::String("step".into())
+            wattline_model::metric_measurements::AttributeValue::String("step".into())
         );
         inbox.actor().stop(None);
     }

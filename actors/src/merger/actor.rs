@@ -19,14 +19,43 @@ use uuid::Uuid;
 use crate::energy::input::EnergyInbox;
 use crate::merger::boundaries::Boundaries;
 use crate::merger::tick_plan::{ActorClaims, TickPlan};
-use crate::pipeline::scope_stream::{StreamItem, pump};
 use crate::scope_boundary::BoundaryAt;
+use crate::scope_boundary::stream::StreamItem;
 use wattline_model::events::{
     EventSink, MarkCopies, MarkCopy, PipelineEvent, RESOURCE_MARK_NAME, new_uuid,
 };
 use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 use wattline_model::snapshot::resource_measurements;
+
+/// The most items the merger takes from the stream at once: a backlog goes in several
+/// batches.
+pub(crate) const MAX_BATCH: usize = 1024;
+
+/// How long the merger leaves the stream after taking a batch: senders meanwhile wake
+/// nothing (a wake-up is a futex and a reschedule, several times a send), and a burst
+/// is taken in batches; an isolated boundary is taken at once.
+pub(crate) const HOLD: Duration = Duration::from_millis(1);
+
+/// Moves the scope stream into `merger`'s mailbox, a batch at a time, until either is
+/// gone; after each batch the stream fills for [`HOLD`] (see [`crate::scope_boundary::stream`]). Owned by the
+/// merger, which spawns it.
+pub(crate) async fn pump(
+    mut stream: UnboundedReceiver<StreamItem>,
+    merger: ActorRef<MergerMessage>,
+) {
+    // A fresh buffer per batch, grown to what it takes: a batch goes with its message.
+    let mut batch = Vec::new();
+    while stream.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        if merger
+            .cast(MergerMessage::Scopes(std::mem::take(&mut batch)))
+            .is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(HOLD).await;
+    }
+}
 
 /// Messages the merger answers.
 pub enum MergerMessage {
@@ -37,7 +66,7 @@ pub enum MergerMessage {
         /// Dropped once the poll's marks are out.
         done: tokio::sync::oneshot::Sender<()>,
     },
-    /// What the scope stream held, in the order sent ([`crate::pipeline::scope_stream`]):
+    /// What the scope stream held, in the order sent ([`crate::scope_boundary::stream`]):
     /// scope boundaries (their events go out and they go on to the energy actor, in
     /// that order), reports asked behind them, shutdown.
     Scopes(Vec<StreamItem>),

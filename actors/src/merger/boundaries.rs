@@ -1,4 +1,4 @@
-//! The merger's side of the scope stream ([`crate::pipeline::scope_stream`]): each
+//! The merger's side of the scope stream ([`crate::scope_boundary::stream`]): each
 //! boundary it takes is applied to the scope table (its event goes out, in order with
 //! the polls' marks) and kept for the energy actor, which gets them in the order taken,
 //! one input per batch the merger took, or sooner, before anything the energy actor
@@ -96,11 +96,12 @@ mod tests {
     use crate::energy::input::EnergyMessage;
     use crate::merger::actor::{MergerActor, MergerArguments, MergerMessage};
     use crate::merger::tick_plan::TickPlan;
-    use crate::pipeline::scope_stream::{Stamp, StreamItem};
     use crate::samplers::environment::EnvironmentReader;
     use crate::samplers::registry::SamplerRegistry;
     use crate::scope::ScopeTarget;
     use crate::scope_boundary::ScopeStartExtras;
+    use crate::scope_boundary::Stamp;
+    use crate::scope_boundary::stream::StreamItem;
 
     /// What the energy actor was sent, as the test compares it.
     #[derive(Debug, Clone, PartialEq)]

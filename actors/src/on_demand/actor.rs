@@ -474,10 +474,7 @@ mod tests {
         // The cast fails, and the dropped callback says why.
         assert!(actor.cast(OnDemandMessage::Collect(done)).is_err());
         let (stopped, _) = answer_of(answer).await;
-        assert!(matches!(
-            stopped,
-            Err(crate::pipeline::error::PipelineError::Stopped)
-        ));
+        assert!(matches!(stopped, Err(crate::error::PipelineError::Stopped)));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::pipeline::error::PipelineError;
+use crate::error::PipelineError;
 use wattline_model::snapshot::Snapshot;
 
 /// Where an on-demand snapshot goes: called once, with the snapshot, or with

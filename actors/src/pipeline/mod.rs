@@ -3,17 +3,13 @@
 //! (`merger/actor.rs`) and the clocks. [`RunningPipeline`] is the handle the public
 //! library API wraps.
 
-pub mod clock;
-pub(crate) mod error;
-pub mod gpu_events;
-pub mod health;
+pub(crate) mod clock;
+pub(crate) mod gpu_events;
+pub(crate) mod health;
+pub use health::PipelineHealth;
 mod scope_start;
-pub(crate) mod scope_stream;
 mod stages;
-#[cfg(feature = "test-support")]
-mod stall;
-pub mod supervisor;
-mod wall_clock;
+pub(crate) mod supervisor;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -31,19 +27,19 @@ use wattline_config::diagnostics::DiagnosticsLimits;
 use wattline_config::energy::EnergySettings;
 
 use self::clock::{MissedTicks, sample_energy_now};
-use self::health::{HealthBoard, PipelineHealth};
+use self::health::HealthBoard;
 use self::supervisor::SupervisorMessage;
 use crate::energy::input::EnergyInbox;
+use crate::error::PipelineError;
 use crate::merger::actor::MergerMessage;
 pub use crate::merger::scopes::ROOT_SCOPE_NAME;
 use crate::merger::scopes::{scope_event, strictly_after};
 use crate::samplers::rapl::RaplReader;
 use crate::samplers::registry::SamplerRegistry;
 use crate::scope::ScopeTarget;
+use crate::scope_boundary::stream::{self as scope_stream, StreamItem};
 use crate::scope_boundary::{BoundaryAt, ScopeBoundary, ScopeStartExtras};
-pub use error::PipelineError;
 pub use scope_start::{ScopeStart, current_process_id};
-use scope_stream::StreamItem;
 use wattline_diagnostics::{Diagnostics, PipelineDiagnostics};
 use wattline_gpu::{GpuEventSink, GpuSource, NoopEventSink, SamplePart};
 use wattline_model::category::SamplerCategory;

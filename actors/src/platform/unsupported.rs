@@ -19,7 +19,8 @@ fn unsupported(path: &Path) -> ReadError {
 pub mod cgroup {
     use std::path::Path;
 
-    pub use crate::platform::linux::cgroup::{CgroupLayout, CgroupReadings, ExclusiveGroup};
+    pub use crate::platform::linux::cgroup::{CgroupLayout, ExclusiveGroup};
+    use crate::platform::linux::cgroup_files::CgroupReadings;
 
     use super::{ReadError, unsupported};
 

@@ -40,6 +40,7 @@ pub struct TickRequest {
     /// After this instant nobody waits for the answer: the request is skipped.
     pub deadline: Instant,
     /// The caller's slot for this sampler, held until the request is done.
+    #[expect(dead_code, reason = "held for its Drop, which frees the slot")]
     pub outstanding: Option<Outstanding>,
 }
 
@@ -52,6 +53,7 @@ pub struct PowerRequest {
     pub deadline: Instant,
     /// The caller's slot for this sampler, held until the request is done; `None`
     /// for a request that must be served (the flush's last sample).
+    #[expect(dead_code, reason = "held for its Drop, which frees the slot")]
     pub outstanding: Option<Outstanding>,
 }
 

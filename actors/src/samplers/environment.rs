@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::platform::ReadError;
+use crate::platform::linux::cgroup_files::CgroupReadings;
 use crate::platform::os::cgroup::{
-    CgroupLayout, CgroupReadings, find_exclusive_group, read_cgroup_layout, read_cgroup_readings,
+    CgroupLayout, find_exclusive_group, read_cgroup_layout, read_cgroup_readings,
 };
 use crate::platform::os::pressure::{Pressure, PressureResource, read_system_pressure};
 use crate::scope::{ResolvedScope, ScopeTarget};

@@ -60,20 +60,6 @@ impl ReadProblems {
         }
     }
 
-    /// Adds every entry of `other`.
-    pub fn extend(&mut self, other: ReadProblems) {
-        for (class, count, first) in other.by_class {
-            match self.by_class.iter_mut().find(|(seen, _, _)| *seen == class) {
-                Some((_, total, _)) => *total += count,
-                None => self.by_class.push((class, count, first)),
-            }
-        }
-    }
-
-    /// True when nothing failed.
-    pub fn is_empty(&self) -> bool {
-        self.by_class.is_empty()
-    }
 }
 
 /// A sampler's answer: its category reading and the coverage of its process sums.

@@ -9,27 +9,11 @@
 //! A boundary booked in time order reaches no interval: that path costs one
 //! comparison.
 
-use chrono::{DateTime, Utc};
 use wattline_model::energy::Nanos;
 use wattline_model::report::EnergyDomain;
 
-use super::{EnergyAccount, Fractions, ScopeAccount, Segment, divide_segment, seconds};
+use super::{Boundary, EnergyAccount, Fractions, ScopeAccount, Segment, divide_segment, seconds};
 use crate::attribution::Claimant;
-
-/// A scope boundary as the account books it.
-// Built and moved into the scope list at once: boxing the scope would allocate for
-// every step started.
-#[allow(clippy::large_enum_variant)]
-pub(super) enum Boundary {
-    /// A scope went live (at its `start`).
-    Start(ScopeAccount),
-    /// The live scope at `index` in the account's list ended at `at`.
-    End {
-        index: usize,
-        at: Nanos,
-        wall: DateTime<Utc>,
-    },
-}
 
 impl Boundary {
     fn at(&self) -> Nanos {

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use wattline_config::energy::{CarbonIntensity, EnergySettings};
+use wattline_config::energy::CarbonIntensity;
 
 use super::domain_joules::DomainJoules;
+use super::pricing::Pricing;
 use super::{EnergyAccount, LateAttribution, Meter, ScopeAccount, Tally, seconds};
 use crate::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
 use wattline_model::energy::Nanos;
@@ -19,36 +20,6 @@ use wattline_model::trace_context::ScopeTrace;
 
 fn kwh(joules: f64) -> f64 {
     joules / JOULES_PER_KILOWATT_HOUR
-}
-
-/// The factors that turn energy into money and CO2.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Pricing {
-    /// Per kWh, in the configured currency.
-    price: f64,
-    /// gCO2e per kWh.
-    gco2e_per_kwh: f64,
-    /// Whether CO2 is reported at all.
-    co2_tracking: bool,
-}
-
-impl Pricing {
-    /// The factors `settings` put in force (they do not change for an account's life).
-    pub(super) fn of(settings: &EnergySettings) -> Self {
-        Pricing {
-            price: settings.config.cost_per_kwh,
-            gco2e_per_kwh: settings.carbon_intensity().gco2e_per_kwh,
-            co2_tracking: settings.config.co2_tracking,
-        }
-    }
-
-    fn cost(&self, kwh: f64) -> f64 {
-        kwh * self.price
-    }
-
-    fn co2(&self, kwh: f64) -> Option<f64> {
-        self.co2_tracking.then_some(kwh * self.gco2e_per_kwh)
-    }
 }
 
 /// What a scope's figures depend on besides the scope.

@@ -31,8 +31,10 @@ use tokio::runtime::Runtime;
 use uuid::Uuid;
 use wattline_config::{MetricTemporality, OpenTelemetryConfig, OtlpEndpointConfig, OtlpTransport};
 use wattline_model::events::{
-    AttributeValue, Mark, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
-    MetricValueType, PipelineEvent, RESOURCE_MARK_NAME, ScopeCategory, ScopeEvent, ScopeKind,
+    Mark, PipelineEvent, RESOURCE_MARK_NAME, ScopeCategory, ScopeEvent, ScopeKind,
+};
+use wattline_model::metric_measurements::{
+    AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 };
 
 // ---------------------------------------------------------------------------- events

@@ -8,8 +8,8 @@ use wattline_config::units::{CapacityUnit, UtilizationUnit};
 
 use super::convert::{memory, utilization};
 use super::{Measurement, Snapshot};
-use crate::events::AttributeValue;
 use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
+use crate::metric_measurements::AttributeValue;
 use crate::semconv::SemconvEquivalent;
 use std::time::Instant;
 use wattline_config::resource_metrics::GpuUnits;

@@ -8,10 +8,10 @@ use wattline_config::units::{
 };
 
 use super::*;
-use crate::events::{
+use crate::marks::{CPU_TIME_RESOLUTION, NumberType, PROC_MEMORY_RESOLUTION, UnitNumber};
+use crate::metric_measurements::{
     AttributeValue, MetricKind, MetricMeasurement, MetricMeasurements, MetricValue,
 };
-use crate::marks::{CPU_TIME_RESOLUTION, NumberType, PROC_MEMORY_RESOLUTION, UnitNumber};
 use crate::snapshot::{
     CpuMetrics, DiskMetrics, MeasurementScope, OperatingSystem, ProcessSampling,
 };

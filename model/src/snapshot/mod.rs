@@ -34,11 +34,11 @@ pub use network::{
 pub use process::{ProcessMetrics, ProcessReading, process_metrics};
 
 use crate::category::SamplerCategory;
-use crate::events::{AttributeValue, MetricMeasurements};
 use crate::marks::{MarkBuilder, count};
 pub use crate::measurement::{
     LimitEvent, LimitEventKind, LimitEventReading, LimitResource, Measurement,
 };
+use crate::metric_measurements::{AttributeValue, MetricMeasurements};
 use crate::semconv::SemconvEquivalent;
 
 /// One category's gauge tables, seen from outside the category: its part of a mark,

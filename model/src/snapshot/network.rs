@@ -7,8 +7,8 @@ use wattline_config::units::{BandwidthUnit, CountUnit, DataUnit};
 
 use super::convert::{bandwidth, count, data};
 use super::{Measurement, MeasurementScope, Snapshot};
-use crate::events::AttributeValue;
 use crate::marks::{Gauge, MarkBuilder, semconv_in, whole_base};
+use crate::metric_measurements::AttributeValue;
 use crate::semconv::{SemconvEquivalent, SemconvShape};
 use wattline_config::resource_metrics::NetworkTrafficUnits;
 

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 
 use super::{escape, seconds_between};
-use crate::EnergyReport;
 use crate::report::series::SeriesPoint;
+use wattline_model::report::EnergyReport;
 
 /// Width of every chart's drawing, in SVG units (it scales with the page).
 pub(super) const CHART_WIDTH: f64 = 1160.0;

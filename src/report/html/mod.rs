@@ -14,7 +14,6 @@ mod sections;
 #[cfg(test)]
 mod tests;
 
-use crate::EnergyReport;
 use crate::report::csv::{RunDescription, factor_source};
 use crate::report::human_units::{energy_text, power_text, three_significant_figures};
 use crate::report::series::RunSeries;
@@ -23,6 +22,7 @@ use sections::{
     agent_scopes_section, cpu_power_section, cpu_use_section, diagnostics_section,
     gpu_power_section, memory_section,
 };
+use wattline_model::report::EnergyReport;
 
 /// The page. `run` says what the report does not know (the command and its scope);
 /// from a file both are unknown.

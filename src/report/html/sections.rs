@@ -14,10 +14,10 @@ use super::{
     cost_text, device_label, escape, grams_text, kwh_text, missing, seconds_between, section,
     watts_text,
 };
-use crate::EnergyReport;
 use crate::report::human_units::energy_text;
 use crate::report::series::RunSeries;
 use crate::report::series::{MemoryFigure, PowerLine, SeriesPoint, has_readings};
+use wattline_model::report::EnergyReport;
 
 pub(super) fn gpu_power_section(
     report: &EnergyReport,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::cgroup::{
+use super::cgroup_files::{
     CgroupReadings, GroupDir, fill, for_each_flat_keyed, keep, min_cpuset_count, min_opt,
     parse_pids_events, read_parsed, read_single_u64, set_u64,
 };

@@ -17,6 +17,7 @@
 
 pub mod cgroup;
 pub mod cgroup_command;
+pub mod cgroup_files;
 pub mod cgroup_v1;
 pub mod cgroup_v2;
 pub mod fd_count;

@@ -1,5 +1,5 @@
 //! A scope's start or end as the API records it: one message into the merger's
-//! mailbox ([`crate::pipeline::scope_stream`]), which writes the scope's events in
+//! mailbox ([`stream`]), which writes the scope's events in
 //! order with its polls and forwards it, in batches and in the same order, to the
 //! energy actor that books it. Times are the clocks' raw readings: the actors make
 //! calendar times of them, so the caller does not.
@@ -16,7 +16,29 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::pipeline::scope_stream::Stamp;
+#[cfg(feature = "test-support")]
+mod stall;
+pub(crate) mod stream;
+mod wall_clock;
+
+/// An instant read under the scope stream's lock ([`stream::ScopeStream`], the one
+/// place one is made): every boundary stamped earlier is on
+/// the stream already, ahead of anything sent with or after this one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp(Instant);
+
+impl Stamp {
+    /// The monotonic instant.
+    pub fn instant(self) -> Instant {
+        self.0
+    }
+
+    /// A stamp made up by a test (as if `at` had been read under the lock).
+    #[cfg(test)]
+    pub(crate) fn for_tests(at: Instant) -> Self {
+        Stamp(at)
+    }
+}
 
 /// A scope boundary on its way to the merger and on to the energy actor. Kept small
 /// (the caller writes one per boundary, and a backlog is as many bytes as it holds):
@@ -123,6 +145,7 @@ impl ScopeStartExtras {
     }
 
     /// Whether it holds nothing (a plain scope's).
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.0.is_none()
     }

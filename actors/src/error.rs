@@ -1,5 +1,5 @@
-//! Why the pipeline could not do what was asked: its own file, so the stages that
-//! return it need not reach into the pipeline's wiring.
+//! Why the pipeline could not do what was asked: below the wiring, so the actors that
+//! answer with it (the on-demand actor's callers) need not reach up into it.
 
 /// Why the pipeline could not do what was asked.
 #[derive(Debug, thiserror::Error)]

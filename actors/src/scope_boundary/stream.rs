@@ -14,50 +14,22 @@
 //! boundary into its mailbox: a ractor cast boxes each message and wakes the actor
 //! whenever it had caught up, which nearly doubled what a scope costs its caller
 //! (`benches/scope_cost.rs`, in the book's performance chapter). The merger takes the
-//! stream a batch at a time ([`pump`]), into its mailbox, behind what it holds.
+//! stream a batch at a time ([`pump`](crate::merger::actor::pump)), into its mailbox, behind what it holds.
 //!
 //! A [`Stamp`] is made here only. The instants in the past (the window's close and the
 //! ends made at it) are no stamps: the close is announced first
 //! ([`ScopeBoundary::WindowCloses`]), so the energy stage settles no step it reaches.
 
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use ractor::{ActorRef, RpcReplyPort};
+use ractor::RpcReplyPort;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::wall_clock::BoundaryClock;
-use crate::merger::actor::MergerMessage;
-use crate::scope_boundary::{ScopeBoundary, WallNanos};
+use super::{ScopeBoundary, Stamp, WallNanos};
 use wattline_model::report::EnergyReport;
-
-/// The most items the merger takes from the stream at once: a backlog goes in several
-/// batches.
-pub(crate) const MAX_BATCH: usize = 1024;
-
-/// How long the merger leaves the stream after taking a batch: senders meanwhile wake
-/// nothing (a wake-up is a futex and a reschedule, several times a send), and a burst
-/// is taken in batches; an isolated boundary is taken at once.
-pub(crate) const HOLD: Duration = Duration::from_millis(1);
-
-/// An instant read under the scope stream's lock: every boundary stamped earlier is on
-/// the stream already, ahead of anything sent with or after this one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Stamp(Instant);
-
-impl Stamp {
-    /// The monotonic instant.
-    pub fn instant(self) -> Instant {
-        self.0
-    }
-
-    /// A stamp made up by a test (as if `at` had been read under the lock).
-    #[cfg(test)]
-    pub(crate) fn for_tests(at: Instant) -> Self {
-        Stamp(at)
-    }
-}
 
 /// What the scope stream carries to the merger, in the order sent: boundaries, and what
 /// must come after the boundaries sent before it.
@@ -101,7 +73,7 @@ pub enum StreamItem {
 }
 
 /// A new scope stream: the senders' half, and the half the merger takes from
-/// ([`pump`]).
+/// ([`pump`](crate::merger::actor::pump)).
 pub(crate) fn scope_stream() -> (ScopeStream, UnboundedReceiver<StreamItem>) {
     let (sender, receiver) = unbounded_channel();
     let stream = ScopeStream {
@@ -165,7 +137,7 @@ impl ScopeStream {
 
     /// The next stamp's caller stops for `pause` right after its instant is read.
     #[cfg(feature = "test-support")]
-    pub(crate) fn stall_next(&self, pause: Duration) {
+    pub(crate) fn stall_next(&self, pause: std::time::Duration) {
         self.stall.arm(pause);
     }
 
@@ -173,26 +145,6 @@ impl ScopeStream {
     #[cfg(feature = "test-support")]
     pub(crate) fn stall_armed(&self) -> bool {
         self.stall.is_armed()
-    }
-}
-
-/// Moves the scope stream into `merger`'s mailbox, a batch at a time, until either is
-/// gone; after each batch the stream fills for [`HOLD`] (see the module). Owned by the
-/// merger, which spawns it.
-pub(crate) async fn pump(
-    mut stream: UnboundedReceiver<StreamItem>,
-    merger: ActorRef<MergerMessage>,
-) {
-    // A fresh buffer per batch, grown to what it takes: a batch goes with its message.
-    let mut batch = Vec::new();
-    while stream.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        if merger
-            .cast(MergerMessage::Scopes(std::mem::take(&mut batch)))
-            .is_err()
-        {
-            return;
-        }
-        tokio::time::sleep(HOLD).await;
     }
 }
 
@@ -278,7 +230,7 @@ mod tests {
         // there); one that comes meanwhile stamps and sends only after it.
         let (stream, mut receiver) = scope_stream();
         let stream = Arc::new(stream);
-        stream.stall_next(Duration::from_millis(200));
+        stream.stall_next(std::time::Duration::from_millis(200));
         let stalled = {
             let stream = Arc::clone(&stream);
             std::thread::spawn(move || send(&stream, true))
