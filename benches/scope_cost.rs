@@ -25,9 +25,12 @@
 //! For each: wall time, the calling thread's CPU time (what opening and ending cost
 //! the caller) and this process's CPU time per scope, and the calling thread's minor
 //! page faults per 1,000 rounds (`faults/k`: fresh memory its pushes touched). In
-//! bursts, the process's CPU counts the pauses too, so it includes the pipeline
-//! booking every scope, less the process's CPU over as many pauses without scopes (its
-//! idle work); back to back, it counts the loop only. Asserts nothing.
+//! bursts, the process's CPU counts the pauses too, less the process's CPU over as many
+//! pauses without scopes (its idle work, taken once the warm-up is booked). Either way
+//! it counts until the pipeline has booked every round (a flush, whose report comes
+//! behind every boundary; the span rows: a force flush), so a backlog left after the
+//! loop is counted, not lost; a second flush right after gives what a flush costs by
+//! itself, which is taken off. Asserts nothing.
 //!
 //! Run: `cargo bench --bench scope_cost`.
 
@@ -94,14 +97,19 @@ enum Pace {
 /// The pause after each burst.
 const PAUSE: Duration = Duration::from_millis(10);
 
-async fn measure<F, Fut>(rounds: u64, pace: Pace, mut round: F) -> Cost
+async fn measure<F, Fut, S, SFut>(rounds: u64, pace: Pace, mut round: F, mut settle: S) -> Cost
 where
     F: FnMut(u64) -> Fut,
     Fut: std::future::Future<Output = ()>,
+    S: FnMut() -> SFut,
+    SFut: std::future::Future<Output = ()>,
 {
     for n in 0..(rounds / 10).max(1) {
         round(n).await;
     }
+    // The warm-up's rounds booked before the idle figure is taken: none of it may count
+    // as idle work (and be taken off the rounds' cost).
+    settle().await;
     tokio::time::sleep(PAUSE).await;
     let burst = match pace {
         Pace::Bursts(burst) => burst.max(1),
@@ -135,11 +143,21 @@ where
             tokio::time::sleep(PAUSE).await;
         }
     }
+    // Whatever the rounds left to book is booked inside the process's figure: a settle
+    // books it, a second one costs what a settle costs by itself, taken off.
+    let loop_cpu = common::cpu_seconds() - cpu_at_start;
+    let settled_at = common::cpu_seconds();
+    settle().await;
+    let backlog_and_settle = common::cpu_seconds() - settled_at;
+    let again_at = common::cpu_seconds();
+    settle().await;
+    let settle_alone = common::cpu_seconds() - again_at;
+    let process_cpu = loop_cpu + (backlog_and_settle - settle_alone).max(0.0) - idle_cpu;
     let per_round = |seconds: f64| Duration::from_secs_f64(seconds / rounds as f64);
     Cost {
         wall: wall / rounds as u32,
         caller_cpu: per_round(caller_cpu),
-        cpu: per_round((common::cpu_seconds() - cpu_at_start - idle_cpu).max(0.0)),
+        cpu: per_round(process_cpu.max(0.0)),
         caller_faults_per_thousand: caller_faults as f64 * 1000.0 / rounds as f64,
     }
 }
@@ -151,14 +169,20 @@ async fn spans(
     provider: &opentelemetry_sdk::trace::SdkTracerProvider,
     tracer: &opentelemetry_sdk::trace::SdkTracer,
 ) -> Cost {
-    let cost = measure(rounds, pace, |_| {
-        let mut span = tracer.start("step");
-        span.end();
-        std::future::ready(())
-    })
-    .await;
-    let _ = provider.force_flush();
-    cost
+    measure(
+        rounds,
+        pace,
+        |_| {
+            let mut span = tracer.start("step");
+            span.end();
+            std::future::ready(())
+        },
+        || {
+            let _ = provider.force_flush();
+            std::future::ready(())
+        },
+    )
+    .await
 }
 
 async fn wattline_scopes(rounds: u64, pace: Pace, with_gpu: bool) -> Cost {
@@ -171,13 +195,22 @@ async fn wattline_scopes(rounds: u64, pace: Pace, with_gpu: bool) -> Cost {
     };
     let pipeline = builder.spawn().await.expect("the pipeline");
     let names: Vec<String> = (0..10).map(|n| format!("step-{n}")).collect();
-    let cost = measure(rounds, pace, |n| {
-        let scope = pipeline
-            .agent_scope(&names[(n % 10) as usize])
-            .expect("a scope");
-        scope.end().expect("its end");
-        std::future::ready(())
-    })
+    let cost = measure(
+        rounds,
+        pace,
+        |n| {
+            let scope = pipeline
+                .agent_scope(&names[(n % 10) as usize])
+                .expect("a scope");
+            scope.end().expect("its end");
+            std::future::ready(())
+        },
+        // The report comes behind every boundary sent before it: once it is back, the
+        // pipeline has booked them all.
+        || async {
+            let _ = pipeline.flush().await;
+        },
+    )
     .await;
     // Everything asked of the pipeline is done before the next row.
     let _ = pipeline.shutdown().await;

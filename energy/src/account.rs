@@ -392,6 +392,9 @@ pub struct EnergyAccount {
     /// Scopes no later interval can reach, in the order they were retired: kept for
     /// the report only, the newest `scopes_in_detail` of them.
     finished_scopes: VecDeque<ScopeAccount>,
+    /// No finished scope ends later than this (the latest end of any retired so far): a
+    /// late boundary at or after it reaches none of them, and need not look.
+    finished_until: Nanos,
     /// The finished scopes older than those.
     folded_scopes: FoldedScopeAggregates,
     /// Per counted domain, the run's energy no scope held (J).
@@ -430,6 +433,7 @@ impl EnergyAccount {
             scopes: Vec::new(),
             retiring: Vec::new(),
             finished_scopes: VecDeque::new(),
+            finished_until: 0,
             folded_scopes: FoldedScopeAggregates::default(),
             unattributed: BTreeMap::new(),
             gpu_configured: None,
@@ -802,6 +806,7 @@ impl EnergyAccount {
                 pending.push(settled);
             }
         }
+        self.finished_until = self.finished_until.max(scope.until());
         self.finished_scopes.push_back(scope);
         while self.finished_scopes.len() > self.settings.config.scopes_in_detail {
             let Some(oldest) = self.finished_scopes.pop_front() else {

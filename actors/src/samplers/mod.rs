@@ -59,7 +59,6 @@ impl ReadProblems {
             None => self.by_class.push((class, 1, error.to_string())),
         }
     }
-
 }
 
 /// A sampler's answer: its category reading and the coverage of its process sums.

@@ -124,17 +124,28 @@ impl EnergyAccount {
     }
 
     /// Every scope that can hold energy after `at`: the finished ones still live then
-    /// (kept in detail), and every scope not yet retired.
+    /// (kept in detail) and the scopes not yet retired that are. A scope that ended by
+    /// `at` holds nothing after it; the finished ones are looked at only when one can
+    /// have ended after `at` (the pipeline's own late boundaries never reach one).
     fn holders_after(&self, at: Nanos) -> Vec<Holder> {
         let finished = self
             .finished_scopes
             .iter()
             .enumerate()
+            .take(if at < self.finished_until {
+                usize::MAX
+            } else {
+                0
+            })
             .filter(|(_, scope)| scope.until() > at)
             .map(|(index, _)| Holder::Finished(index));
-        finished
-            .chain((0..self.scopes.len()).map(Holder::Live))
-            .collect()
+        let live = self
+            .scopes
+            .iter()
+            .enumerate()
+            .filter(|(_, scope)| scope.until() > at)
+            .map(|(index, _)| Holder::Live(index));
+        finished.chain(live).collect()
     }
 
     fn holder(&self, holder: Holder) -> &ScopeAccount {
