@@ -349,6 +349,46 @@ fn compare(base: &str, new: &str, extra: &[&str]) -> std::process::Output {
 }
 
 #[test]
+fn the_comparison_table_prices_each_steps_part() {
+    // Base to reweighted, at 0.2 EUR/kWh and 400 g/kWh. request: 1247.4 J (1134 GPU +
+    // 113.4 CPU) to 1650 J, +32.3%; tool: 554.4 J to 660 J, +19.0%; summarize: 1524.6 J
+    // to 1122 J, -26.4%; retry: 0 J to 360 J, from zero. A joule is 0.2 / 3.6e6 EUR and
+    // 400 / 3.6e6 g; three significant figures.
+    let output = compare("base.jsonl", "reweighted.jsonl", &[]);
+    assert!(output.status.success(), "{output:?}");
+    let table = String::from_utf8(output.stdout).unwrap();
+    for (name, cost, co2) in [
+        (
+            "request",
+            "0.0000693 EUR → 0.0000917 EUR (+32.3%)",
+            "0.139 g → 0.183 g (+32.3%)",
+        ),
+        (
+            "tool",
+            "0.0000308 EUR → 0.0000367 EUR (+19.0%)",
+            "0.0616 g → 0.0733 g (+19.0%)",
+        ),
+        (
+            "summarize",
+            "0.0000847 EUR → 0.0000623 EUR (-26.4%)",
+            "0.169 g → 0.125 g (-26.4%)",
+        ),
+        (
+            "retry",
+            "0 EUR → 0.0000200 EUR (from zero)",
+            "0 g → 0.0400 g (from zero)",
+        ),
+    ] {
+        let line = table
+            .lines()
+            .find(|line| line.starts_with(&format!("step {name} ")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{table}"));
+        assert!(line.contains(cost), "{name}'s cost: {line}");
+        assert!(line.contains(co2), "{name}'s CO2: {line}");
+    }
+}
+
+#[test]
 fn compare_puts_each_steps_part_side_by_side() {
     let fixture = Fixture::load();
     let (base, new) = (fixture.run("base"), fixture.run("reweighted"));
@@ -407,6 +447,23 @@ fn compare_puts_each_steps_part_side_by_side() {
         number(&run["energy_kwh"]["change"], "run change"),
         0.0,
     );
+}
+
+#[test]
+fn a_run_against_itself_passes_the_gate_and_a_step_at_zero_did_not_grow() {
+    // retry's part is 0 J in both: no growth, even at a limit of 0%; the table writes
+    // no change for it.
+    let output = compare("base.jsonl", "base.jsonl", &["--fail-above", "0"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("more than"), "{stderr}");
+    let table = String::from_utf8_lossy(&output.stdout);
+    let retry = table
+        .lines()
+        .find(|line| line.starts_with("step retry "))
+        .unwrap_or_else(|| panic!("no row for retry:\n{table}"));
+    assert!(retry.contains("0 J → 0 J "), "{retry}");
+    assert!(!retry.contains("from zero"), "{retry}");
 }
 
 #[test]

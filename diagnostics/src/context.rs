@@ -471,9 +471,62 @@ pub fn retry_while_busy<T>(
     }
 }
 
+/// How many times [`retry_soon_while_busy`] asks again.
+const BUSY_RETRIES: usize = 1024;
+
+/// Calls `call` until it is not [`DiagnosticError::Busy`], yielding the thread between
+/// tries, at most [`BUSY_RETRIES`] times: for a caller that must not sleep (an actor, a
+/// request handler) and would otherwise lose what it records to another call that
+/// holds the context for the length of one record.
+pub fn retry_soon_while_busy<T>(
+    mut call: impl FnMut() -> Result<T, DiagnosticError>,
+) -> Result<T, DiagnosticError> {
+    let mut attempt = 0;
+    loop {
+        match call() {
+            Err(DiagnosticError::Busy) if attempt < BUSY_RETRIES => {
+                attempt += 1;
+                std::thread::yield_now();
+            }
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod busy_tests {
     use super::*;
+
+    #[test]
+    fn a_call_that_meets_a_busy_context_is_made_again_a_bounded_number_of_times() {
+        let mut calls = 0;
+        let answer = retry_soon_while_busy(|| {
+            calls += 1;
+            if calls < 3 {
+                Err(DiagnosticError::Busy)
+            } else {
+                Ok("recorded")
+            }
+        });
+        assert_eq!(answer.unwrap(), "recorded");
+        assert_eq!(calls, 3);
+        // Busy for good: the first call and BUSY_RETRIES more, then busy is returned.
+        let mut calls = 0;
+        let answer: Result<(), _> = retry_soon_while_busy(|| {
+            calls += 1;
+            Err(DiagnosticError::Busy)
+        });
+        assert!(matches!(answer, Err(DiagnosticError::Busy)));
+        assert_eq!(calls, BUSY_RETRIES + 1);
+        // Any other error is returned at once.
+        let mut calls = 0;
+        let answer: Result<(), _> = retry_soon_while_busy(|| {
+            calls += 1;
+            Err(DiagnosticError::Closed)
+        });
+        assert!(matches!(answer, Err(DiagnosticError::Closed)));
+        assert_eq!(calls, 1);
+    }
 
     #[test]
     fn a_busy_context_is_asked_again_and_busy_is_never_off() {

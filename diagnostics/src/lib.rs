@@ -26,7 +26,7 @@ mod snapshot;
 mod store;
 mod vocabulary;
 
-pub use context::{DiagnosticComponent, Diagnostics, PluginDiagnostics};
+pub use context::{DiagnosticComponent, Diagnostics, PluginDiagnostics, retry_soon_while_busy};
 pub use declaration::{
     BuiltinDiagnosticCode, CodeOrigin, ComponentDeclaration, DiagnosticCode, MAX_NAME_BYTES,
 };

@@ -21,7 +21,7 @@
 
 use std::num::NonZeroU64;
 
-use super::context::{DiagnosticComponent, Diagnostics};
+use super::context::{DiagnosticComponent, Diagnostics, retry_soon_while_busy};
 use super::declaration::{BuiltinDiagnosticCode, ComponentDeclaration, DiagnosticCode};
 use super::error::DiagnosticError;
 use super::observation::{Correlation, Observation, RecordOutcome};
@@ -32,9 +32,6 @@ use std::io;
 
 use super::vocabulary::FailureClass;
 use wattline_model::category::SamplerCategory;
-
-/// How often a recording that found the context busy is tried again.
-const BUSY_RETRIES: usize = 1024;
 
 const fn host(code: PipelineCode) -> DiagnosticCode<'static> {
     DiagnosticCode::Builtin(BuiltinDiagnosticCode::Pipeline(code))
@@ -145,9 +142,8 @@ impl PipelineDiagnostics {
         detail: &str,
     ) -> Result<RecordOutcome, DiagnosticError> {
         let component = self.component(code.component());
-        let mut attempt = 0;
-        loop {
-            let result = component.try_record_lazy(|| Observation {
+        retry_soon_while_busy(|| {
+            component.try_record_lazy(|| Observation {
                 code: code.position(),
                 count,
                 outcome: code.outcome(),
@@ -156,15 +152,8 @@ impl PipelineDiagnostics {
                 detail: (!detail.is_empty()).then_some(detail.into()),
                 correlation: Correlation::default(),
                 provenance: None,
-            });
-            match result {
-                Err(error) if error.reason() == "busy" && attempt < BUSY_RETRIES => {
-                    attempt += 1;
-                    std::thread::yield_now();
-                }
-                other => return other,
-            }
-        }
+            })
+        })
     }
 
     /// Records a sampler failure with the kind's default class.

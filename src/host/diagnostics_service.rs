@@ -21,7 +21,7 @@ use tonic::{Request, Response, Status};
 use wattline_diagnostics::{
     BuiltinDiagnosticCode, ComponentDeclaration, Correlation, DiagnosticCode, DiagnosticComponent,
     DiagnosticOutcome, Diagnostics, EvidenceDisposition, FailureClass, Observation, Provenance,
-    RecordOutcome, Severity,
+    RecordOutcome, Severity, retry_soon_while_busy,
 };
 
 /// The host's limits, the reference host's values (spec/worker-protocol.md).
@@ -394,12 +394,15 @@ impl DiagnosticsService {
         let name = format!("worker.{namespace}.{}", registration.local_name);
         let declared: Vec<DiagnosticCode<'_>> =
             codes.codes.iter().map(CheckedCode::declared).collect();
-        let component = self
-            .context
-            .component_lazy_for_worker(|| ComponentDeclaration {
-                name: &name,
-                codes: &declared,
-            });
+        // The pipeline's own recordings hold the context for the length of one record: a
+        // worker's call that meets one waits its turn instead of being rejected.
+        let component = retry_soon_while_busy(|| {
+            self.context
+                .component_lazy_for_worker(|| ComponentDeclaration {
+                    name: &name,
+                    codes: &declared,
+                })
+        });
         match component {
             Ok(component) => {
                 session.extensions += extensions;
@@ -441,23 +444,25 @@ impl DiagnosticsService {
             },
             None => None,
         };
-        let result = component.try_record_lazy(|| Observation {
-            code: observation.code,
-            count,
-            outcome,
-            severity,
-            failure_class,
-            detail: observation.detail.as_deref().map(Into::into),
-            correlation: Correlation {
-                request_id: observation.request_id.as_deref().map(Into::into),
-                session_id: observation.session_id.as_deref().map(Into::into),
-            },
-            provenance: Some(Provenance {
-                worker_id: worker_id.into(),
-                observed_at: observation
-                    .observed_unix_micros
-                    .and_then(chrono::DateTime::from_timestamp_micros),
-            }),
+        let result = retry_soon_while_busy(|| {
+            component.try_record_lazy(|| Observation {
+                code: observation.code,
+                count,
+                outcome,
+                severity,
+                failure_class,
+                detail: observation.detail.as_deref().map(Into::into),
+                correlation: Correlation {
+                    request_id: observation.request_id.as_deref().map(Into::into),
+                    session_id: observation.session_id.as_deref().map(Into::into),
+                },
+                provenance: Some(Provenance {
+                    worker_id: worker_id.into(),
+                    observed_at: observation
+                        .observed_unix_micros
+                        .and_then(chrono::DateTime::from_timestamp_micros),
+                }),
+            })
         });
         match result {
             Ok(RecordOutcome::Recorded(recorded)) => DiagnosticReceipt {

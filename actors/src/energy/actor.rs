@@ -431,7 +431,6 @@ mod tests {
 
     use super::*;
     use crate::energy::input::EnergyInbox;
-    use crate::scope_boundary::BoundaryAt;
     use crate::scope_boundary::Stamp;
     use uuid::Uuid;
     use wattline_energy::integrator::JOULES_PER_KILOWATT_HOUR;
@@ -521,23 +520,10 @@ mod tests {
         flags: Vec<&'static str>,
     ) -> [ScopeBoundary; 2] {
         let at = |seconds: f64| epoch.0 + Duration::from_secs_f64(seconds);
+        let wall = || std::time::SystemTime::now().into();
         [
-            ScopeBoundary::Started {
-                uuid,
-                name: "step".into(),
-                parent: None,
-                process_id: None,
-                weight: None,
-                extras: crate::scope_boundary::ScopeStartExtras::default(),
-                at: Stamp::for_tests(at(from)),
-                wall: std::time::SystemTime::now().into(),
-            },
-            ScopeBoundary::Ended {
-                uuid,
-                flags,
-                at: BoundaryAt::Stamped(Stamp::for_tests(at(to))),
-                wall: std::time::SystemTime::now().into(),
-            },
+            ScopeBoundary::plain_start(uuid, Stamp::for_tests(at(from)), wall()),
+            ScopeBoundary::plain_end(uuid, flags, Stamp::for_tests(at(to)), wall()),
         ]
     }
 

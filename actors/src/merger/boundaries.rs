@@ -99,7 +99,6 @@ mod tests {
     use crate::samplers::environment::EnvironmentReader;
     use crate::samplers::registry::SamplerRegistry;
     use crate::scope::ScopeTarget;
-    use crate::scope_boundary::ScopeStartExtras;
     use crate::scope_boundary::Stamp;
     use crate::scope_boundary::stream::StreamItem;
 
@@ -247,25 +246,13 @@ mod tests {
     }
 
     fn started(uuid: Uuid) -> StreamItem {
-        StreamItem::Boundary(ScopeBoundary::Started {
-            uuid,
-            name: "step".into(),
-            parent: None,
-            process_id: None,
-            weight: None,
-            extras: ScopeStartExtras::default(),
-            at: Stamp::for_tests(Instant::now()),
-            wall: SystemTime::now().into(),
-        })
+        let (at, wall) = (Stamp::for_tests(Instant::now()), SystemTime::now().into());
+        StreamItem::Boundary(ScopeBoundary::plain_start(uuid, at, wall))
     }
 
     fn ended(uuid: Uuid) -> StreamItem {
-        StreamItem::Boundary(ScopeBoundary::Ended {
-            uuid,
-            flags: Vec::new(),
-            at: BoundaryAt::Stamped(Stamp::for_tests(Instant::now())),
-            wall: SystemTime::now().into(),
-        })
+        let (at, wall) = (Stamp::for_tests(Instant::now()), SystemTime::now().into());
+        StreamItem::Boundary(ScopeBoundary::plain_end(uuid, Vec::new(), at, wall))
     }
 
     // On one thread: the merger runs only once the test awaits, so every boundary

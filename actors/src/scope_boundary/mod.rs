@@ -89,6 +89,38 @@ pub enum ScopeBoundary {
     },
 }
 
+#[cfg(test)]
+impl ScopeBoundary {
+    /// A plain scope named `step` starting at `at` (tests).
+    pub(crate) fn plain_start(uuid: Uuid, at: Stamp, wall: WallNanos) -> Self {
+        ScopeBoundary::Started {
+            uuid,
+            name: "step".into(),
+            parent: None,
+            process_id: None,
+            weight: None,
+            extras: ScopeStartExtras::default(),
+            at,
+            wall,
+        }
+    }
+
+    /// Its end at `at`, with `flags` (tests).
+    pub(crate) fn plain_end(
+        uuid: Uuid,
+        flags: Vec<&'static str>,
+        at: Stamp,
+        wall: WallNanos,
+    ) -> Self {
+        ScopeBoundary::Ended {
+            uuid,
+            flags,
+            at: BoundaryAt::Stamped(at),
+            wall,
+        }
+    }
+}
+
 /// When a boundary happened: now, as it was sent, or at the window's close, which may
 /// lie in the past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

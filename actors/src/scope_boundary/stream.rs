@@ -155,30 +155,15 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
-    use crate::scope_boundary::{BoundaryAt, ScopeStartExtras};
 
     /// Sends a start (`start`) or an end, stamped.
     fn send(stream: &ScopeStream, start: bool) {
         stream.send_stamped(|at, wall| {
             let uuid = Uuid::now_v7();
             let boundary = if start {
-                ScopeBoundary::Started {
-                    uuid,
-                    name: "step".into(),
-                    parent: None,
-                    process_id: None,
-                    weight: None,
-                    extras: ScopeStartExtras::default(),
-                    at,
-                    wall,
-                }
+                ScopeBoundary::plain_start(uuid, at, wall)
             } else {
-                ScopeBoundary::Ended {
-                    uuid,
-                    flags: Vec::new(),
-                    at: BoundaryAt::Stamped(at),
-                    wall,
-                }
+                ScopeBoundary::plain_end(uuid, Vec::new(), at, wall)
             };
             (StreamItem::Boundary(boundary), ())
         });
