@@ -475,7 +475,7 @@ pub fn retry_while_busy<T>(
 const BUSY_RETRIES: usize = 1024;
 
 /// Calls `call` until it is not [`DiagnosticError::Busy`], yielding the thread between
-/// tries, at most [`BUSY_RETRIES`] times: for a caller that must not sleep (an actor, a
+/// tries, at most 1,024 times: for a caller that must not sleep (an actor, a
 /// request handler) and would otherwise lose what it records to another call that
 /// holds the context for the length of one record.
 pub fn retry_soon_while_busy<T>(
