@@ -130,7 +130,7 @@ fn type_name(value_type: MetricValueType) -> &'static str {
 /// broken rule is returned as `measurements[i]: rule`.
 ///
 /// ```
-/// use wattline_model::events::{
+/// use wattline_model::metric_measurements::{
 ///     MetricKind, MetricMeasurement, MetricMeasurements, MetricValue, MetricValueType,
 /// };
 /// use wattline_exporters::validate_metric_measurements;
