@@ -1099,3 +1099,30 @@ fn an_end_booked_after_later_readings_divides_them_again_and_holds_the_steps_it_
     }
     assert_close(joules(report.domains[0].unattributed_kwh), 100.0);
 }
+
+#[test]
+fn a_start_booked_later_than_promised_divides_again_a_step_already_retired() {
+    // 100 W read every half second, 0–4 s. A holds 0.5–1.5 s, B 1–2 s; B's start and
+    // end reach the account only after every reading, untold (a boundary stamped
+    // earlier than the pipeline promises), when A is retired already. By hand: 0.5–1 A
+    // alone 50 J; 1–1.5 A and B 25 J each; 1.5–2 B alone 50 J. So A 75 J, B 75 J, and
+    // the 400 J of the run less those 150 J unattributed.
+    let steps = [Step::new(1, 0.5, 1.5), Step::new(2, 1.0, 2.0)];
+    let in_order = schedule(&steps, flat_gpu(4.0, None));
+    let is_b = |record: &EnergyRecord| match record {
+        EnergyRecord::ScopeStarted { uuid, .. } | EnergyRecord::ScopeEnded { uuid, .. } => {
+            *uuid == Uuid::from_u128(2)
+        }
+        _ => false,
+    };
+    let mut records: Vec<EnergyRecord> = in_order.iter().filter(|r| !is_b(r)).cloned().collect();
+    records.extend(in_order.iter().filter(|r| is_b(r)).cloned());
+    let report = report(&records, at(4.0));
+    for (n, attributed) in [(1, 75.0), (2, 75.0)] {
+        assert_close(
+            joules(scope(&report, n).attributed_gpu_energy_kwh.unwrap()),
+            attributed,
+        );
+    }
+    assert_close(joules(report.domains[0].unattributed_kwh), 250.0);
+}

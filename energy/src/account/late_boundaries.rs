@@ -128,24 +128,24 @@ impl EnergyAccount {
     /// `at` holds nothing after it; the finished ones are looked at only when one can
     /// have ended after `at` (the pipeline's own late boundaries never reach one).
     fn holders_after(&self, at: Nanos) -> Vec<Holder> {
-        let finished = self
-            .finished_scopes
-            .iter()
-            .enumerate()
-            .take(if at < self.finished_until {
-                usize::MAX
-            } else {
-                0
-            })
-            .filter(|(_, scope)| scope.until() > at)
-            .map(|(index, _)| Holder::Finished(index));
-        let live = self
-            .scopes
-            .iter()
-            .enumerate()
-            .filter(|(_, scope)| scope.until() > at)
-            .map(|(index, _)| Holder::Live(index));
-        finished.chain(live).collect()
+        let mut holders = Vec::new();
+        if at < self.finished_until {
+            holders.extend(
+                self.finished_scopes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, scope)| scope.until() > at)
+                    .map(|(index, _)| Holder::Finished(index)),
+            );
+        }
+        holders.extend(
+            self.scopes
+                .iter()
+                .enumerate()
+                .filter(|(_, scope)| scope.until() > at)
+                .map(|(index, _)| Holder::Live(index)),
+        );
+        holders
     }
 
     fn holder(&self, holder: Holder) -> &ScopeAccount {
