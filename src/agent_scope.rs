@@ -1,5 +1,12 @@
 //! An Agent scope from Rust: how one is started ([`ScopeOptions`]: its weight and the
-//! caller's span) and the live scope ([`AgentScope`]) that ends it when dropped.
+//! caller's span), the live scope ([`AgentScope`]) that ends it when dropped, and the
+//! current scope ([`AgentScope::run`], [`current_scope`]) that a scope started inside
+//! it is nested in.
+//!
+//! The current scope is task-local, like a tracing span entered with `instrument`: a
+//! future run with [`AgentScope::run`] sees it across its awaits, and a task it
+//! spawns does not (run that task's future with `run` too). An explicit
+//! [`AgentScope::child`] always wins over the current scope.
 
 use std::sync::Arc;
 
@@ -89,6 +96,41 @@ fn traceparent_of(context: &opentelemetry::Context) -> Option<String> {
     })
 }
 
+tokio::task_local! {
+    /// The scope a future runs in ([`AgentScope::run`]).
+    static CURRENT_SCOPE: CurrentScope;
+}
+
+/// The current scope as the task-local holds it: its UUID and the pipeline it lives
+/// in, by address (a scope of another pipeline is no parent here; the scope, and so
+/// its pipeline, outlives the future that sees it current).
+#[derive(Debug, Clone, Copy)]
+struct CurrentScope {
+    uuid: uuid::Uuid,
+    pipeline: usize,
+}
+
+fn pipeline_address(pipeline: &Arc<RunningPipeline>) -> usize {
+    Arc::as_ptr(pipeline) as usize
+}
+
+/// The UUID of the current Agent scope: the innermost [`AgentScope::run`] (or
+/// [`AgentScope::run_sync`]) this code runs in, if any.
+pub fn current_scope() -> Option<uuid::Uuid> {
+    CURRENT_SCOPE.try_with(|current| current.uuid).ok()
+}
+
+/// The current scope when it lives in `pipeline`: the parent of a scope started there
+/// without an explicit one.
+pub(crate) fn current_scope_in(pipeline: &Arc<RunningPipeline>) -> Option<uuid::Uuid> {
+    CURRENT_SCOPE
+        .try_with(|current| {
+            (current.pipeline == pipeline_address(pipeline)).then_some(current.uuid)
+        })
+        .ok()
+        .flatten()
+}
+
 /// A live Agent scope. Dropping it ends the scope.
 pub struct AgentScope {
     pipeline: Arc<RunningPipeline>,
@@ -112,6 +154,25 @@ impl AgentScope {
     /// Starts a nested Agent scope like [`Self::child`], with `options`.
     pub fn child_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
         AgentScope::start(&self.pipeline, name, &options, Some(self.uuid))
+    }
+
+    /// Runs `future` with this scope current: a scope started inside it (by
+    /// [`crate::Pipeline::agent_scope`]) without an explicit parent is its child,
+    /// across every await. A task `future` spawns does not inherit it.
+    pub async fn run<F: std::future::Future>(&self, future: F) -> F::Output {
+        CURRENT_SCOPE.scope(self.as_current(), future).await
+    }
+
+    /// Calls `work` with this scope current, as [`Self::run`] does for a future.
+    pub fn run_sync<R>(&self, work: impl FnOnce() -> R) -> R {
+        CURRENT_SCOPE.sync_scope(self.as_current(), work)
+    }
+
+    fn as_current(&self) -> CurrentScope {
+        CurrentScope {
+            uuid: self.uuid,
+            pipeline: pipeline_address(&self.pipeline),
+        }
     }
 
     /// Starts scope `name` in `pipeline`, inside the live scope `parent` when given.

@@ -293,25 +293,37 @@ impl EmbeddedPipeline {
     }
 
     /// Starts an Agent scope of `weight` (1 when `None`) among the scopes live beside
-    /// it, its span a child of the caller's span `traceparent` (W3C; a trace of its own
-    /// when `None`); its UUID names it in [`Self::end_scope`]. Synchronous, and needs
-    /// no runtime: a binding calls it in place.
+    /// it, its span a child of the caller's span `traceparent` (W3C; its parent
+    /// scope's span, else a trace of its own, when `None`), nested in the live scope
+    /// `parent` (a UUID this returned) when given; its UUID names it in
+    /// [`Self::end_scope`]. A `parent` that is not live here is refused, naming it.
+    /// Synchronous, and needs no runtime: a binding calls it in place.
     pub fn start_scope(
         &self,
         name: &str,
         weight: Option<f64>,
         traceparent: Option<String>,
+        parent: Option<&str>,
     ) -> Result<String, EmbeddedError> {
         let options = crate::ScopeOptions {
             weight,
             traceparent,
         };
-        let scope = self
-            .pipeline
-            .agent_scope_with(name, options)
-            .map_err(Self::other)?;
+        let mut scopes = self.scopes();
+        let scope = match parent {
+            None => self.pipeline.agent_scope_with(name, options),
+            Some(parent) => match scopes.get(parent) {
+                Some(parent) => parent.child_with(name, options),
+                None => {
+                    return Err(EmbeddedError::Other(format!(
+                        "the parent scope {parent:?} is not a live scope of this pipeline"
+                    )));
+                }
+            },
+        }
+        .map_err(Self::other)?;
         let uuid = scope.uuid().to_string();
-        self.scopes().insert(uuid.clone(), scope);
+        scopes.insert(uuid.clone(), scope);
         Ok(uuid)
     }
 
@@ -382,14 +394,21 @@ pub mod host_scopes {
     }
 
     /// Starts scope `name` (of `weight`, 1 when `None`; its span a child of
-    /// `traceparent`'s) in the run's pipeline; its id.
+    /// `traceparent`'s) in the run's pipeline, nested in the open scope
+    /// `parent_scope_id` when given (the host refuses one that is not open); its id.
     pub async fn start(
         name: &str,
         weight: Option<f64>,
         traceparent: Option<&str>,
+        parent_scope_id: Option<&str>,
     ) -> Result<String, EmbeddedError> {
+        let options = wattline_worker::ScopeRequest {
+            weight,
+            traceparent,
+            parent_scope_id,
+        };
         let scope = connection()?
-            .traced_agent_scope(name, weight, traceparent)
+            .agent_scope_with(name, options)
             .await
             .map_err(|error| EmbeddedError::Other(error.to_string()))?;
         let id = scope.scope_id().to_owned();

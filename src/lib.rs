@@ -22,7 +22,7 @@ mod scope_target;
 
 use std::path::PathBuf;
 
-pub use agent_scope::{AgentScope, ScopeOptions};
+pub use agent_scope::{AgentScope, ScopeOptions, current_scope};
 pub use pipeline::{
     DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
     library_default_config,

@@ -570,9 +570,10 @@ impl Pipeline {
 
     /// Starts an Agent scope at this instant (never after a poll in flight): every
     /// poll's mark is copied under it until the guard is dropped or
-    /// [`AgentScope::end`] is called. A send to the pipeline: it waits for nothing
-    /// (no poll, no device read) and may be called from any thread, inside a runtime
-    /// or not.
+    /// [`AgentScope::end`] is called. Inside [`AgentScope::run`] of one of this
+    /// pipeline's scopes it is that scope's child (see [`crate::current_scope`]). A
+    /// send to the pipeline: it waits for nothing (no poll, no device read) and may
+    /// be called from any thread, inside a runtime or not.
     pub fn agent_scope(&self, name: &str) -> Result<AgentScope, Error> {
         self.agent_scope_with(name, ScopeOptions::default())
     }
@@ -581,7 +582,8 @@ impl Pipeline {
     /// among the scopes live beside it).
     pub fn agent_scope_with(&self, name: &str, options: ScopeOptions) -> Result<AgentScope, Error> {
         self.check_process()?;
-        AgentScope::start(&self.inner, name, &options, None)
+        let parent = crate::agent_scope::current_scope_in(&self.inner);
+        AgentScope::start(&self.inner, name, &options, parent)
     }
 
     /// The energy/cost report so far; takes one last sample first, so even a pipeline
@@ -784,7 +786,7 @@ impl crate::host::ScopeControl for RemoteScopes {
         self.0
             .start_agent_scope_with(wattline_actors::pipeline::ScopeStart {
                 name: start.name,
-                parent: None,
+                parent: start.parent,
                 attributes: &[wattline_model::events::REMOTE_SCOPE],
                 process_id: start.process_id,
                 weight: start.weight,

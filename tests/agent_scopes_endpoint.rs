@@ -56,6 +56,7 @@ async fn start_weighted(
             process_id: None,
             weight,
             traceparent: None,
+            parent_scope_id: None,
         })
         .await
         .map(|response| response.into_inner().scope_id)
@@ -229,5 +230,82 @@ async fn a_call_waiting_for_the_pipeline_goes_through_once_it_is_attached() {
             .agent_scopes
             .iter()
             .any(|step| step.uuid.to_string() == scope)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_child_names_its_open_parent_and_a_parent_not_open_is_refused_naming_it() {
+    let sink = std::sync::Arc::new(wattline::events::CollectingEventSink::default());
+    let pipeline = wattline::Pipeline::builder()
+        .event_sink(sink.clone())
+        .spawn()
+        .await
+        .unwrap();
+    let endpoint =
+        ProgramEndpoint::start(wattline::diagnostics::Diagnostics::disabled(), None).unwrap();
+    endpoint.attach(pipeline.scope_control());
+    let good = credentials(&endpoint);
+    // The Rust worker SDK, as a program under `wattline run` uses it.
+    let host = wattline_worker::HostConnection::new(
+        endpoint.socket_path(),
+        good.activation_id.clone(),
+        good.auth_token.clone(),
+    );
+    let request = host.agent_scope("request").await.unwrap();
+    let plan = request.child("plan").await.unwrap();
+    let sibling = host
+        .agent_scope_with(
+            "summarize",
+            wattline_worker::ScopeRequest {
+                parent_scope_id: Some(request.scope_id()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ended = host.agent_scope("ended").await.unwrap();
+    let ended_id = ended.scope_id().to_owned();
+    ended.end().await.unwrap();
+    for parent in [ended_id.as_str(), "no-such-scope"] {
+        let refused = host
+            .agent_scope_with(
+                "orphan",
+                wattline_worker::ScopeRequest {
+                    parent_scope_id: Some(parent),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        let wattline_worker::AgentScopeError::Host { code, message, .. } = refused else {
+            panic!("refused by the host: {refused}")
+        };
+        assert_eq!(code, Code::InvalidArgument);
+        assert!(message.contains(&format!("{parent:?}")), "{message}");
+    }
+    let request_id = request.scope_id().to_owned();
+    let (plan_id, summarize_id) = (plan.scope_id().to_owned(), sibling.scope_id().to_owned());
+    plan.end().await.unwrap();
+    sibling.end().await.unwrap();
+    request.end().await.unwrap();
+    pipeline.shutdown().await.unwrap();
+
+    let parents: std::collections::HashMap<String, Option<String>> = sink
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            wattline::events::PipelineEvent::Scope(scope) => Some((
+                scope.uuid.to_string(),
+                scope.parent_uuid.map(|parent| parent.to_string()),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(parents[&plan_id].as_deref(), Some(request_id.as_str()));
+    assert_eq!(parents[&summarize_id].as_deref(), Some(request_id.as_str()));
+    assert_eq!(
+        parents.len(),
+        5,
+        "root, request, plan, summarize, ended: no orphan"
     );
 }

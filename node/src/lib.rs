@@ -189,8 +189,9 @@ impl NativePipeline {
         Ok(promise)
     }
 
-    /// Starts an Agent scope of `weight` (1 when absent); its UUID. Synchronous, on
-    /// the calling thread: a start is a send to the pipeline that waits for no device
+    /// Starts an Agent scope of `weight` (1 when absent), nested in the live scope
+    /// `parent` (a UUID this returned) when given; its UUID. Synchronous, on the
+    /// calling thread: a start is a send to the pipeline that waits for no device
     /// read and no poll, so it needs no worker thread and enters no runtime.
     #[napi]
     pub fn start_scope(
@@ -198,9 +199,10 @@ impl NativePipeline {
         name: String,
         weight: Option<f64>,
         traceparent: Option<String>,
+        parent: Option<String>,
     ) -> Result<String> {
         self.inner
-            .start_scope(&name, weight, traceparent)
+            .start_scope(&name, weight, traceparent, parent.as_deref())
             .map_err(embedded_error)
     }
 
@@ -291,14 +293,16 @@ pub mod host {
         failure("WATTLINE_HOST", error)
     }
 
-    /// Starts a scope of `weight` (1 when absent) in the run's pipeline; its id.
+    /// Starts a scope of `weight` (1 when absent) in the run's pipeline, nested in
+    /// the open scope `parent` (a scope id) when given; its id.
     #[napi]
     pub async fn host_start_scope(
         name: String,
         weight: Option<f64>,
         traceparent: Option<String>,
+        parent: Option<String>,
     ) -> Result<String> {
-        host_scopes::start(&name, weight, traceparent.as_deref())
+        host_scopes::start(&name, weight, traceparent.as_deref(), parent.as_deref())
             .await
             .map_err(host_error)
     }

@@ -217,18 +217,20 @@ impl NativePipeline {
         });
     }
 
-    /// Starts an Agent scope; its UUID. A send to the pipeline, made in place: no
+    /// Starts an Agent scope, nested in the live scope `parent` (a UUID this
+    /// returned) when given; its UUID. A send to the pipeline, made in place: no
     /// runtime is entered and the GIL is kept (a start takes microseconds, less than
     /// releasing and taking it back).
-    #[pyo3(signature = (name, weight=None, traceparent=None))]
+    #[pyo3(signature = (name, weight=None, traceparent=None, parent=None))]
     fn start_scope(
         &self,
         name: &str,
         weight: Option<f64>,
         traceparent: Option<String>,
+        parent: Option<&str>,
     ) -> PyResult<String> {
         self.inner
-            .start_scope(name, weight, traceparent)
+            .start_scope(name, weight, traceparent, parent)
             .map_err(embedded_error)
     }
 
@@ -270,18 +272,21 @@ fn report_json_from_atof(py: Python<'_>, path: std::path::PathBuf) -> PyResult<S
 }
 
 /// Starts an Agent scope in the pipeline of `wattline run` over its host endpoint
-/// (`WATTLINE_HOST_*`); the scope id.
+/// (`WATTLINE_HOST_*`), nested in the open scope `parent` (a scope id) when given;
+/// the scope id.
 #[cfg(unix)]
 #[pyfunction]
-#[pyo3(signature = (name, weight=None, traceparent=None))]
+#[pyo3(signature = (name, weight=None, traceparent=None, parent=None))]
 fn host_start_scope(
     py: Python<'_>,
     name: String,
     weight: Option<f64>,
     traceparent: Option<String>,
+    parent: Option<String>,
 ) -> PyResult<String> {
     block_on(py, async move {
-        embedded::host_scopes::start(&name, weight, traceparent.as_deref()).await
+        let (traceparent, parent) = (traceparent.as_deref(), parent.as_deref());
+        embedded::host_scopes::start(&name, weight, traceparent, parent).await
     })?
     .map_err(embedded_error)
 }

@@ -110,6 +110,39 @@ async def test_a_step_is_a_child_of_the_current_opentelemetry_span(receiver, qui
     assert alone.trace_id != plan.trace_id
 
 
+async def test_a_nested_step_is_a_child_of_its_parent_steps_span_unless_a_span_opened_between(
+    receiver, quiet_home
+):
+    config = {
+        "version": 1,
+        "components": [
+            {"kind": "energy"},
+            {
+                "kind": "opentelemetry",
+                "config": {
+                    "spans": True,
+                    "endpoints": [{"endpoint": receiver.url, "transport": "http_binary"}],
+                },
+            },
+        ],
+    }
+    tracer = TracerProvider().get_tracer("agent")
+    async with wattline.Pipeline(config=config, gpu=False) as pipeline:
+        with tracer.start_as_current_span("handle request"):
+            async with pipeline.agent_scope("request"):
+                async with pipeline.agent_scope("summarize"):
+                    pass
+                with tracer.start_as_current_span("call tool") as tool_call:
+                    with pipeline.agent_scope("tool"):
+                        pass
+    spans = receiver.spans()
+    request, summarize, tool = (by_name(spans, name) for name in ("request", "summarize", "tool"))
+    assert summarize.trace_id == request.trace_id
+    assert summarize.parent_span_id == request.span_id
+    # A span the program opened inside the parent step is the nearer parent.
+    assert tool.parent_span_id.hex() == format(tool_call.get_span_context().span_id, "016x")
+
+
 PROGRAM = textwrap.dedent(
     """
     import wattline

@@ -28,6 +28,7 @@ from ._pipeline import (
     under_wattline_run,
 )
 from ._report import EnergyReport, Record, report_from_atof
+from ._scope import current_scope
 
 __all__ = [
     *_model_names,
@@ -42,6 +43,7 @@ __all__ = [
     "WattlineError",
     "agent_scope",
     "collect",
+    "current_scope",
     "default_pipeline_report",
     "measure",
     "plugin",

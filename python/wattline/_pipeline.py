@@ -18,15 +18,15 @@ import functools
 import inspect
 import itertools
 import json
-import math
 import os
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple, TypeVar, Union
 
 from . import _gpu, _native
 from ._model import Snapshot
 from ._report import EnergyReport
+from ._scope import AgentScope, _in_thread
 
 __all__ = ["AgentScope", "Measure", "Pipeline", "agent_scope", "collect", "measure"]
 
@@ -59,11 +59,6 @@ def _check_scope(scope: Optional[str]) -> Optional[str]:
             f"scope: must be one of {', '.join(_SCOPES)} (got {scope!r})"
         )
     return scope
-
-
-async def _in_thread(function: Callable[..., Any], *arguments: Any, **named: Any) -> Any:
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(None, functools.partial(function, *arguments, **named))
 
 
 class _Completions:
@@ -187,133 +182,6 @@ async def collect(
         raise
 
 
-_opentelemetry_trace: Any = None
-
-
-def _current_traceparent() -> Optional[str]:
-    """The W3C ``traceparent`` of the OpenTelemetry span current here, when the
-    ``opentelemetry`` API is installed and a valid span is current (no hard
-    dependency: without the package, scopes start traces of their own)."""
-    global _opentelemetry_trace
-    if _opentelemetry_trace is None:
-        try:
-            from opentelemetry import trace
-        except ImportError:
-            _opentelemetry_trace = False
-            return None
-        _opentelemetry_trace = trace
-    if _opentelemetry_trace is False:
-        return None
-    context = _opentelemetry_trace.get_current_span().get_span_context()
-    if not context.is_valid:
-        return None
-    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-
-
-class AgentScope:
-    """An Agent scope named ``name``: marks and energy attribute to it while it is
-    entered. Use it as ``with``, ``async with`` or as a decorator of a function or a
-    coroutine function (a new scope per call). It may be entered again and nested.
-
-    With spans exported, its span is a child of ``traceparent`` (a W3C value) when
-    given, else of the OpenTelemetry span current when it is entered."""
-
-    def __init__(
-        self,
-        name: str,
-        start: Callable[[str, Optional[float], Optional[str]], str],
-        end: Callable[[str], bool],
-        weight: Optional[float] = None,
-        blocking: bool = False,
-        traceparent: Optional[str] = None,
-    ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise _native.WattlineError("agent scope name must be a non-blank string")
-        if weight is not None and (
-            isinstance(weight, bool)
-            or not isinstance(weight, (int, float))
-            or not math.isfinite(weight)
-            or weight <= 0
-        ):
-            raise _native.WattlineError(
-                f"agent scope weight {weight!r}: a positive, finite number"
-            )
-        if traceparent is not None and not isinstance(traceparent, str):
-            raise _native.WattlineError(
-                f"agent scope traceparent {traceparent!r}: a W3C traceparent string"
-            )
-        self.name = name
-        self.weight = None if weight is None else float(weight)
-        self.traceparent = traceparent
-        self._start = start
-        self._end = end
-        # Whether starting and ending wait on something (the run's host endpoint, over
-        # a socket): then `async with` takes them off the event loop's thread. In
-        # process they wait for no device read and no poll, and run in place.
-        self._blocking = blocking
-        self._open: List[str] = []
-        self._lock = threading.Lock()
-
-    def _parent(self) -> Optional[str]:
-        return self.traceparent if self.traceparent is not None else _current_traceparent()
-
-    def __enter__(self) -> "AgentScope":
-        scope_id = self._start(self.name, self.weight, self._parent())
-        with self._lock:
-            self._open.append(scope_id)
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        with self._lock:
-            scope_id = self._open.pop() if self._open else None
-        if scope_id is not None:
-            self._end(scope_id)
-
-    async def __aenter__(self) -> "AgentScope":
-        parent = self._parent()
-        if self._blocking:
-            scope_id = await _in_thread(self._start, self.name, self.weight, parent)
-        else:
-            scope_id = self._start(self.name, self.weight, parent)
-        with self._lock:
-            self._open.append(scope_id)
-        return self
-
-    async def __aexit__(self, *_: Any) -> None:
-        with self._lock:
-            scope_id = self._open.pop() if self._open else None
-        if scope_id is None:
-            return
-        if self._blocking:
-            # Shielded: a cancelled task still ends its scope.
-            await asyncio.shield(_in_thread(self._end, scope_id))
-        else:
-            self._end(scope_id)
-
-    def _again(self) -> "AgentScope":
-        """A new scope like this one, for one call of a decorated function."""
-        return AgentScope(
-            self.name, self._start, self._end, self.weight, self._blocking, self.traceparent
-        )
-
-    def __call__(self, function: F) -> F:
-        if inspect.iscoroutinefunction(function):
-
-            @functools.wraps(function)
-            async def scoped_coroutine(*arguments: Any, **named: Any) -> Any:
-                async with self._again():
-                    return await function(*arguments, **named)
-
-            return scoped_coroutine  # type: ignore[return-value]
-
-        @functools.wraps(function)
-        def scoped(*arguments: Any, **named: Any) -> Any:
-            with self._again():
-                return function(*arguments, **named)
-
-        return scoped  # type: ignore[return-value]
-
-
 class Pipeline:
     """A measuring pipeline in this process: ``async with Pipeline() as pipeline:``, or
     ``await start()`` then ``await shutdown()``.
@@ -393,20 +261,28 @@ class Pipeline:
         return Snapshot.from_dict(json.loads(text))
 
     def agent_scope(
-        self, name: str, weight: Optional[float] = None, traceparent: Optional[str] = None
+        self,
+        name: str,
+        weight: Optional[float] = None,
+        traceparent: Optional[str] = None,
+        parent: Optional[AgentScope] = None,
     ) -> AgentScope:
         """An Agent scope of this pipeline (``with``, ``async with`` or decorator);
         ``weight`` (tokens, batch size; 1 when ``None``) is its share of the energy it
-        shares with the scopes live beside it; its span's parent is ``traceparent`` or
-        the current OpenTelemetry span."""
+        shares with the scopes live beside it. Entered inside another scope of this
+        pipeline (``wattline.current_scope()``), or with ``parent`` (an entered scope),
+        it is that scope's child. Its span's parent is ``traceparent``, else the
+        current OpenTelemetry span, else its parent scope's span."""
         return AgentScope(
             name,
-            lambda scope_name, scope_weight, parent: self._running().start_scope(
-                scope_name, scope_weight, parent
+            lambda scope_name, scope_weight, span, parent_id: self._running().start_scope(
+                scope_name, scope_weight, span, parent_id
             ),
             lambda scope_id: self._running().end_scope(scope_id),
             weight,
             traceparent=traceparent,
+            owner=self._running,
+            parent=parent,
         )
 
     async def flush(self) -> EnergyReport:
@@ -446,13 +322,17 @@ class Measure:
             self.report = pipeline._shutdown_blocking()
 
     def agent_scope(
-        self, name: str, weight: Optional[float] = None, traceparent: Optional[str] = None
+        self,
+        name: str,
+        weight: Optional[float] = None,
+        traceparent: Optional[str] = None,
+        parent: Optional[AgentScope] = None,
     ) -> AgentScope:
-        """An Agent scope of the pipeline measuring now (``weight`` and
-        ``traceparent`` as for ``Pipeline.agent_scope``)."""
+        """An Agent scope of the pipeline measuring now (``weight``, ``traceparent``
+        and ``parent`` as for ``Pipeline.agent_scope``)."""
         if self._pipeline is None:
             raise _native.WattlineError("agent_scope() needs an entered measure()")
-        return self._pipeline.agent_scope(name, weight, traceparent)
+        return self._pipeline.agent_scope(name, weight, traceparent, parent)
 
     def __call__(self, function: F) -> F:
         if inspect.iscoroutinefunction(function):
@@ -576,15 +456,24 @@ def under_wattline_run() -> bool:
     return bool(os.environ.get("WATTLINE_HOST_SOCKET"))
 
 
+# Module-level scopes under `wattline run` all live in the run's pipeline.
+_RUN_PIPELINE = object()
+
+
 def agent_scope(
-    name: str, weight: Optional[float] = None, traceparent: Optional[str] = None
+    name: str,
+    weight: Optional[float] = None,
+    traceparent: Optional[str] = None,
+    parent: Optional[AgentScope] = None,
 ) -> AgentScope:
     """An Agent scope for this program: under ``wattline run`` it marks the step in the
     run's pipeline over its host endpoint; elsewhere in a process-wide default
     pipeline. ``with``, ``async with`` or decorator. ``weight`` (tokens, batch size; 1
     when ``None``) is its share of the energy it shares with the scopes live beside
-    it. With spans exported, its span is a child of ``traceparent`` (W3C) when given,
-    else of the OpenTelemetry span current when it is entered."""
+    it. Entered inside another module-level scope (or with ``parent``), it is that
+    scope's child. With spans exported, its span is a child of ``traceparent`` (W3C)
+    when given, else of the OpenTelemetry span current when it is entered, else of its
+    parent scope's span."""
     if under_wattline_run():
         return AgentScope(
             name,
@@ -593,13 +482,17 @@ def agent_scope(
             weight,
             blocking=True,
             traceparent=traceparent,
+            owner=lambda: _RUN_PIPELINE,
+            parent=parent,
         )
     return AgentScope(
         name,
-        lambda scope_name, scope_weight, parent: _default()._running().start_scope(
-            scope_name, scope_weight, parent
+        lambda scope_name, scope_weight, span, parent_id: _default()._running().start_scope(
+            scope_name, scope_weight, span, parent_id
         ),
         lambda scope_id: _default()._running().end_scope(scope_id),
         weight,
         traceparent=traceparent,
+        owner=lambda: _default()._running(),
+        parent=parent,
     )

@@ -39,6 +39,9 @@ pub struct RemoteScopeStart<'a> {
     pub weight: Option<f64>,
     /// The caller's W3C `traceparent` (checked), if given.
     pub traceparent: Option<&'a str>,
+    /// The scope it is nested in: one the same caller started and has not ended
+    /// (checked).
+    pub parent: Option<Uuid>,
 }
 
 /// What the service needs of a running pipeline.
@@ -106,6 +109,20 @@ impl AgentScopesService {
         self.open
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The UUID of the parent `scope_id` names: an open scope of `caller`; a scope
+    /// of another caller, ended or unknown is refused, naming it.
+    fn open_parent(&self, caller: &str, scope_id: Option<&str>) -> Result<Option<Uuid>, Status> {
+        let Some(scope_id) = scope_id else {
+            return Ok(None);
+        };
+        match self.open().get(scope_id) {
+            Some((owner, uuid)) if owner == caller => Ok(Some(*uuid)),
+            _ => Err(Status::invalid_argument(format!(
+                "the parent scope {scope_id:?} is not an open scope of this caller"
+            ))),
+        }
     }
 
     fn authorize(&self, credentials: Option<&HostCredentials>) -> Result<String, Status> {
@@ -193,6 +210,7 @@ impl AgentScopes for AgentScopesService {
             wattline_model::trace_context::parse_traceparent(traceparent)
                 .map_err(|error| Status::invalid_argument(error.to_string()))?;
         }
+        let parent = self.open_parent(&caller, request.parent_scope_id.as_deref())?;
         let held = self
             .open()
             .values()
@@ -209,6 +227,7 @@ impl AgentScopes for AgentScopesService {
             process_id: request.process_id,
             weight: request.weight,
             traceparent: request.traceparent.as_deref(),
+            parent,
         });
         let scope_id = uuid.to_string();
         self.open().insert(scope_id.clone(), (caller, uuid));

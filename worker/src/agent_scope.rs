@@ -15,6 +15,21 @@ pub const MAX_SCOPE_NAME_BYTES: usize = 256;
 /// How long the host may take to answer a start or an end.
 const CALL_LIMIT: Duration = Duration::from_secs(10);
 
+/// How an Agent scope is started on the host, beyond its name.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ScopeRequest<'a> {
+    /// Its weight among the innermost scopes live beside it (tokens, batch size; 1
+    /// when `None`): a positive, finite number, checked before anything is sent.
+    pub weight: Option<f64>,
+    /// The caller's span as a W3C `traceparent`: the scope's span (with its energy,
+    /// when the host exports spans) is its child. The host refuses a malformed one.
+    pub traceparent: Option<&'a str>,
+    /// The scope it is nested in: the [`AgentScope::scope_id`] of a scope this
+    /// connection's caller started and has not ended (the host refuses another,
+    /// naming it).
+    pub parent_scope_id: Option<&'a str>,
+}
+
 /// A live Agent scope. End it with [`end`](Self::end); dropping it without ending
 /// sends a best-effort end in the background when a Tokio runtime is running (the
 /// host also ends scopes left open when the program exits).
@@ -77,34 +92,28 @@ async fn within_limit<T>(
 }
 
 impl AgentScope {
-    /// Checks `name`, then calls `StartAgentScope`.
+    /// Checks `name` and `options`, then calls `StartAgentScope`.
     pub(crate) async fn start(
-        channel: Channel,
-        activation_id: String,
-        token: String,
+        mut client: AgentScopesClient<Channel>,
+        credentials: HostCredentials,
         name: &str,
-        weight: Option<f64>,
-        traceparent: Option<&str>,
+        options: ScopeRequest<'_>,
     ) -> Result<AgentScope, AgentScopeError> {
         const OPERATION: &str = "StartAgentScope";
         check_name(name)?;
-        if let Some(weight) = weight
+        if let Some(weight) = options.weight
             && !(weight.is_finite() && weight > 0.0)
         {
             return Err(AgentScopeError::InvalidWeight(weight));
         }
-        let credentials = HostCredentials {
-            activation_id,
-            auth_token: token,
-        };
-        let mut client = AgentScopesClient::new(channel);
         let mut request = tonic::Request::new(StartAgentScopeRequest {
             credentials: Some(credentials.clone()),
             name: name.to_owned(),
             // The host attributes the scope from this process's share of a device.
             process_id: Some(std::process::id()),
-            weight,
-            traceparent: traceparent.map(str::to_owned),
+            weight: options.weight,
+            traceparent: options.traceparent.map(str::to_owned),
+            parent_scope_id: options.parent_scope_id.map(str::to_owned),
         });
         request.set_timeout(CALL_LIMIT);
         let answer = within_limit(OPERATION, client.start_agent_scope(request)).await?;
@@ -119,6 +128,27 @@ impl AgentScope {
             scope_id,
             ended: false,
         })
+    }
+
+    /// Starts the Agent scope `name` nested in this one: the host books this scope's
+    /// attributed energy to include the child's, and the child's span is a child of
+    /// this one's.
+    pub async fn child(&self, name: &str) -> Result<AgentScope, AgentScopeError> {
+        self.child_with(name, ScopeRequest::default()).await
+    }
+
+    /// Starts a nested scope like [`Self::child`], with `options` (their
+    /// `parent_scope_id` is this scope's).
+    pub async fn child_with(
+        &self,
+        name: &str,
+        options: ScopeRequest<'_>,
+    ) -> Result<AgentScope, AgentScopeError> {
+        let options = ScopeRequest {
+            parent_scope_id: Some(&self.scope_id),
+            ..options
+        };
+        AgentScope::start(self.client.clone(), self.credentials.clone(), name, options).await
     }
 
     /// The name it was started with.

@@ -8,13 +8,15 @@ use nemo_relay_worker_proto::v1::DiagnosticCredentials;
 use tokio::sync::OnceCell;
 use tonic::transport::Channel;
 
-use crate::agent_scope::AgentScope;
+use crate::agent_scope::{AgentScope, ScopeRequest};
 use crate::diagnostics::WorkerDiagnostics;
 use crate::endpoint::Endpoint;
 use crate::env::HostEnvironment;
 use crate::error::{AgentScopeError, EnvironmentError};
 use crate::negotiate::negotiate;
 use crate::transport::{GrpcSubmitter, channel};
+use crate::wire::agent_scopes::HostCredentials;
+use crate::wire::agent_scopes::agent_scopes_client::AgentScopesClient;
 
 /// A link to the host endpoint; clones share the channel and the diagnostics
 /// facade. Nothing is sent until [`diagnostics`](Self::diagnostics) or
@@ -144,15 +146,27 @@ impl HostConnection {
         weight: Option<f64>,
         traceparent: Option<&str>,
     ) -> Result<AgentScope, AgentScopeError> {
-        AgentScope::start(
-            self.channel(),
-            self.inner.credentials.activation_id.clone(),
-            self.inner.credentials.auth_token.clone(),
-            name,
+        let options = ScopeRequest {
             weight,
             traceparent,
-        )
-        .await
+            parent_scope_id: None,
+        };
+        self.agent_scope_with(name, options).await
+    }
+
+    /// Starts the Agent scope `name` with `options`: its weight, the caller's span,
+    /// and the open scope it is nested in.
+    pub async fn agent_scope_with(
+        &self,
+        name: &str,
+        options: ScopeRequest<'_>,
+    ) -> Result<AgentScope, AgentScopeError> {
+        let credentials = HostCredentials {
+            activation_id: self.inner.credentials.activation_id.clone(),
+            auth_token: self.inner.credentials.auth_token.clone(),
+        };
+        let client = AgentScopesClient::new(self.channel());
+        AgentScope::start(client, credentials, name, options).await
     }
 
     /// The channel, made on first use (inside the runtime).

@@ -76,7 +76,7 @@ mod serve;
 mod transport;
 pub mod wire;
 
-pub use agent_scope::{AgentScope, MAX_SCOPE_NAME_BYTES};
+pub use agent_scope::{AgentScope, MAX_SCOPE_NAME_BYTES, ScopeRequest};
 pub use connection::HostConnection;
 pub use endpoint::Endpoint;
 pub use env::{
