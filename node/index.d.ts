@@ -309,7 +309,14 @@ export class ConfigError extends WattlineError {
 export class AgentScope {
   readonly name: string;
   readonly ended: boolean;
+  /** Its UUID (the `parent_uuid` of its children in the event file); under `wattline run`, the host's scope id. */
+  readonly uuid: string;
   end(): Promise<void>;
+  /**
+   * Calls `fn()` with this step current: a step started inside it, or in the promises,
+   * timers and callbacks it starts, without an explicit `parent` is this one's child.
+   */
+  run<T>(fn: () => T): T;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
@@ -323,12 +330,23 @@ export interface ScopeOptions {
    * the program has it.
    */
   traceparent?: string;
+  /**
+   * The step it nests in (not ended, of the same pipeline); default: the current step
+   * (`withAgentScope`, `step.run`), if any. Explicit always wins.
+   */
+  parent?: AgentScope;
 }
 
 export class Pipeline {
   static start(options?: Options): Promise<Pipeline>;
   collect(): Promise<Snapshot>;
   agentScope(name: string, options?: ScopeOptions): Promise<AgentScope>;
+  /**
+   * Runs `fn(step)` in a new step, current for everything `fn` starts; ends it when
+   * `fn` settles and returns what `fn` returns.
+   */
+  withAgentScope<T>(name: string, fn: (step: AgentScope) => T | Promise<T>): Promise<T>;
+  withAgentScope<T>(name: string, options: ScopeOptions, fn: (step: AgentScope) => T | Promise<T>): Promise<T>;
   flush(): Promise<EnergyReport>;
   /** Sends what its exporters hold (with or without the energy component). */
   flushTelemetry(): Promise<void>;
@@ -401,6 +419,11 @@ export interface GpuSource {
  */
 export function setGpuSource(factory: (() => GpuSource | undefined) | undefined): void;
 export function agentScope(name: string, options?: ScopeOptions): Promise<AgentScope>;
+/** Module-level `agentScope()` as `Pipeline.withAgentScope` runs it. */
+export function withAgentScope<T>(name: string, fn: (step: AgentScope) => T | Promise<T>): Promise<T>;
+export function withAgentScope<T>(name: string, options: ScopeOptions, fn: (step: AgentScope) => T | Promise<T>): Promise<T>;
+/** The step current here (inside `withAgentScope` or `step.run`), if any. */
+export function currentScope(): AgentScope | undefined;
 export function defaultPipelineReport(): Promise<EnergyReport | null>;
 /**
  * The report rebuilt from an event file written with `atofDir` (or by `wattline run

@@ -6,6 +6,7 @@
 // `timestamp` as the spec's ISO string (`timestampDate` beside it), `Date`s in reports.
 
 const path = require('node:path');
+const { AsyncLocalStorage } = require('node:async_hooks');
 
 let native;
 try {
@@ -259,11 +260,18 @@ async function collect(options = {}) {
   }
 }
 
+// The current step: AsyncLocalStorage, so promises, timers and callbacks started inside
+// `withAgentScope` (or `step.run`) see it; an entry names its step, the pipeline that
+// holds it, the entry current when it began, and the span active then.
+const currentEntry = new AsyncLocalStorage();
+
 class AgentScope {
-  constructor(name, end) {
+  constructor(name, end, uuid, owner, parentEntry, spanAtEntry) {
     this.name = name;
     this.ended = false;
+    this.uuid = uuid;
     this._end = end;
+    this._entry = { step: this, owner, parent: parentEntry, spanAtEntry };
   }
 
   /** Ends the step; a second call does nothing. */
@@ -272,11 +280,67 @@ class AgentScope {
     this.ended = true;
     await call(this._end());
   }
+
+  /**
+   * Calls `fn()` with this step current: a step started inside it (and in the
+   * promises and callbacks it starts) without an explicit `parent` is this one's
+   * child. Returns what `fn` returns.
+   */
+  run(fn) {
+    if (typeof fn !== 'function') throw new TypeError('run(fn): fn must be a function');
+    return currentEntry.run(this._entry, fn);
+  }
 }
 if (Symbol.asyncDispose) {
   AgentScope.prototype[Symbol.asyncDispose] = function dispose() {
     return this.end();
   };
+}
+
+/** The innermost live entry current here, of `owner` when given. */
+function liveEntry(owner) {
+  let entry = currentEntry.getStore();
+  while (entry && (entry.step.ended || (owner !== undefined && entry.owner !== owner))) entry = entry.parent;
+  return entry;
+}
+
+/** The step current here (inside `withAgentScope` or `step.run`), if any. */
+function currentScope() {
+  const entry = liveEntry();
+  return entry ? entry.step : undefined;
+}
+
+/** Where a step starting now nests (`{ parent }`, else the current step of `owner`), and its span. */
+function placement(name, options = {}, owner) {
+  const { parent } = options;
+  let parentEntry;
+  if (parent !== undefined && parent !== null) {
+    if (!(parent instanceof AgentScope)) throw new WattlineError(`agent scope ${name}: parent must be an AgentScope`);
+    if (parent.ended) throw new WattlineError(`agent scope ${name}: its parent ${parent.name} has ended`);
+    if (parent._entry.owner !== owner) {
+      throw new WattlineError(`agent scope ${name}: its parent ${parent.name} belongs to another pipeline`);
+    }
+    parentEntry = parent._entry;
+  } else {
+    parentEntry = liveEntry(owner);
+  }
+  const spanNow = currentTraceparent();
+  let traceparent = traceparentOf(options, spanNow);
+  // No span opened since the parent began: the parent step's span is the nearer parent.
+  if (options.traceparent == null && parentEntry && spanNow === parentEntry.spanAtEntry) traceparent = undefined;
+  return { parentEntry, traceparent, spanNow };
+}
+
+/** `start(name, options)` then `fn(step)` with the step current; ends it when `fn` settles. */
+async function withStep(start, name, options, fn) {
+  if (typeof options === 'function') [options, fn] = [undefined, options];
+  if (typeof fn !== 'function') throw new TypeError('withAgentScope(name, [options], fn): fn must be a function');
+  const step = await start(name, options);
+  try {
+    return await step.run(() => fn(step));
+  } finally {
+    await step.end();
+  }
 }
 
 function checkName(name) {
@@ -322,10 +386,10 @@ function currentTraceparent() {
   return `00-${context.traceId}-${context.spanId}-${context.traceFlags.toString(16).padStart(2, '0')}`;
 }
 
-/** The caller's span of `{ traceparent }` (a W3C string), else the active one's. */
-function traceparentOf(options = {}) {
+/** The caller's span of `{ traceparent }` (a W3C string), else the active one (`active`). */
+function traceparentOf(options = {}, active = currentTraceparent()) {
   const { traceparent } = options;
-  if (traceparent === undefined || traceparent === null) return currentTraceparent();
+  if (traceparent === undefined || traceparent === null) return active;
   if (typeof traceparent !== 'string') {
     throw new WattlineError(`agent scope traceparent ${traceparent}: a W3C traceparent string`);
   }
@@ -355,20 +419,29 @@ class Pipeline {
   }
 
   /**
-   * Starts an Agent scope; `await step.end()` (or `await using step = ...`).
+   * Starts an Agent scope; `await step.end()` (or `await using step = ...`). It nests
+   * in the current step of this pipeline (see `withAgentScope`), or in `{ parent }`.
    * `{ weight }`: its share among the steps live beside it (1 when absent);
-   * `{ traceparent }`: its span's parent (default: the active OpenTelemetry span).
+   * `{ traceparent }`: its span's parent (default: the active OpenTelemetry span, else
+   * its parent step's span).
    */
   async agentScope(name, options) {
     checkName(name);
     const weight = weightOf(options);
-    const traceparent = traceparentOf(options);
     const inner = this._running();
+    const { parentEntry, traceparent, spanNow } = placement(name, options, inner);
+    const parentUuid = parentEntry ? parentEntry.step.uuid : undefined;
     // Starting and ending wait for no device read and no poll: called in place.
-    const uuid = callNow(() => inner.startScope(name, weight, traceparent));
-    const step = new AgentScope(name, async () => callNow(() => inner.endScope(uuid)));
-    step.uuid = uuid;
-    return step;
+    const uuid = callNow(() => inner.startScope(name, weight, traceparent, parentUuid));
+    return new AgentScope(name, async () => callNow(() => inner.endScope(uuid)), uuid, inner, parentEntry, spanNow);
+  }
+
+  /**
+   * Runs `fn(step)` inside a new step that is current for everything `fn` starts
+   * (promises, timers, callbacks), ending it when `fn` settles; what `fn` returns.
+   */
+  withAgentScope(name, options, fn) {
+    return withStep((stepName, stepOptions) => this.agentScope(stepName, stepOptions), name, options, fn);
   }
 
   /** Sends what the exporters hold (with or without the energy component). */
@@ -419,19 +492,29 @@ function defaultPipelineNow() {
   return defaultPipeline;
 }
 
+// Module-level steps under `wattline run` all live in the run's pipeline.
+const RUN_PIPELINE = Symbol('the pipeline of wattline run');
+
 /**
  * An Agent scope for this program: under `wattline run` it marks the step in the run's
- * pipeline over its host endpoint; elsewhere in a process-wide default pipeline.
+ * pipeline over its host endpoint; elsewhere in a process-wide default pipeline. It
+ * nests in the current step (see `withAgentScope`) or in `{ parent }`.
  */
 async function agentScope(name, options) {
   checkName(name);
   const weight = weightOf(options);
-  const traceparent = traceparentOf(options);
   if (underWattlineRun()) {
-    const id = await call(native.hostStartScope(name, weight, traceparent));
-    return new AgentScope(name, () => native.hostEndScope(id));
+    const { parentEntry, traceparent, spanNow } = placement(name, options, RUN_PIPELINE);
+    const parentId = parentEntry ? parentEntry.step.uuid : undefined;
+    const id = await call(native.hostStartScope(name, weight, traceparent, parentId));
+    return new AgentScope(name, () => native.hostEndScope(id), id, RUN_PIPELINE, parentEntry, spanNow);
   }
-  return (await defaultPipelineNow()).agentScope(name, { weight, traceparent });
+  return (await defaultPipelineNow()).agentScope(name, options);
+}
+
+/** Module-level `agentScope()` as `Pipeline.withAgentScope` runs it. */
+function withAgentScope(name, options, fn) {
+  return withStep(agentScope, name, options, fn);
 }
 
 /** Stops the process-wide pipeline and returns its report (`null` if none ran). */
@@ -505,6 +588,7 @@ module.exports = {
   agentScope,
   collect,
   collectResourceMetrics,
+  currentScope,
   defaultPipelineReport,
   flushTelemetry,
   reportFromAtof,
@@ -512,6 +596,7 @@ module.exports = {
   toCamel,
   toSnake,
   underWattlineRun,
+  withAgentScope,
   _hostSupport: hostSupport,
   // For the package's own tests: the decoding every answer goes through.
   _decode: (json) => camelize(parseTagged(native.encodeJson(json), true), ''),

@@ -140,6 +140,37 @@ test('a step is a child of the active OpenTelemetry span in process', async () =
   assert.equal(act.parentSpanId, '00f067aa0ba902b7');
 });
 
+test("a nested step is a child of its parent step's span unless a span opened between", async () => {
+  const collector = await receiver();
+  const config = JSON.stringify({
+    version: 1,
+    components: [
+      { kind: 'energy' },
+      { kind: 'opentelemetry', config: { spans: true, endpoints: [{ endpoint: collector.url, transport: 'http_binary' }] } },
+    ],
+  });
+  const program = PROGRAM(`
+      const pipeline = await wattline.Pipeline.start({ gpu: false, config: ${config} });
+      await pipeline.withAgentScope('request', async () => {
+        await pipeline.withAgentScope('summarize', () => {});
+        await tracer.startActiveSpan('call tool', async (toolCall) => {
+          await pipeline.withAgentScope('tool', () => {});
+          console.log(toolCall.spanContext().spanId);
+          toolCall.end();
+        });
+      });
+      await pipeline.shutdown();`);
+  const run = await runNode(program, quietEnvironment());
+  collector.close();
+  assert.equal(run.status, 0, run.stderr);
+  const toolCallSpanId = run.stdout.trim().split('\n')[0];
+  const [request, summarize, tool] = ['request', 'summarize', 'tool'].map((name) => byName(collector.spans, name));
+  assert.equal(summarize.traceId, request.traceId);
+  assert.equal(summarize.parentSpanId, request.spanId);
+  // A span the program opened inside the parent step is the nearer parent.
+  assert.equal(tool.parentSpanId, toolCallSpanId);
+});
+
 test('under wattline run the step joins the program trace', async () => {
   const collector = await receiver();
   const program = PROGRAM(`

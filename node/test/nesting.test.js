@@ -1,0 +1,140 @@
+'use strict';
+// Nested steps as agents are written: a step started inside `withAgentScope` (or
+// `step.run`) is its child, through promises, timers and callbacks; `{ parent }` wins;
+// a parent includes its child's energy; and under `wattline run` module-level steps
+// nest over the host endpoint.
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { test } = require('node:test');
+
+const wattline = require('..');
+const { quietEnvironment, scratch, standInNvidiaSmi, wattlineBinary } = require('./support');
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const packageDirectory = path.resolve(__dirname, '..');
+
+/** The Agent scope start events of the event files in `directory`, first per name. */
+function starts(directory) {
+  const found = {};
+  for (const name of fs.readdirSync(directory).sort()) {
+    for (const line of fs.readFileSync(path.join(directory, name), 'utf8').trim().split('\n')) {
+      const event = JSON.parse(line);
+      if (event.kind === 'scope' && event.category === 'agent' && event.scope_category === 'start') {
+        found[event.name] ??= event;
+      }
+    }
+  }
+  return found;
+}
+
+test('a step started inside another is its child, through promises and callbacks', async () => {
+  const atofDir = scratch();
+  const pipeline = await wattline.Pipeline.start({ gpu: false, atofDir });
+  const other = await wattline.Pipeline.start({ gpu: false });
+  assert.equal(wattline.currentScope(), undefined);
+  let request;
+  const result = await pipeline.withAgentScope('request', async (step) => {
+    request = step;
+    assert.equal(wattline.currentScope(), step);
+    await sleep(10);
+    // Concurrent siblings, each its own promise chain.
+    await Promise.all(['tool-a', 'tool-b'].map((name) => pipeline.withAgentScope(name, () => sleep(20))));
+    // A callback scheduled inside the step.
+    await new Promise((resolve) => {
+      setTimeout(async () => {
+        const later = await pipeline.agentScope('from-timer');
+        await later.end();
+        resolve();
+      }, 5);
+    });
+    const plan = await pipeline.agentScope('plan');
+    await plan.run(async () => {
+      const lookup = await pipeline.agentScope('lookup');
+      await lookup.end();
+    });
+    // Explicit: beside `plan`, though `plan` is current in that call.
+    await plan.run(async () => (await pipeline.agentScope('explicit', { parent: step })).end());
+    await plan.end();
+    // The current step of another pipeline is no parent there.
+    const elsewhere = await other.agentScope('elsewhere');
+    await elsewhere.end();
+    await assert.rejects(other.agentScope('refused', { parent: step }), /another pipeline/);
+    return 'answered';
+  });
+  assert.equal(result, 'answered');
+  assert.equal(wattline.currentScope(), undefined);
+  assert.equal(request.ended, true, 'withAgentScope ends its step');
+  await assert.rejects(pipeline.agentScope('late', { parent: request }), /has ended/);
+  await other.shutdown();
+  await pipeline.shutdown();
+
+  const found = starts(atofDir);
+  const uuid = (name) => found[name].uuid;
+  assert.equal(uuid('request'), request.uuid);
+  for (const child of ['tool-a', 'tool-b', 'from-timer', 'plan', 'explicit']) {
+    assert.equal(found[child].parent_uuid, request.uuid, child);
+  }
+  assert.equal(found.lookup.parent_uuid, uuid('plan'));
+  assert.notEqual(found.request.parent_uuid, request.uuid);
+});
+
+test("a parent's attributed energy includes its child's", async () => {
+  // The stand-in draws a constant 250 W and names no processes: every joule of a
+  // window goes to the innermost steps live in it, so a parent holding its child is
+  // attributed its whole window, and the child its own.
+  const smi = standInNvidiaSmi();
+  const saved = { PATH: process.env.PATH, interval: process.env.GENAI_GPU_COLLECTION_INTERVAL };
+  process.env.PATH = smi.path;
+  process.env.GENAI_GPU_COLLECTION_INTERVAL = '0.1';
+  let pipeline;
+  try {
+    pipeline = await wattline.Pipeline.start({ intervalMs: 100 });
+  } finally {
+    process.env.PATH = saved.PATH;
+    if (saved.interval === undefined) delete process.env.GENAI_GPU_COLLECTION_INTERVAL;
+    else process.env.GENAI_GPU_COLLECTION_INTERVAL = saved.interval;
+  }
+  await pipeline.withAgentScope('request', async () => {
+    await sleep(300);
+    await pipeline.withAgentScope('summarize', () => sleep(300));
+  });
+  const report = await pipeline.shutdown();
+  const step = (name) => report.agentScopes.find((scope) => scope.name === name);
+  const [request, summarize] = [step('request'), step('summarize')];
+  assert.equal(summarize.parentUuid, request.uuid);
+  const close = (a, b) => Math.abs(a - b) <= 1e-6 * Math.abs(b);
+  assert.ok(close(request.attributedGpuEnergyKwh, request.gpuEnergyKwh), `${request.attributedGpuEnergyKwh} vs ${request.gpuEnergyKwh}`);
+  assert.ok(close(summarize.attributedGpuEnergyKwh, summarize.gpuEnergyKwh));
+  assert.ok(request.attributedGpuEnergyKwh > 1.5 * summarize.attributedGpuEnergyKwh);
+});
+
+test('module-level steps nest under wattline run', () => {
+  const atof = path.join(scratch(), 'runs');
+  const program = `
+    const wattline = require(${JSON.stringify(packageDirectory)});
+    const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    (async () => {
+      await wattline.withAgentScope('request', async (request) => {
+        await wattline.withAgentScope('plan', () => sleep(50));
+        await Promise.all(['tool-a', 'tool-b'].map((name) => wattline.withAgentScope(name, () => sleep(50))));
+        const explicit = await wattline.agentScope('explicit', { parent: request });
+        await explicit.end();
+      });
+      console.log('nested steps done');
+    })();`;
+  const run = spawnSync(
+    wattlineBinary,
+    ['run', '--quiet', '--gpus', 'none', '--interval', '100', '--atof', atof, '--', process.execPath, '-e', program],
+    { env: quietEnvironment(), encoding: 'utf8', timeout: 60_000 },
+  );
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /^nested steps done/);
+  const found = starts(atof);
+  for (const child of ['plan', 'tool-a', 'tool-b', 'explicit']) {
+    assert.equal(found[child].parent_uuid, found.request.uuid, child);
+    assert.deepEqual(found[child].attributes, ['remote']);
+  }
+  assert.notEqual(found.request.parent_uuid, found.request.uuid);
+});
