@@ -67,6 +67,7 @@ mod tests {
             process_id: None,
             weight: None,
             traceparent: None,
+            parent_scope_id: None,
         };
         assert_eq!(
             request.encode_to_vec(),
@@ -77,5 +78,11 @@ mod tests {
             ]
             .concat()
         );
+        // parent_scope_id = 6, length-delimited.
+        let nested = StartAgentScopeRequest {
+            parent_scope_id: Some("p".into()),
+            ..request
+        };
+        assert!(nested.encode_to_vec().ends_with(&[0x32, 1, b'p']));
     }
 }
