@@ -78,6 +78,16 @@ async function receiver() {
   return { spans, url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
 }
 
+/** A configuration sending steps' spans (with energy) to `collector`, as JSON. */
+const spansTo = (collector) =>
+  JSON.stringify({
+    version: 1,
+    components: [
+      { kind: 'energy' },
+      { kind: 'opentelemetry', config: { spans: true, endpoints: [{ endpoint: collector.url, transport: 'http_binary' }] } },
+    ],
+  });
+
 const byName = (spans, name) => {
   const found = spans.filter((span) => span.name === name);
   assert.equal(found.length, 1, JSON.stringify(spans));
@@ -114,13 +124,7 @@ function runNode(program, environment) {
 
 test('a step is a child of the active OpenTelemetry span in process', async () => {
   const collector = await receiver();
-  const config = JSON.stringify({
-    version: 1,
-    components: [
-      { kind: 'energy' },
-      { kind: 'opentelemetry', config: { spans: true, endpoints: [{ endpoint: collector.url, transport: 'http_binary' }] } },
-    ],
-  });
+  const config = spansTo(collector);
   const program = PROGRAM(`
       const pipeline = await wattline.Pipeline.start({ gpu: false, config: ${config} });
       const plan = await pipeline.agentScope('plan');
@@ -142,13 +146,7 @@ test('a step is a child of the active OpenTelemetry span in process', async () =
 
 test("a nested step is a child of its parent step's span unless a span opened between", async () => {
   const collector = await receiver();
-  const config = JSON.stringify({
-    version: 1,
-    components: [
-      { kind: 'energy' },
-      { kind: 'opentelemetry', config: { spans: true, endpoints: [{ endpoint: collector.url, transport: 'http_binary' }] } },
-    ],
-  });
+  const config = spansTo(collector);
   const program = PROGRAM(`
       const pipeline = await wattline.Pipeline.start({ gpu: false, config: ${config} });
       await pipeline.withAgentScope('request', async () => {

@@ -68,14 +68,9 @@ def receiver():
     receiver.close()
 
 
-def by_name(spans: List[Span], name: str) -> Span:
-    found = [span for span in spans if span.name == name]
-    assert len(found) == 1, [span.name for span in spans]
-    return found[0]
-
-
-async def test_a_step_is_a_child_of_the_current_opentelemetry_span(receiver, quiet_home):
-    config = {
+def spans_to(receiver: Receiver) -> dict:
+    """A configuration sending steps' spans (with energy) to `receiver`."""
+    return {
         "version": 1,
         "components": [
             {"kind": "energy"},
@@ -88,6 +83,16 @@ async def test_a_step_is_a_child_of_the_current_opentelemetry_span(receiver, qui
             },
         ],
     }
+
+
+def by_name(spans: List[Span], name: str) -> Span:
+    found = [span for span in spans if span.name == name]
+    assert len(found) == 1, [span.name for span in spans]
+    return found[0]
+
+
+async def test_a_step_is_a_child_of_the_current_opentelemetry_span(receiver, quiet_home):
+    config = spans_to(receiver)
     tracer = TracerProvider().get_tracer("agent")
     async with wattline.Pipeline(config=config, gpu=False) as pipeline:
         with tracer.start_as_current_span("handle request") as request:
@@ -113,19 +118,7 @@ async def test_a_step_is_a_child_of_the_current_opentelemetry_span(receiver, qui
 async def test_a_nested_step_is_a_child_of_its_parent_steps_span_unless_a_span_opened_between(
     receiver, quiet_home
 ):
-    config = {
-        "version": 1,
-        "components": [
-            {"kind": "energy"},
-            {
-                "kind": "opentelemetry",
-                "config": {
-                    "spans": True,
-                    "endpoints": [{"endpoint": receiver.url, "transport": "http_binary"}],
-                },
-            },
-        ],
-    }
+    config = spans_to(receiver)
     tracer = TracerProvider().get_tracer("agent")
     async with wattline.Pipeline(config=config, gpu=False) as pipeline:
         with tracer.start_as_current_span("handle request"):
