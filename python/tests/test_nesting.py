@@ -159,6 +159,18 @@ async def test_an_explicit_parent_wins_and_a_parent_not_entered_is_refused(
     assert "orphan" not in starts
 
 
+def test_measure_nests_without_asyncio(quiet_home, tmp_path):
+    with wattline.measure(gpu=False, atof_dir=str(tmp_path)) as measuring:
+        with measuring.agent_scope("request") as request:
+            with measuring.agent_scope("summarize"):
+                assert wattline.current_scope().name == "summarize"
+            assert wattline.current_scope() is request
+    starts = first_starts(scope_events(tmp_path))
+    assert starts["summarize"]["parent_uuid"] == starts["request"]["uuid"]
+    steps = {step.name: step for step in measuring.report.agent_scopes}
+    assert steps["summarize"].parent_uuid == steps["request"].uuid
+
+
 async def test_a_parents_attributed_energy_includes_its_childs(stand_in_nvidia_smi, quiet_home):
     """The issue's case: `summarize` inside `request`, 0.3 s each. The stand-in draws a
     constant 250 W and names no processes, so every joule of a window goes to the
