@@ -64,9 +64,10 @@ scripts/dist-check.sh
 # The Python suite runs against the wheel, in the reference's venv so the snapshot is
 # compared with the reference's own in one process, with its test tools.
 # The OpenTelemetry SDK and proto types: tests/test_spans.py makes a parent span with
-# the official SDK and decodes the spans wattline sends with the official types.
+# the official SDK and decodes the spans wattline sends with the official types;
+# zstandard reads the zstd event files tests/test_bursts.py has wattline write.
 "$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0" \
-  "opentelemetry-sdk==1.45.2" "opentelemetry-proto==1.45.2"
+  "opentelemetry-sdk==1.45.2" "opentelemetry-proto==1.45.2" "zstandard==0.23.0"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wattline-*.whl
 
 cargo test --workspace "$@"
