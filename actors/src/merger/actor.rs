@@ -141,39 +141,45 @@ impl MergerState {
         self.sink.as_ref()
     }
 
-    /// Takes a batch of the scope stream, in order: boundaries' events go out and the
-    /// boundaries go on to the energy actor as one input (sooner, ahead of a report or
-    /// shutdown's ends).
+    /// Takes a batch of the scope stream, in order: the boundaries' start and end
+    /// events go out as one batch and the boundaries go on to the energy actor as one
+    /// input (sooner, ahead of a report, a poll's marks or shutdown's ends).
     async fn take_scopes(&mut self, items: Vec<StreamItem>) {
         let sink = Arc::clone(&self.sink);
         for item in items {
             match item {
-                StreamItem::Boundary(boundary) => self.boundaries.take(boundary, sink.as_ref()),
+                StreamItem::Boundary(boundary) => self.boundaries.take(boundary),
                 StreamItem::EndLiveScopes { at, wall } => {
                     let at = BoundaryAt::WindowClose(at);
-                    self.boundaries.end_all(at, wall, sink.as_ref());
+                    self.boundaries.end_all(at, wall);
                 }
                 StreamItem::Report {
                     at,
                     wall,
                     final_report,
                     reply,
-                } => self.boundaries.report(at, wall, final_report, reply),
+                } => self
+                    .boundaries
+                    .report(at, wall, final_report, reply, sink.as_ref()),
                 StreamItem::Written(reply) => {
+                    // Written: the events taken before it are with the sink.
+                    self.boundaries.send_events(sink.as_ref());
                     let _ = reply.send(());
                 }
                 // No mark after this, and no scope left live.
                 StreamItem::Close { at, wall, reply } => {
+                    // The poll's marks go after the scope events taken before them.
+                    self.boundaries.send_events(sink.as_ref());
                     self.finish_poll().await;
                     self.closed = true;
                     let at = BoundaryAt::Stamped(at);
-                    self.boundaries.end_all(at, wall.into(), sink.as_ref());
-                    self.boundaries.forward();
+                    self.boundaries.end_all(at, wall.into());
+                    self.boundaries.forward(sink.as_ref());
                     let _ = reply.send(());
                 }
             }
         }
-        self.boundaries.forward();
+        self.boundaries.forward(sink.as_ref());
     }
 
     /// Waits for the poll in flight, if any, and sends its marks (none once closed).
@@ -182,7 +188,7 @@ impl MergerState {
             return;
         };
         match poll.await {
-            Ok(snapshot) if !self.closed => self.emit_marks(&snapshot),
+            Ok(snapshot) if !self.closed => self.emit_marks(&snapshot).await,
             Ok(_) => {}
             Err(error) => tracing::error!(%error, "a poll failed"),
         }
@@ -190,7 +196,10 @@ impl MergerState {
     }
 
     /// One event for the poll: its mark built once, copied under every live scope.
-    fn emit_marks(&self, snapshot: &Snapshot) {
+    /// Sent once the sink has room (an exporter's lane over its byte budget slows the
+    /// copies, never the callers), waiting at most a poll interval; past that it is
+    /// sent anyway, and a lane still over budget drops and counts it.
+    async fn emit_marks(&self, snapshot: &Snapshot) {
         let copies: Vec<MarkCopy> = self
             .boundaries
             .scopes()
@@ -203,6 +212,16 @@ impl MergerState {
             .collect();
         if copies.is_empty() {
             return;
+        }
+        let interval = Duration::from_millis(self.poller.plan.config.polling.interval_millis);
+        if tokio::time::timeout(interval, self.sink().room())
+            .await
+            .is_err()
+        {
+            tracing::debug!(
+                copies = copies.len(),
+                "an exporter's lane stayed over its byte budget for a poll interval: the poll's copies are sent anyway"
+            );
         }
         self.sink().send(PipelineEvent::MarkCopies(MarkCopies {
             timestamp: snapshot.timestamp,
