@@ -701,6 +701,14 @@ fn starting_outside_a_tokio_runtime_is_an_error_not_a_panic() {
     );
 }
 
+/// An exporter held at `gate`, counting into `exported`.
+fn stuck(gate: &Gate, exported: &Arc<AtomicU64>) -> Stuck {
+    Stuck {
+        gate: gate.clone(),
+        exported: Arc::clone(exported),
+    }
+}
+
 fn scope_event(n: u128) -> PipelineEvent {
     PipelineEvent::Scope(wattline_model::events::ScopeEvent {
         uuid: uuid::Uuid::from_u128(n),
@@ -738,14 +746,7 @@ async fn room_pends_while_a_lane_is_over_its_byte_budget_and_resolves_once_it_dr
     let _open_at_exit = OpenOnDrop(gate.clone());
     let exported = Arc::new(AtomicU64::new(0));
     let fanout = FanOut::builder()
-        .exporter_with_lane_bytes(
-            "slow",
-            Stuck {
-                gate: gate.clone(),
-                exported: Arc::clone(&exported),
-            },
-            events(3),
-        )
+        .exporter_with_lane_bytes("slow", stuck(&gate, &exported), events(3))
         .exporter("counting", Counting::default())
         .start()
         .await
@@ -793,14 +794,7 @@ async fn a_burst_within_the_byte_budget_loses_nothing_and_a_batch_is_one_message
         .sum::<u64>()
         + mark_copies(10_000).estimated_bytes();
     let fanout = FanOut::builder()
-        .exporter_with_lane_bytes(
-            "held",
-            Stuck {
-                gate: gate.clone(),
-                exported: Arc::clone(&exported),
-            },
-            budget,
-        )
+        .exporter_with_lane_bytes("held", stuck(&gate, &exported), budget)
         .start()
         .await
         .unwrap();
@@ -827,14 +821,7 @@ async fn drops_over_the_byte_budget_are_counted_and_named_by_kind() {
     let _open_at_exit = OpenOnDrop(gate.clone());
     let fanout = FanOut::builder()
         .failure_sink(Arc::new(pipeline))
-        .exporter_with_lane_bytes(
-            "otlp",
-            Stuck {
-                gate: gate.clone(),
-                exported: Arc::default(),
-            },
-            events(2),
-        )
+        .exporter_with_lane_bytes("otlp", stuck(&gate, &Arc::default()), events(2))
         .start()
         .await
         .unwrap();
