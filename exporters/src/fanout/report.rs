@@ -130,7 +130,7 @@ pub struct ExporterStats {
     pub dropped: u64,
     /// [`Self::dropped`] by kind, in [`EventKind::ALL`] order, kinds with none left out.
     pub dropped_by_kind: Vec<(EventKind, u64)>,
-    /// Events it accepted and will never deliver (see [`Exporter::lost`]).
+    /// Events it accepted and will never deliver (see [`crate::Exporter::lost`]).
     pub lost: u64,
     /// Events waiting in its lane now (a batch counts each of its events).
     pub queued: usize,
@@ -139,7 +139,7 @@ pub struct ExporterStats {
     /// The last error a call returned, if any.
     pub last_error: Option<String>,
     /// The slowest its destination answered one request (see
-    /// [`Exporter::slowest_answer`]), as of its last call.
+    /// [`crate::Exporter::slowest_answer`]), as of its last call.
     pub slowest_answer: Option<std::time::Duration>,
 }
 
