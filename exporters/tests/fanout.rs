@@ -721,6 +721,19 @@ fn scope_event(n: u128) -> PipelineEvent {
     })
 }
 
+/// A poll's mark copied under one scope, `n`: the bulk.
+fn copy(n: u128) -> PipelineEvent {
+    PipelineEvent::MarkCopies(wattline_model::events::MarkCopies {
+        timestamp: at(1, 0),
+        name: "resource".into(),
+        data: Arc::default(),
+        copies: vec![wattline_model::events::MarkCopy {
+            uuid: uuid::Uuid::from_u128(n),
+            parent_uuid: None,
+        }],
+    })
+}
+
 fn mark_copies(copies: u128) -> PipelineEvent {
     PipelineEvent::MarkCopies(wattline_model::events::MarkCopies {
         timestamp: at(1, 0),
@@ -745,8 +758,9 @@ async fn room_pends_while_a_lane_is_over_its_byte_budget_and_resolves_once_it_dr
     let gate = Gate::default();
     let _open_at_exit = OpenOnDrop(gate.clone());
     let exported = Arc::new(AtomicU64::new(0));
+    let copy_bytes = copy(1).estimated_bytes();
     let fanout = FanOut::builder()
-        .exporter_with_lane_bytes("slow", stuck(&gate, &exported), events(3))
+        .exporter_with_lane_bytes("slow", stuck(&gate, &exported), 3 * copy_bytes)
         .exporter("counting", Counting::default())
         .start()
         .await
@@ -755,15 +769,17 @@ async fn room_pends_while_a_lane_is_over_its_byte_budget_and_resolves_once_it_dr
         has_room(&fanout, Duration::ZERO).await,
         "empty lanes have room"
     );
-    // Event 1 in the exporter's hands, 2 to 4 fill its lane's budget.
-    fanout.send(event(1));
+    // Copy 1 in the exporter's hands, 2 to 4 fill its lane's budget for the bulk.
+    fanout.send(copy(1));
     wait_until(|| fanout.stats_of("slow").unwrap().queued == 0).await;
     for n in 2..=4 {
-        assert_eq!(fanout.send(event(n)), 2);
+        assert_eq!(fanout.send(copy(n)), 2);
     }
     let slow = fanout.stats_of("slow").unwrap();
-    assert_eq!((slow.queued, slow.queued_bytes), (3, events(3)));
+    assert_eq!((slow.queued, slow.queued_bytes), (3, 3 * copy_bytes));
     assert!(!has_room(&fanout, Duration::from_millis(200)).await);
+    // The record has an allowance of its own: a step's start still goes in.
+    assert_eq!(fanout.send(scope_event(1)), 2);
 
     // Waiting, it is woken by the lane taking its events once the exporter frees up.
     let waiter = {
@@ -775,7 +791,7 @@ async fn room_pends_while_a_lane_is_over_its_byte_budget_and_resolves_once_it_dr
     gate.open();
     tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
     assert!(fanout.flush(WAIT).await.all_done());
-    assert_eq!(exported.load(Ordering::SeqCst), 4);
+    assert_eq!(exported.load(Ordering::SeqCst), 5);
     assert_eq!(fanout.stats_of("slow").unwrap().dropped, 0);
     assert!(fanout.shutdown(WAIT).await.all_done());
     // A stopped lane holds nothing back.
@@ -828,8 +844,11 @@ async fn drops_over_the_byte_budget_are_counted_and_named_by_kind() {
     fanout.send(event(1));
     wait_until(|| fanout.stats_of("otlp").unwrap().queued == 0).await;
     assert_eq!(fanout.send(event(2)) + fanout.send(event(3)), 2);
-    // Over budget now: a scope, a poll's 5 copies, and a batch of a scope and a mark.
+    // The record's allowance is full now: a scope, and a batch of a scope and a mark,
+    // are dropped. The bulk's is empty: a poll's 5 copies go in, and the next 5 find
+    // it full.
     assert_eq!(fanout.send(scope_event(1)), 0);
+    assert_eq!(fanout.send(mark_copies(5)), 1);
     assert_eq!(fanout.send(mark_copies(5)), 0);
     assert_eq!(fanout.send_batch(vec![scope_event(2), event(4)]), 0);
     let stats = fanout.stats_of("otlp").unwrap();

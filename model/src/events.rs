@@ -300,6 +300,18 @@ impl EventKind {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// Whether an event of this kind is part of the run's record of its steps (a
+    /// scope's start or end, a mark of its own, an energy record, a step's settled
+    /// energy), as opposed to the bulk a pipeline can slow down (a poll's copies,
+    /// metric batches, telemetry): an exporter's lane gives each its own allowance, so
+    /// bulk waiting to be written never crowds out a step's record.
+    pub fn is_record(self) -> bool {
+        matches!(
+            self,
+            EventKind::Scope | EventKind::Mark | EventKind::EnergyRecord | EventKind::ScopeEnergy
+        )
+    }
 }
 
 impl std::fmt::Display for EventKind {

@@ -28,6 +28,18 @@ use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 use wattline_model::snapshot::resource_measurements;
 
+/// The least a poll's copies wait for an exporter that is behind (see
+/// [`copies_wait`]).
+const LEAST_COPIES_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a poll's copies wait for the exporters' room: ten poll intervals, and at
+/// least [`LEAST_COPIES_WAIT`]. Meanwhile the clock skips the polls it cannot start
+/// (each counted as missed): a writer that is behind slows the copies instead of losing
+/// them. Only one stuck for longer has them sent anyway, to be dropped and counted.
+fn copies_wait(poll_interval: Duration) -> Duration {
+    (poll_interval * 10).max(LEAST_COPIES_WAIT)
+}
+
 /// The most items the merger takes from the stream at once: a backlog goes in several
 /// batches.
 pub(crate) const MAX_BATCH: usize = 1024;
@@ -197,7 +209,7 @@ impl MergerState {
 
     /// One event for the poll: its mark built once, copied under every live scope.
     /// Sent once the sink has room (an exporter's lane over its byte budget slows the
-    /// copies, never the callers), waiting at most a poll interval; past that it is
+    /// copies, never the callers), waiting at most [`copies_wait`]; past that it is
     /// sent anyway, and a lane still over budget drops and counts it.
     async fn emit_marks(&self, snapshot: &Snapshot) {
         let copies: Vec<MarkCopy> = self
@@ -214,13 +226,13 @@ impl MergerState {
             return;
         }
         let interval = Duration::from_millis(self.poller.plan.config.polling.interval_millis);
-        if tokio::time::timeout(interval, self.sink().room())
+        if tokio::time::timeout(copies_wait(interval), self.sink().room())
             .await
             .is_err()
         {
             tracing::debug!(
                 copies = copies.len(),
-                "an exporter's lane stayed over its byte budget for a poll interval: the poll's copies are sent anyway"
+                "an exporter's lane stayed over its byte budget: the poll's copies are sent anyway"
             );
         }
         self.sink().send(PipelineEvent::MarkCopies(MarkCopies {

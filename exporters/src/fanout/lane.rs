@@ -12,7 +12,7 @@ use tokio::time::{Instant, error::Elapsed};
 use wattline_model::events::PipelineEvent;
 
 use super::report::LaneOutcome;
-use super::shared::LaneShared;
+use super::shared::{Held, LaneShared};
 use crate::exporter::{ExportError, Exporter};
 
 /// Where a lane's task answers a flush or shutdown.
@@ -36,8 +36,8 @@ impl Parcel {
 }
 
 pub(super) enum LaneMessage {
-    /// Events, with the bytes they hold of the budget.
-    Export(Parcel, u64),
+    /// Events, with what they hold of the budget.
+    Export(Parcel, Held),
     Flush(Reply),
     Shutdown(Reply),
 }
@@ -137,15 +137,14 @@ impl LaneTask {
     /// Takes the events of `messages`, just received, off the mailbox's books, and
     /// wakes whoever waits for room.
     fn take_off_budget(&self, messages: &[LaneMessage]) {
-        let (mut events, mut bytes) = (0, 0);
+        let mut taken = false;
         for message in messages {
             if let LaneMessage::Export(parcel, held) = message {
-                events += parcel.events().len();
-                bytes += held;
+                self.shared.release(parcel.events().len(), *held);
+                taken = true;
             }
         }
-        if events > 0 {
-            self.shared.release(events, bytes);
+        if taken {
             self.shared.room.notify_waiters();
         }
     }
@@ -215,9 +214,9 @@ impl LaneTask {
         let mut requests: Vec<Reply> = request.into_iter().collect();
         let mut parcels = Vec::new();
         let mut count = |message, on_books: bool| match message {
-            LaneMessage::Export(parcel, bytes) => {
+            LaneMessage::Export(parcel, held) => {
                 if on_books {
-                    self.shared.release(parcel.events().len(), bytes);
+                    self.shared.release(parcel.events().len(), held);
                 }
                 parcels.push(parcel);
             }
@@ -311,29 +310,29 @@ pub(super) struct Lane {
 }
 
 impl Lane {
-    /// Queues `parcel` (`events` events, `bytes` estimated) when it fits the lane's
-    /// budget and the lane is live; otherwise counts its events dropped, each by kind.
-    pub(super) fn offer(&self, parcel: &Parcel, bytes: u64) -> bool {
+    /// Queues `parcel` (holding `held`) when it fits the lane's allowance for it and
+    /// the lane is live; otherwise counts its events dropped, each by kind.
+    pub(super) fn offer(&self, parcel: &Parcel, held: Held) -> bool {
         let shared = &self.shared;
         let events = parcel.events().len();
-        if self.sender.is_closed() || !shared.reserve(bytes) {
+        if self.sender.is_closed() || !shared.reserve(held) {
             shared.note_drops(parcel.events());
             return false;
         }
         // Counted before the send, so the task's count on receipt never goes below zero.
         shared.queued.fetch_add(events, Ordering::Relaxed);
-        match self.sender.send(LaneMessage::Export(parcel.clone(), bytes)) {
+        match self.sender.send(LaneMessage::Export(parcel.clone(), held)) {
             Ok(()) => true,
             Err(_closed) => {
-                shared.release(events, bytes);
+                shared.release(events, held);
                 shared.note_drops(parcel.events());
                 false
             }
         }
     }
 
-    /// Whether the lane takes more now: stopped (its sends are drops, never waited
-    /// for), or under its budget.
+    /// Whether the lane takes a poll's copies now: stopped (its sends are drops, never
+    /// waited for), or its bulk under its budget.
     pub(super) fn has_room(&self) -> bool {
         self.sender.is_closed() || self.shared.under_budget()
     }

@@ -5,9 +5,14 @@
 //! [`FanOut::send`] and [`FanOut::send_batch`] never wait: per exporter they either
 //! queue the event (a batch as one message) or, when the lane's events already hold
 //! its byte budget ([`PipelineEvent::estimated_bytes`]; [`DEFAULT_LANE_BYTES`] unless
-//! set) or the exporter has stopped, drop it and count the drop by [`EventKind`](wattline_model::events::EventKind). A
-//! sender that can wait awaits [`FanOut::room`] first: it resolves once every live
-//! lane is under its budget, woken by the lanes as they take events. Each task runs
+//! set) or the exporter has stopped, drop it and count the drop by
+//! [`EventKind`](wattline_model::events::EventKind). A lane has the budget twice: once
+//! for the run's record of its steps (scope starts and ends, energy records, settled
+//! energy: [`EventKind::is_record`](wattline_model::events::EventKind::is_record)) and
+//! once for the bulk (a poll's copies, metrics, telemetry), so bulk waiting to be
+//! written never crowds out a step's record. A sender of bulk that can wait awaits
+//! [`FanOut::room`] first: it resolves once every live lane's bulk is under its budget,
+//! woken by the lanes as they take events. Each task runs
 //! its exporter's (possibly blocking) calls on the blocking thread pool, one at a
 //! time, in order; the messages waiting when a call starts (up to 256) go out in that
 //! one call, so a lane short of CPU catches up instead of paying two thread wake-ups
@@ -31,7 +36,7 @@ use wattline_model::events::{EventSink, PipelineEvent, Room};
 use crate::exporter::Exporter;
 use lane::{Asked, Lane, LaneMessage, LaneTask, Parcel, Reply, drop_off_runtime};
 pub use report::{ExportFailureSink, ExporterStats, FanOutReport, LaneOutcome, LaneReport};
-use shared::LaneShared;
+use shared::{Held, LaneShared};
 
 /// Default estimated bytes of events one exporter's lane may hold before new ones are
 /// dropped for it: a poll's copies under 10 000 live scopes, many times over.
@@ -239,8 +244,8 @@ impl FanOut {
     /// exporter only and counted by kind. Returns how many exporters accepted it.
     /// Callable from any thread.
     pub fn send(&self, event: PipelineEvent) -> usize {
-        let bytes = event.estimated_bytes();
-        self.offer(&Parcel::One(Arc::new(event)), bytes)
+        let held = Held::of(std::slice::from_ref(&event));
+        self.offer(&Parcel::One(Arc::new(event)), held)
     }
 
     /// Queues `events`, in order, as one message per exporter, without waiting: each
@@ -250,14 +255,14 @@ impl FanOut {
         if events.is_empty() {
             return 0;
         }
-        let bytes = events.iter().map(PipelineEvent::estimated_bytes).sum();
-        self.offer(&Parcel::Batch(events.into()), bytes)
+        let held = Held::of(&events);
+        self.offer(&Parcel::Batch(events.into()), held)
     }
 
-    fn offer(&self, parcel: &Parcel, bytes: u64) -> usize {
+    fn offer(&self, parcel: &Parcel, held: Held) -> usize {
         self.lanes
             .iter()
-            .filter(|lane| lane.offer(parcel, bytes))
+            .filter(|lane| lane.offer(parcel, held))
             .count()
     }
 

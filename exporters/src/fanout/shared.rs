@@ -11,18 +11,51 @@ use wattline_model::events::{EventKind, PipelineEvent};
 use super::report::{ExportFailureSink, ExporterStats, kinds_and_counts};
 use crate::exporter::{ExportError, ExporterKind};
 
+/// Which of a lane's two allowances a parcel is held against: the run's record of its
+/// steps ([`EventKind::is_record`]) or the bulk (a poll's copies, metrics,
+/// telemetry). Each has the lane's whole budget, so a poll's copies waiting to be
+/// written never crowd out a step's start, end or energy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Allowance {
+    Record = 0,
+    Bulk = 1,
+}
+
+/// A parcel's estimated bytes and the allowance they are held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Held {
+    pub(super) bytes: u64,
+    pub(super) allowance: Allowance,
+}
+
+impl Held {
+    /// What `events` hold: their estimated bytes, against the record's allowance
+    /// when any of them is part of the record.
+    pub(super) fn of(events: &[PipelineEvent]) -> Held {
+        let record = events.iter().any(|event| event.kind().is_record());
+        Held {
+            bytes: events.iter().map(PipelineEvent::estimated_bytes).sum(),
+            allowance: if record {
+                Allowance::Record
+            } else {
+                Allowance::Bulk
+            },
+        }
+    }
+}
+
 /// What the sender and the task of one lane share.
 pub(super) struct LaneShared {
     pub(super) name: String,
     pub(super) kind: ExporterKind,
-    /// The most estimated bytes of events the lane's mailbox holds.
+    /// The most estimated bytes of events the lane's mailbox holds, per allowance.
     pub(super) budget: u64,
     pub(super) log_every: u64,
     pub(super) sink: Option<Arc<dyn ExportFailureSink>>,
     /// Events in the mailbox (a batch counts each).
     pub(super) queued: AtomicUsize,
-    /// Their estimated bytes, held against [`Self::budget`].
-    pub(super) queued_bytes: AtomicU64,
+    /// Their estimated bytes, held against [`Self::budget`], by [`Allowance`].
+    queued_bytes: [AtomicU64; 2],
     /// Woken whenever the lane takes events out of its mailbox or ends: the fan-out's
     /// room (shared by its lanes).
     pub(super) room: Arc<Notify>,
@@ -58,7 +91,7 @@ impl LaneShared {
             log_every,
             sink,
             queued: AtomicUsize::new(0),
-            queued_bytes: AtomicU64::new(0),
+            queued_bytes: Default::default(),
             room,
             stopping: AtomicBool::new(false),
             exported: AtomicU64::new(0),
@@ -73,26 +106,35 @@ impl LaneShared {
         }
     }
 
-    /// Books `bytes` more into the mailbox when they fit the budget (an empty mailbox
+    /// Books `held` into the mailbox when it fits its allowance (an empty allowance
     /// takes anything, so an event larger than the budget is not refused for good);
-    /// `false` when they do not fit.
-    pub(super) fn reserve(&self, bytes: u64) -> bool {
-        self.queued_bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
-                (held == 0 || held.saturating_add(bytes) <= self.budget).then(|| held + bytes)
+    /// `false` when it does not fit.
+    pub(super) fn reserve(&self, held: Held) -> bool {
+        self.queued_bytes[held.allowance as usize]
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                (queued == 0 || queued.saturating_add(held.bytes) <= self.budget)
+                    .then(|| queued + held.bytes)
             })
             .is_ok()
     }
 
-    /// Whether the mailbox is under its budget.
+    /// Whether the bulk allowance is under its budget: a poll's copies go in now.
     pub(super) fn under_budget(&self) -> bool {
-        self.queued_bytes.load(Ordering::Acquire) < self.budget
+        self.queued_bytes[Allowance::Bulk as usize].load(Ordering::Acquire) < self.budget
     }
 
-    /// Takes `events` events of `bytes` out of the mailbox's books.
-    pub(super) fn release(&self, events: usize, bytes: u64) {
+    /// Takes `events` events holding `held` out of the mailbox's books.
+    pub(super) fn release(&self, events: usize, held: Held) {
         self.queued.fetch_sub(events, Ordering::Relaxed);
-        self.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        self.queued_bytes[held.allowance as usize].fetch_sub(held.bytes, Ordering::AcqRel);
+    }
+
+    /// The estimated bytes in the mailbox, both allowances.
+    fn queued_bytes(&self) -> u64 {
+        self.queued_bytes
+            .iter()
+            .map(|queued| queued.load(Ordering::Relaxed))
+            .sum()
     }
 
     fn due(&self, total: u64) -> bool {
@@ -187,7 +229,7 @@ impl LaneShared {
             dropped_by_kind: self.dropped_by_kind(),
             lost: self.lost.load(Ordering::Relaxed),
             queued: self.queued.load(Ordering::Relaxed),
-            queued_bytes: self.queued_bytes.load(Ordering::Relaxed),
+            queued_bytes: self.queued_bytes(),
             slowest_answer: match self.slowest_answer_micros.load(Ordering::Relaxed) {
                 0 => None,
                 micros => Some(std::time::Duration::from_micros(micros)),
