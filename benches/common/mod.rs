@@ -104,13 +104,17 @@ pub fn rss_bytes() -> u64 {
         .expect("a VmRSS line")
 }
 
-/// The one ATOF file the pipeline writes in `directory`.
+/// The one ATOF file the pipeline writes in `directory` (`.jsonl`, or `.jsonl.zst`
+/// compressed).
 pub fn atof_file(directory: &Path) -> PathBuf {
     let files: Vec<PathBuf> = std::fs::read_dir(directory)
         .expect("the ATOF directory")
         .flatten()
         .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|ext| ext == "jsonl" || ext == "zst")
+        })
         .collect();
     assert_eq!(files.len(), 1, "one ATOF file in {}", directory.display());
     files.into_iter().next().unwrap()

@@ -57,7 +57,11 @@ fn mark() -> PipelineEvent {
 /// (events per second, CPU µs per event) over that whole span.
 async fn drain(exporter: impl Exporter, events: usize) -> (f64, f64) {
     let fanout = FanOut::builder()
-        .exporter_with_capacity("lane", exporter, events + 1)
+        .exporter_with_lane_bytes(
+            "lane",
+            exporter,
+            (events as u64 + 1) * mark().estimated_bytes(),
+        )
         .start()
         .await
         .expect("a fan-out");

@@ -1,6 +1,6 @@
 //! wattline's exporters: the ATOF JSON-lines file, OTLP metrics (gRPC and HTTP/protobuf),
 //! a stdout printer for debugging, and the fan-out that runs each as its own task with
-//! a bounded mailbox and drop counters.
+//! a lane bounded by bytes and drop counters per kind.
 //!
 //! Every exporter implements [`Exporter`]; build them from the `atof` and
 //! `opentelemetry` configuration kinds, hand them to a [`FanOut`], and send it
@@ -38,8 +38,8 @@ pub use atof_reader::{
 };
 pub use exporter::{BuildError, ExportError, Exporter, ExporterKind};
 pub use fanout::{
-    ExportFailureSink, ExporterStats, FanOut, FanOutBuilder, FanOutError, FanOutReport,
-    LaneOutcome, LaneReport,
+    DEFAULT_LANE_BYTES, ExportFailureSink, ExporterStats, FanOut, FanOutBuilder, FanOutError,
+    FanOutReport, LaneOutcome, LaneReport,
 };
 pub use metric_schema::{parse_metric_measurements, validate_metric_measurements};
 pub use metrics_pipeline::ExportStatus;

@@ -14,12 +14,17 @@ use wattline_diagnostics::{Diagnostics, DiagnosticsLimits, PipelineDiagnostics};
 use wattline_exporters::{
     ExportError, ExportFailureSink, Exporter, ExporterKind, FanOut, FanOutError,
 };
-use wattline_model::events::PipelineEvent;
+use wattline_model::events::{EventKind, PipelineEvent};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 fn event(n: u64) -> PipelineEvent {
     resource_mark(uuid(u128::from(n)), None, at(n as i64, 0), n)
+}
+
+/// A lane budget that holds `n` of the test's events (all the same estimated size).
+fn events(n: u64) -> u64 {
+    n * event(1).estimated_bytes()
 }
 
 /// Counts what it exports; remembers the count at each flush.
@@ -165,7 +170,13 @@ impl ExportFailureSink for RecordingSink {
             .unwrap()
             .push((exporter.into(), occurrences.get()));
     }
-    fn events_dropped(&self, exporter: &str, _: ExporterKind, occurrences: NonZeroU64) {
+    fn events_dropped(
+        &self,
+        exporter: &str,
+        _: ExporterKind,
+        occurrences: NonZeroU64,
+        _: &[(EventKind, u64)],
+    ) {
         self.drops
             .lock()
             .unwrap()
@@ -192,15 +203,15 @@ async fn a_stuck_exporter_never_delays_the_sender_or_another_exporter() {
     let stuck_exported = Arc::new(AtomicU64::new(0));
     let counting = Counting::default();
     let fanout = FanOut::builder()
-        .exporter_with_capacity(
+        .exporter_with_lane_bytes(
             "stuck",
             Stuck {
                 gate: gate.clone(),
                 exported: Arc::clone(&stuck_exported),
             },
-            64,
+            events(64),
         )
-        .exporter_with_capacity("counting", counting.clone(), 20_000)
+        .exporter_with_lane_bytes("counting", counting.clone(), events(20_000))
         .start()
         .await
         .unwrap();
@@ -243,7 +254,7 @@ async fn a_stuck_exporter_never_delays_the_sender_or_another_exporter() {
 async fn flush_answers_after_every_event_queued_before_it() {
     let counting = Counting::default();
     let fanout = FanOut::builder()
-        .mailbox_capacity(5_000)
+        .lane_bytes(events(5_000))
         .exporter("counting", counting.clone())
         .start()
         .await
@@ -267,7 +278,7 @@ async fn failures_are_counted_and_reported_rate_limited_with_exact_totals() {
     let sink = Arc::new(RecordingSink::default());
     let counting = Counting::default();
     let fanout = FanOut::builder()
-        .mailbox_capacity(1_000)
+        .lane_bytes(events(1_000))
         .log_every(10)
         .failure_sink(sink.clone())
         .exporter("failing", Failing(ExporterKind::Otlp))
@@ -409,14 +420,14 @@ async fn pipeline_diagnostics_receive_exact_failure_and_drop_counts() {
     let fanout = FanOut::builder()
         .log_every(7)
         .failure_sink(Arc::new(pipeline))
-        .exporter_with_capacity("atof", Failing(ExporterKind::Atof), 1_000)
-        .exporter_with_capacity(
+        .exporter_with_lane_bytes("atof", Failing(ExporterKind::Atof), events(1_000))
+        .exporter_with_lane_bytes(
             "otlp",
             Stuck {
                 gate: gate.clone(),
                 exported: Arc::default(),
             },
-            4,
+            events(4),
         )
         .start()
         .await
@@ -447,13 +458,13 @@ async fn a_flush_asked_while_the_mailbox_is_full_waits_for_room_and_still_answer
     let _open_at_exit = OpenOnDrop(gate.clone());
     let exported = Arc::new(AtomicU64::new(0));
     let fanout = FanOut::builder()
-        .exporter_with_capacity(
+        .exporter_with_lane_bytes(
             "slow",
             Stuck {
                 gate: gate.clone(),
                 exported: Arc::clone(&exported),
             },
-            2,
+            events(2),
         )
         .start()
         .await
@@ -556,7 +567,7 @@ impl Scripted {
 /// exporter's gate.
 async fn held_at_event_one(exporter: Scripted) -> FanOut {
     let fanout = FanOut::builder()
-        .exporter_with_capacity("scripted", exporter, 1_000)
+        .exporter_with_lane_bytes("scripted", exporter, events(1_000))
         .start()
         .await
         .unwrap();
@@ -687,5 +698,181 @@ fn starting_outside_a_tokio_runtime_is_an_error_not_a_panic() {
     assert!(
         matches!(&error, FanOutError::Spawn { name, .. } if name == "counting"),
         "{error}"
+    );
+}
+
+/// An exporter held at `gate`, counting into `exported`.
+fn stuck(gate: &Gate, exported: &Arc<AtomicU64>) -> Stuck {
+    Stuck {
+        gate: gate.clone(),
+        exported: Arc::clone(exported),
+    }
+}
+
+fn scope_event(n: u128) -> PipelineEvent {
+    PipelineEvent::Scope(wattline_model::events::ScopeEvent {
+        uuid: uuid::Uuid::from_u128(n),
+        parent_uuid: None,
+        timestamp: at(n as i64, 0),
+        name: "agent".into(),
+        scope_category: wattline_model::events::ScopeCategory::Start,
+        kind: wattline_model::events::ScopeKind::Agent,
+        attributes: Vec::new(),
+    })
+}
+
+/// A poll's mark copied under one scope, `n`: the bulk.
+fn copy(n: u128) -> PipelineEvent {
+    PipelineEvent::MarkCopies(wattline_model::events::MarkCopies {
+        timestamp: at(1, 0),
+        name: "resource".into(),
+        data: Arc::default(),
+        copies: vec![wattline_model::events::MarkCopy {
+            uuid: uuid::Uuid::from_u128(n),
+            parent_uuid: None,
+        }],
+    })
+}
+
+fn mark_copies(copies: u128) -> PipelineEvent {
+    PipelineEvent::MarkCopies(wattline_model::events::MarkCopies {
+        timestamp: at(1, 0),
+        name: "resource".into(),
+        data: Arc::default(),
+        copies: (0..copies)
+            .map(|n| wattline_model::events::MarkCopy {
+                uuid: uuid::Uuid::from_u128(n),
+                parent_uuid: None,
+            })
+            .collect(),
+    })
+}
+
+/// Whether `room()` resolves within `within`.
+async fn has_room(fanout: &FanOut, within: Duration) -> bool {
+    tokio::time::timeout(within, fanout.room()).await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn room_pends_while_a_lane_is_over_its_byte_budget_and_resolves_once_it_drains() {
+    let gate = Gate::default();
+    let _open_at_exit = OpenOnDrop(gate.clone());
+    let exported = Arc::new(AtomicU64::new(0));
+    let copy_bytes = copy(1).estimated_bytes();
+    let fanout = FanOut::builder()
+        .exporter_with_lane_bytes("slow", stuck(&gate, &exported), 3 * copy_bytes)
+        .exporter("counting", Counting::default())
+        .start()
+        .await
+        .unwrap();
+    assert!(
+        has_room(&fanout, Duration::ZERO).await,
+        "empty lanes have room"
+    );
+    // Copy 1 in the exporter's hands, 2 to 4 fill its lane's budget for the bulk.
+    fanout.send(copy(1));
+    wait_until(|| fanout.stats_of("slow").unwrap().queued == 0).await;
+    for n in 2..=4 {
+        assert_eq!(fanout.send(copy(n)), 2);
+    }
+    let slow = fanout.stats_of("slow").unwrap();
+    assert_eq!((slow.queued, slow.queued_bytes), (3, 3 * copy_bytes));
+    assert!(!has_room(&fanout, Duration::from_millis(200)).await);
+    // The record has an allowance of its own: a step's start still goes in.
+    assert_eq!(fanout.send(scope_event(1)), 2);
+
+    // Waiting, it is woken by the lane taking its events once the exporter frees up.
+    let waiter = {
+        let fanout = fanout.clone();
+        tokio::spawn(async move { fanout.room().await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiter.is_finished());
+    gate.open();
+    tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
+    assert!(fanout.flush(WAIT).await.all_done());
+    assert_eq!(exported.load(Ordering::SeqCst), 5);
+    assert_eq!(fanout.stats_of("slow").unwrap().dropped, 0);
+    assert!(fanout.shutdown(WAIT).await.all_done());
+    // A stopped lane holds nothing back.
+    assert!(has_room(&fanout, Duration::ZERO).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_within_the_byte_budget_loses_nothing_and_a_batch_is_one_message() {
+    let gate = Gate::default();
+    let _open_at_exit = OpenOnDrop(gate.clone());
+    let exported = Arc::new(AtomicU64::new(0));
+    let burst: Vec<PipelineEvent> = (0..10_000).map(scope_event).collect();
+    let budget: u64 = burst
+        .iter()
+        .map(PipelineEvent::estimated_bytes)
+        .sum::<u64>()
+        + mark_copies(10_000).estimated_bytes();
+    let fanout = FanOut::builder()
+        .exporter_with_lane_bytes("held", stuck(&gate, &exported), budget)
+        .start()
+        .await
+        .unwrap();
+    // 10 000 starts in one message and a poll's copies under each, while the
+    // exporter cannot take one: all wait in the lane (or in the exporter's hands).
+    assert_eq!(fanout.send_batch(burst), 1);
+    assert_eq!(fanout.send(mark_copies(10_000)), 1);
+    let held = fanout.stats_of("held").unwrap();
+    assert_eq!(held.dropped, 0);
+    assert!(held.queued_bytes <= budget, "{held:?}");
+    gate.open();
+    assert!(fanout.flush(WAIT).await.all_done());
+    let held = fanout.stats_of("held").unwrap();
+    assert_eq!((held.exported, held.dropped, held.queued), (10_001, 0, 0));
+    assert_eq!(exported.load(Ordering::SeqCst), 10_001);
+    assert!(fanout.shutdown(WAIT).await.all_done());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drops_over_the_byte_budget_are_counted_and_named_by_kind() {
+    let diagnostics = Diagnostics::new(DiagnosticsLimits::default()).unwrap();
+    let pipeline = PipelineDiagnostics::register(&diagnostics).unwrap();
+    let gate = Gate::default();
+    let _open_at_exit = OpenOnDrop(gate.clone());
+    let fanout = FanOut::builder()
+        .failure_sink(Arc::new(pipeline))
+        .exporter_with_lane_bytes("otlp", stuck(&gate, &Arc::default()), events(2))
+        .start()
+        .await
+        .unwrap();
+    fanout.send(event(1));
+    wait_until(|| fanout.stats_of("otlp").unwrap().queued == 0).await;
+    assert_eq!(fanout.send(event(2)) + fanout.send(event(3)), 2);
+    // The record's allowance is full now: a scope, and a batch of a scope and a mark,
+    // are dropped. The bulk's is empty: a poll's 5 copies go in, and the next 5 find
+    // it full.
+    assert_eq!(fanout.send(scope_event(1)), 0);
+    assert_eq!(fanout.send(mark_copies(5)), 1);
+    assert_eq!(fanout.send(mark_copies(5)), 0);
+    assert_eq!(fanout.send_batch(vec![scope_event(2), event(4)]), 0);
+    let stats = fanout.stats_of("otlp").unwrap();
+    assert_eq!(stats.dropped, 8);
+    assert_eq!(
+        stats.dropped_by_kind,
+        [
+            (EventKind::Scope, 2),
+            (EventKind::Mark, 1),
+            (EventKind::MarkCopy, 5)
+        ]
+    );
+    gate.open();
+    assert!(fanout.shutdown(WAIT).await.all_done());
+    let snapshot = diagnostics.snapshot().unwrap();
+    let details: Vec<&str> = snapshot
+        .recent_events
+        .iter()
+        .filter(|event| event.code == "exporter.otlp.dropped")
+        .filter_map(|event| event.detail.as_deref())
+        .collect();
+    let last = details.last().expect("a drop report");
+    assert!(
+        last.contains("scope 2, mark 1, mark_copy 5"),
+        "the detail names each kind and its count: {details:?}"
     );
 }

@@ -21,6 +21,12 @@ fn event(n: u64) -> PipelineEvent {
     gpu_batch(at(n as i64, 0), &[("GPU-0", n as f64)], 0.001, 100.0)
 }
 
+/// The estimated bytes of one of the test's events (all the same size): a lane of `n`
+/// times this holds `n` of them.
+fn event_bytes() -> u64 {
+    event(1).estimated_bytes()
+}
+
 async fn fanout(
     otlp_url: &str,
     timeout_millis: u64,
@@ -44,8 +50,8 @@ async fn fanout(
     .unwrap();
     let path = atof.path().to_path_buf();
     let fanout = FanOut::builder()
-        .exporter_with_capacity("otlp", otlp, otlp_capacity)
-        .exporter_with_capacity("atof", atof, 20_000)
+        .exporter_with_lane_bytes("otlp", otlp, otlp_capacity as u64 * event_bytes())
+        .exporter_with_lane_bytes("atof", atof, 20_000 * event_bytes())
         .start()
         .await
         .unwrap();

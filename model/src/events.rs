@@ -187,6 +187,137 @@ impl PipelineEvent {
             _ => 1,
         }
     }
+
+    /// What kind of event this is (a [`PipelineEvent::MarkCopies`] is
+    /// [`EventKind::MarkCopy`], counted by [`Self::line_count`]).
+    pub fn kind(&self) -> EventKind {
+        match self {
+            PipelineEvent::Scope(_) => EventKind::Scope,
+            PipelineEvent::Mark(_) => EventKind::Mark,
+            PipelineEvent::MarkCopies(_) => EventKind::MarkCopy,
+            PipelineEvent::Metrics { .. } => EventKind::Metrics,
+            PipelineEvent::GpuTelemetry { .. } => EventKind::GpuTelemetry,
+            PipelineEvent::RaplIntervals { .. } => EventKind::RaplIntervals,
+            PipelineEvent::Energy { .. } => EventKind::EnergyRecord,
+            PipelineEvent::ScopeEnergy { .. } => EventKind::ScopeEnergy,
+        }
+    }
+
+    /// A cheap estimate of this event's encoded size in bytes (an ATOF line, or the
+    /// lines of a poll's copies: copies × one mark line of its measurement count).
+    /// Counts fields; never serialises. For bounding queues, not for accounting.
+    pub fn estimated_bytes(&self) -> u64 {
+        let measurements = |count: usize| count as u64 * MEASUREMENT_BYTES;
+        match self {
+            PipelineEvent::Scope(scope) => {
+                LINE_BYTES + scope.name.len() as u64 + 16 * scope.attributes.len() as u64
+            }
+            PipelineEvent::Mark(mark) => {
+                LINE_BYTES + mark.name.len() as u64 + measurements(mark.data.measurements.len())
+            }
+            PipelineEvent::MarkCopies(copies) => {
+                let line = LINE_BYTES
+                    + copies.name.len() as u64
+                    + measurements(copies.data.measurements.len());
+                copies.copies.len() as u64 * line
+            }
+            PipelineEvent::Metrics {
+                measurements: m, ..
+            } => LINE_BYTES + measurements(m.len()),
+            PipelineEvent::GpuTelemetry { telemetry, .. } => {
+                // Each device's gauges and its interval's energy, cost and CO2.
+                LINE_BYTES + measurements(16 * telemetry.intervals.len().max(1))
+            }
+            PipelineEvent::RaplIntervals { intervals, .. } => {
+                LINE_BYTES + measurements(4 * intervals.len())
+            }
+            PipelineEvent::Energy { .. } => 2 * LINE_BYTES,
+            PipelineEvent::ScopeEnergy { settled, .. } => {
+                // Its per-step observations: energy, parts, cost, CO2, duration.
+                LINE_BYTES + settled.energy.name.len() as u64 + measurements(12)
+            }
+        }
+    }
+}
+
+/// [`PipelineEvent::estimated_bytes`]: an event line's envelope (kind, version, UUIDs,
+/// timestamp, schema, the closing fields).
+const LINE_BYTES: u64 = 320;
+/// [`PipelineEvent::estimated_bytes`]: one measurement in a mark's data (name, kind,
+/// types, value, unit, a few attributes).
+const MEASUREMENT_BYTES: u64 = 160;
+
+/// The kinds of [`PipelineEvent`], by which a dropped event is counted (a poll's mark
+/// copies one line each, as [`EventKind::MarkCopy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    /// [`PipelineEvent::Scope`]: a scope's start or end.
+    Scope,
+    /// [`PipelineEvent::Mark`]: a single mark.
+    Mark,
+    /// One copy of a [`PipelineEvent::MarkCopies`].
+    MarkCopy,
+    /// [`PipelineEvent::Metrics`].
+    Metrics,
+    /// [`PipelineEvent::GpuTelemetry`].
+    GpuTelemetry,
+    /// [`PipelineEvent::RaplIntervals`].
+    RaplIntervals,
+    /// [`PipelineEvent::Energy`]: an input of the energy account.
+    EnergyRecord,
+    /// [`PipelineEvent::ScopeEnergy`]: a settled scope's energy.
+    ScopeEnergy,
+}
+
+impl EventKind {
+    /// Every kind, in declaration order ([`Self::index`] is the position here).
+    pub const ALL: [EventKind; 8] = [
+        EventKind::Scope,
+        EventKind::Mark,
+        EventKind::MarkCopy,
+        EventKind::Metrics,
+        EventKind::GpuTelemetry,
+        EventKind::RaplIntervals,
+        EventKind::EnergyRecord,
+        EventKind::ScopeEnergy,
+    ];
+
+    /// The kind's snake_case name (`scope`, `mark_copy`, `scope_energy`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Scope => "scope",
+            EventKind::Mark => "mark",
+            EventKind::MarkCopy => "mark_copy",
+            EventKind::Metrics => "metrics",
+            EventKind::GpuTelemetry => "gpu_telemetry",
+            EventKind::RaplIntervals => "rapl_intervals",
+            EventKind::EnergyRecord => "energy_record",
+            EventKind::ScopeEnergy => "scope_energy",
+        }
+    }
+
+    /// Its position in [`Self::ALL`], for a table indexed by kind.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether an event of this kind is part of the run's record of its steps (a
+    /// scope's start or end, a mark of its own, an energy record, a step's settled
+    /// energy), as opposed to the bulk a pipeline can slow down (a poll's copies,
+    /// metric batches, telemetry): an exporter's lane gives each its own allowance, so
+    /// bulk waiting to be written never crowds out a step's record.
+    pub fn is_record(self) -> bool {
+        matches!(
+            self,
+            EventKind::Scope | EventKind::Mark | EventKind::EnergyRecord | EventKind::ScopeEnergy
+        )
+    }
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.name())
+    }
 }
 
 /// A new UUIDv7.
@@ -206,11 +337,30 @@ pub fn new_uuid_at(at: std::time::SystemTime) -> Uuid {
     ))
 }
 
+/// A future that resolves when a sink has room ([`EventSink::room`]).
+pub type Room<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+
 /// Where the pipeline sends its events (the exporters' fan-out in production). A sink
 /// must never block: it queues or drops.
 pub trait EventSink: Send + Sync {
     /// Takes one event.
     fn send(&self, event: PipelineEvent);
+
+    /// Takes several events, in order, as one delivery where the sink can (the
+    /// fan-out queues them as one message per exporter). Default: each sent alone.
+    fn send_batch(&self, events: Vec<PipelineEvent>) {
+        for event in events {
+            self.send(event);
+        }
+    }
+
+    /// Resolves once the sink has room for more (the fan-out: every live exporter
+    /// under its byte budget). A sender that can wait (a poll's copies) awaits it,
+    /// bounded by its own deadline, and sends anyway past it; nothing is ever
+    /// required to wait. Default: ready at once.
+    fn room(&self) -> Room<'_> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// A sink that keeps every event in memory (tests, examples, `collect`-style hosts).
@@ -249,5 +399,23 @@ impl EventSink for FanOutSink {
             }
             last.send(event);
         }
+    }
+
+    fn send_batch(&self, events: Vec<PipelineEvent>) {
+        if let Some((last, rest)) = self.0.split_last() {
+            for sink in rest {
+                sink.send_batch(events.clone());
+            }
+            last.send_batch(events);
+        }
+    }
+
+    /// Resolves once every sink has room.
+    fn room(&self) -> Room<'_> {
+        Box::pin(async move {
+            for sink in &self.0 {
+                sink.room().await;
+            }
+        })
     }
 }

@@ -290,7 +290,7 @@ pub struct ExporterOutcome {
     pub name: String,
     /// Events it exported without error.
     pub exported: u64,
-    /// Events dropped for it (mailbox full, or it had stopped).
+    /// Events dropped for it (its lane over its byte budget, or it had stopped).
     pub dropped: u64,
     /// Calls that returned an error (an export, a flush, the shutdown).
     pub failed: u64,

@@ -62,6 +62,9 @@ pub struct EnergyState {
     ended_at_program_exit: HashSet<Uuid>,
     /// Empty between calls: settled scopes on their way to the sink.
     settled_batch: Vec<SettledScope>,
+    /// While a batch of boundaries is booked, its events (records, settled scopes),
+    /// sent as one batch when it is booked: nothing per scope goes out alone.
+    outbox: Option<Vec<PipelineEvent>>,
     /// When the records being made are recorded: the clock, read once for a run of
     /// boundaries booked together.
     record_clock: RecordClock,
@@ -116,36 +119,54 @@ impl EnergyState {
     /// Applies `record` and sends it to the sink, for the event file.
     fn record(&mut self, record: EnergyRecord) -> Vec<ClosedInterval> {
         let closed = self.account.apply(&record);
-        self.sink.send(PipelineEvent::Energy {
+        let event = PipelineEvent::Energy {
             timestamp: self.record_clock.now(),
             record,
-        });
+        };
+        match &mut self.outbox {
+            Some(outbox) => outbox.push(event),
+            None => self.sink.send(event),
+        }
         self.announce_settled_scopes();
         closed
     }
 
-    /// Sends the final figures of every scope the account settled since last time.
+    /// Sends the final figures of every scope the account settled since last time, as
+    /// one batch (or into the batch of boundaries being booked).
     fn announce_settled_scopes(&mut self) {
         // Through a buffer kept between calls, which trades places with the account's.
         let mut settled = std::mem::take(&mut self.settled_batch);
         self.account.drain_settled_scopes_into(&mut settled);
+        if settled.is_empty() {
+            self.settled_batch = settled;
+            return;
+        }
+        let mut events = Vec::with_capacity(settled.len() + 1);
         send_settled_scope_events(
             settled.drain(..),
             &mut self.metric_scope_names,
             &mut self.ended_at_program_exit,
-            |event| self.sink.send(event),
+            |event| events.push(event),
         );
         self.settled_batch = settled;
+        match &mut self.outbox {
+            Some(outbox) => outbox.append(&mut events),
+            None => self.sink.send_batch(events),
+        }
     }
 
-    /// Books a batch of scope boundaries from the merger, in its order. No reading is
-    /// asked for: each boundary is cut from the readings either side of it (the dense
-    /// power stream, the counters), and one booked after readings past it divides
-    /// those intervals again.
+    /// Books a batch of scope boundaries from the merger, in its order, and sends the
+    /// events they make as one batch. No reading is asked for: each boundary is cut
+    /// from the readings either side of it (the dense power stream, the counters), and
+    /// one booked after readings past it divides those intervals again.
     fn boundaries(&mut self, batch: Vec<ScopeBoundary>) {
         self.record_clock.start_batch();
+        self.outbox = Some(Vec::with_capacity(batch.len()));
         for boundary in &batch {
             self.boundary(boundary);
+        }
+        if let Some(events) = self.outbox.take() {
+            self.sink.send_batch(events);
         }
         self.record_clock.end_batch();
     }
@@ -334,6 +355,7 @@ impl Actor for EnergyActor {
             metric_scope_names: MetricScopeNames::new(scope_names_in_metrics),
             ended_at_program_exit: HashSet::new(),
             settled_batch: Vec::new(),
+            outbox: None,
             record_clock: RecordClock::default(),
         })
     }

@@ -28,6 +28,18 @@ use wattline_model::series::SamplingSeries;
 use wattline_model::snapshot::Snapshot;
 use wattline_model::snapshot::resource_measurements;
 
+/// The least a poll's copies wait for an exporter that is behind (see
+/// [`copies_wait`]).
+const LEAST_COPIES_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a poll's copies wait for the exporters' room: ten poll intervals, and at
+/// least [`LEAST_COPIES_WAIT`]. Meanwhile the clock skips the polls it cannot start
+/// (each counted as missed): a writer that is behind slows the copies instead of losing
+/// them. Only one stuck for longer has them sent anyway, to be dropped and counted.
+fn copies_wait(poll_interval: Duration) -> Duration {
+    (poll_interval * 10).max(LEAST_COPIES_WAIT)
+}
+
 /// The most items the merger takes from the stream at once: a backlog goes in several
 /// batches.
 pub(crate) const MAX_BATCH: usize = 1024;
@@ -141,39 +153,45 @@ impl MergerState {
         self.sink.as_ref()
     }
 
-    /// Takes a batch of the scope stream, in order: boundaries' events go out and the
-    /// boundaries go on to the energy actor as one input (sooner, ahead of a report or
-    /// shutdown's ends).
+    /// Takes a batch of the scope stream, in order: the boundaries' start and end
+    /// events go out as one batch and the boundaries go on to the energy actor as one
+    /// input (sooner, ahead of a report, a poll's marks or shutdown's ends).
     async fn take_scopes(&mut self, items: Vec<StreamItem>) {
         let sink = Arc::clone(&self.sink);
         for item in items {
             match item {
-                StreamItem::Boundary(boundary) => self.boundaries.take(boundary, sink.as_ref()),
+                StreamItem::Boundary(boundary) => self.boundaries.take(boundary),
                 StreamItem::EndLiveScopes { at, wall } => {
                     let at = BoundaryAt::WindowClose(at);
-                    self.boundaries.end_all(at, wall, sink.as_ref());
+                    self.boundaries.end_all(at, wall);
                 }
                 StreamItem::Report {
                     at,
                     wall,
                     final_report,
                     reply,
-                } => self.boundaries.report(at, wall, final_report, reply),
+                } => self
+                    .boundaries
+                    .report(at, wall, final_report, reply, sink.as_ref()),
                 StreamItem::Written(reply) => {
+                    // Written: the events taken before it are with the sink.
+                    self.boundaries.send_events(sink.as_ref());
                     let _ = reply.send(());
                 }
                 // No mark after this, and no scope left live.
                 StreamItem::Close { at, wall, reply } => {
+                    // The poll's marks go after the scope events taken before them.
+                    self.boundaries.send_events(sink.as_ref());
                     self.finish_poll().await;
                     self.closed = true;
                     let at = BoundaryAt::Stamped(at);
-                    self.boundaries.end_all(at, wall.into(), sink.as_ref());
-                    self.boundaries.forward();
+                    self.boundaries.end_all(at, wall.into());
+                    self.boundaries.forward(sink.as_ref());
                     let _ = reply.send(());
                 }
             }
         }
-        self.boundaries.forward();
+        self.boundaries.forward(sink.as_ref());
     }
 
     /// Waits for the poll in flight, if any, and sends its marks (none once closed).
@@ -182,7 +200,7 @@ impl MergerState {
             return;
         };
         match poll.await {
-            Ok(snapshot) if !self.closed => self.emit_marks(&snapshot),
+            Ok(snapshot) if !self.closed => self.emit_marks(&snapshot).await,
             Ok(_) => {}
             Err(error) => tracing::error!(%error, "a poll failed"),
         }
@@ -190,7 +208,10 @@ impl MergerState {
     }
 
     /// One event for the poll: its mark built once, copied under every live scope.
-    fn emit_marks(&self, snapshot: &Snapshot) {
+    /// Sent once the sink has room (an exporter's lane over its byte budget slows the
+    /// copies, never the callers), waiting at most [`copies_wait`]; past that it is
+    /// sent anyway, and a lane still over budget drops and counts it.
+    async fn emit_marks(&self, snapshot: &Snapshot) {
         let copies: Vec<MarkCopy> = self
             .boundaries
             .scopes()
@@ -203,6 +224,16 @@ impl MergerState {
             .collect();
         if copies.is_empty() {
             return;
+        }
+        let interval = Duration::from_millis(self.poller.plan.config.polling.interval_millis);
+        if tokio::time::timeout(copies_wait(interval), self.sink().room())
+            .await
+            .is_err()
+        {
+            tracing::debug!(
+                copies = copies.len(),
+                "an exporter's lane stayed over its byte budget: the poll's copies are sent anyway"
+            );
         }
         self.sink().send(PipelineEvent::MarkCopies(MarkCopies {
             timestamp: snapshot.timestamp,

@@ -1,8 +1,10 @@
 //! The merger's side of the scope stream ([`crate::scope_boundary::stream`]): each
-//! boundary it takes is applied to the scope table (its event goes out, in order with
-//! the polls' marks) and kept for the energy actor, which gets them in the order taken,
-//! one input per batch the merger took, or sooner, before anything the energy actor
-//! must see after them (a report, shutdown's ends).
+//! boundary it takes is applied to the scope table and kept for the energy actor. The
+//! start and end events of a batch the merger took go to the sink as one batch, in
+//! order with the polls' marks (sent before anything else the merger sends), then the
+//! boundaries go to the energy actor in the order taken, one input per batch, or
+//! sooner, before anything the energy actor must see after them (a report, shutdown's
+//! ends).
 
 use chrono::{DateTime, Utc};
 use ractor::RpcReplyPort;
@@ -11,7 +13,7 @@ use uuid::Uuid;
 use super::scopes::ScopeTable;
 use crate::energy::input::{EnergyInbox, EnergyInput};
 use crate::scope_boundary::{BoundaryAt, ScopeBoundary};
-use wattline_model::events::EventSink;
+use wattline_model::events::{EventSink, PipelineEvent};
 use wattline_model::report::EnergyReport;
 
 /// The scope table and the boundaries on their way to the energy actor.
@@ -21,6 +23,8 @@ pub(super) struct Boundaries {
     energy: Option<EnergyInbox>,
     /// Applied, not yet sent on, in the order taken.
     batch: Vec<ScopeBoundary>,
+    /// The start and end events of what was applied, not yet sent, in order.
+    events: Vec<PipelineEvent>,
 }
 
 impl Boundaries {
@@ -30,6 +34,7 @@ impl Boundaries {
             scopes: ScopeTable::new(root),
             energy,
             batch: Vec::new(),
+            events: Vec::new(),
         }
     }
 
@@ -38,16 +43,30 @@ impl Boundaries {
         &self.scopes
     }
 
-    /// Applies `boundary` (its event goes to `sink`) and keeps it for the energy actor.
-    /// An end of a scope that is not live changes nothing and goes no further.
-    pub(super) fn take(&mut self, boundary: ScopeBoundary, sink: &dyn EventSink) {
-        if self.scopes.apply(&boundary, sink) && self.energy.is_some() {
+    /// Applies `boundary` (its event waits for [`Self::send_events`]) and keeps it for
+    /// the energy actor. An end of a scope that is not live changes nothing and goes
+    /// no further.
+    pub(super) fn take(&mut self, boundary: ScopeBoundary) {
+        if self.scopes.apply(&boundary, &mut self.events) && self.energy.is_some() {
             self.batch.push(boundary);
         }
     }
 
-    /// Sends what was kept on, as one input, if anything was.
-    pub(super) fn forward(&mut self) {
+    /// Sends the scope events applied so far to `sink`, as one batch: the merger calls
+    /// it before it sends anything else, so the order of its events holds.
+    pub(super) fn send_events(&mut self, sink: &dyn EventSink) {
+        match self.events.len() {
+            0 => {}
+            1 => self.events.drain(..).for_each(|event| sink.send(event)),
+            _ => sink.send_batch(std::mem::take(&mut self.events)),
+        }
+    }
+
+    /// Sends the scope events on to `sink`, then what was kept on to the energy actor,
+    /// as one input, if anything was (so the energy actor's events about a scope come
+    /// after the scope's own).
+    pub(super) fn forward(&mut self, sink: &dyn EventSink) {
+        self.send_events(sink);
         if self.batch.is_empty() {
             return;
         }
@@ -57,10 +76,10 @@ impl Boundaries {
         }
     }
 
-    /// Ends every live scope at `at` (`wall` on the wall clock), writing their end
-    /// events, and keeps the ends for the energy actor.
-    pub(super) fn end_all(&mut self, at: BoundaryAt, wall: DateTime<Utc>, sink: &dyn EventSink) {
-        let ends = self.scopes.end_all(at, wall, sink);
+    /// Ends every live scope at `at` (`wall` on the wall clock), their end events
+    /// waiting for [`Self::send_events`], and keeps the ends for the energy actor.
+    pub(super) fn end_all(&mut self, at: BoundaryAt, wall: DateTime<Utc>) {
+        let ends = self.scopes.end_all(at, wall, &mut self.events);
         if self.energy.is_some() {
             self.batch.extend(ends);
         }
@@ -74,8 +93,9 @@ impl Boundaries {
         wall: DateTime<Utc>,
         final_report: bool,
         reply: RpcReplyPort<EnergyReport>,
+        sink: &dyn EventSink,
     ) {
-        self.forward();
+        self.forward(sink);
         // Without an energy actor the reply is dropped: the caller hears it stopped.
         if let Some(energy) = &self.energy {
             energy.report_to(at, wall, final_report, reply);

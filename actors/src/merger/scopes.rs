@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use wattline_model::events::{EventSink, PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
+use wattline_model::events::{PipelineEvent, ScopeCategory, ScopeEvent, ScopeKind};
 
 use crate::scope_boundary::{BoundaryAt, ScopeBoundary};
 
@@ -83,9 +83,9 @@ impl ScopeTable {
         }
     }
 
-    /// Applies `boundary`: a start or an end event goes out. `false` for the end of a
-    /// scope that is not live, which changes nothing.
-    pub fn apply(&mut self, boundary: &ScopeBoundary, sink: &dyn EventSink) -> bool {
+    /// Applies `boundary`: a start or an end event is added to `events`. `false` for
+    /// the end of a scope that is not live, which changes nothing.
+    pub fn apply(&mut self, boundary: &ScopeBoundary, events: &mut Vec<PipelineEvent>) -> bool {
         match boundary {
             ScopeBoundary::Started {
                 uuid,
@@ -102,20 +102,20 @@ impl ScopeTable {
                     parent: *parent,
                     attributes: extras.attributes().to_vec(),
                 };
-                self.start(scope, sink);
+                self.start(scope, events);
                 true
             }
             ScopeBoundary::Ended {
                 uuid, wall, flags, ..
-            } => self.end(*uuid, (*wall).into(), flags, sink).is_some(),
+            } => self.end(*uuid, (*wall).into(), flags, events).is_some(),
             // The energy stage's concern: no event.
             ScopeBoundary::WindowCloses { .. } => true,
         }
     }
 
-    /// Writes `scope`'s start event and copies later marks under it.
-    pub fn start(&mut self, scope: LiveScope, sink: &dyn EventSink) {
-        sink.send(scope_event(
+    /// Adds `scope`'s start event to `events` and copies later marks under it.
+    pub fn start(&mut self, scope: LiveScope, events: &mut Vec<PipelineEvent>) {
+        events.push(scope_event(
             self.root,
             scope.uuid,
             scope.parent,
@@ -127,18 +127,18 @@ impl ScopeTable {
         self.live.push(scope);
     }
 
-    /// Ends the live scope `uuid` at `wall` (strictly after its start), writing its
-    /// end event with `flags` added; the end's time, or `None` when it was not live.
+    /// Ends the live scope `uuid` at `wall` (strictly after its start), adding its
+    /// end event with `flags` added to `events`; the end's time, or `None` when it was not live.
     pub fn end(
         &mut self,
         uuid: Uuid,
         wall: DateTime<Utc>,
         flags: &[&'static str],
-        sink: &dyn EventSink,
+        events: &mut Vec<PipelineEvent>,
     ) -> Option<DateTime<Utc>> {
         let position = self.live.iter().position(|scope| scope.uuid == uuid)?;
         let scope = self.live.remove(position);
-        Some(self.write_end(scope, wall, flags, sink))
+        Some(self.write_end(scope, wall, flags, events))
     }
 
     /// Ends every live scope at `at` (`wall` on the wall clock, or just after its
@@ -147,13 +147,13 @@ impl ScopeTable {
         &mut self,
         at: BoundaryAt,
         wall: DateTime<Utc>,
-        sink: &dyn EventSink,
+        events: &mut Vec<PipelineEvent>,
     ) -> Vec<ScopeBoundary> {
         std::mem::take(&mut self.live)
             .into_iter()
             .map(|scope| {
                 let uuid = scope.uuid;
-                let ended = self.write_end(scope, wall, &[], sink);
+                let ended = self.write_end(scope, wall, &[], events);
                 ScopeBoundary::Ended {
                     uuid,
                     flags: Vec::new(),
@@ -164,14 +164,14 @@ impl ScopeTable {
             .collect()
     }
 
-    /// Writes `scope`'s end event at `wall` (strictly after its start) with `flags`
+    /// Adds `scope`'s end event at `wall` (strictly after its start) with `flags`
     /// added; the end's time.
     fn write_end(
         &self,
         scope: LiveScope,
         wall: DateTime<Utc>,
         flags: &[&'static str],
-        sink: &dyn EventSink,
+        events: &mut Vec<PipelineEvent>,
     ) -> DateTime<Utc> {
         let LiveScope {
             uuid,
@@ -182,7 +182,7 @@ impl ScopeTable {
         } = scope;
         attributes.extend_from_slice(flags);
         let wall = strictly_after(started, wall);
-        sink.send(scope_event(
+        events.push(scope_event(
             self.root,
             uuid,
             parent,
