@@ -213,3 +213,92 @@ async fn at_shutdown_the_merger_ends_every_live_scope_and_the_energy_actor_books
         assert_eq!(ends[uuid].len(), 1, "scope {uuid}");
     }
 }
+
+/// A sink whose room stays shut until opened: an exporter that has fallen behind.
+#[derive(Default)]
+struct ShutRoom {
+    open: std::sync::atomic::AtomicBool,
+    opened: tokio::sync::Notify,
+    events: CollectingEventSink,
+}
+
+impl wattline_model::events::EventSink for ShutRoom {
+    fn send(&self, event: PipelineEvent) {
+        self.events.send(event);
+    }
+
+    fn room(&self) -> wattline_model::events::Room<'_> {
+        Box::pin(async move {
+            loop {
+                let opened = self.opened.notified();
+                if self.open.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                opened.await;
+            }
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exporter_without_room_slows_the_copies_and_loses_none_while_scope_calls_go_on() {
+    use std::sync::atomic::Ordering;
+    let sink = Arc::new(ShutRoom::default());
+    let resource = pipeline_support::polling(20);
+    let pipeline = RunningPipeline::spawn(pipeline_support::spec(
+        Some(resource),
+        Some(EnergySettings::default()),
+        None,
+        sink.clone(),
+    ))
+    .await
+    .expect("the pipeline");
+    // The first poll's copies wait for room; the clock meanwhile skips its polls.
+    let outer = pipeline.start_agent_scope("outer");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let missed_before = pipeline.missed_ticks();
+    // Scope calls are sends: they go on while the copies wait.
+    let steps: Vec<Uuid> = (0..100)
+        .map(|_| {
+            let step = pipeline.start_agent_scope_in("step", Some(outer));
+            pipeline.end_agent_scope(step);
+            step
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let copies_while_shut = sink
+        .events
+        .events()
+        .iter()
+        .filter(|event| matches!(event, PipelineEvent::MarkCopies(_)))
+        .count();
+    assert!(
+        copies_while_shut <= 1,
+        "{copies_while_shut} polls' copies went out with no room"
+    );
+    assert!(
+        pipeline.missed_ticks() > missed_before,
+        "the clock skipped the polls it could not start"
+    );
+    sink.open.store(true, Ordering::SeqCst);
+    sink.opened.notify_waiters();
+    // Polls come again, with `outer` live.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    pipeline.end_agent_scope(outer);
+    pipeline.scope_events_written().await;
+    pipeline.shutdown().await;
+
+    let events = sink.events.events();
+    let found = positions(&events, pipeline.root_scope());
+    for uuid in steps.iter().chain([&outer]) {
+        assert_eq!(
+            (found.starts[uuid].len(), found.ends[uuid].len()),
+            (1, 1),
+            "scope {uuid}"
+        );
+    }
+    assert!(
+        found.marks.iter().any(|(_, parent)| *parent == outer),
+        "the waiting copies went out under the outer scope"
+    );
+}
