@@ -7,6 +7,8 @@
 //! wattline run --atof runs/ -- target/debug/examples/agent_step
 //! ```
 //!
+//! Its `planner` step holds a nested step, `lookup` ([`wattline_worker::AgentScope::child`]).
+//!
 //! With `--leave-open` it exits while its `executor` step is still open: `wattline run`
 //! ends that scope at the exit and flags its end `wattline.ended_at_program_exit`.
 //!
@@ -57,8 +59,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if weighted {
         weighted_steps(&host).await?;
     }
+    // `planner` works 0.3 s on its own, then 0.3 s inside its nested step `lookup`:
+    // the host counts lookup's energy in planner's too.
     let planner = host.agent_scope("planner").await?;
-    let checksum = work(Duration::from_millis(600));
+    let mut checksum = work(Duration::from_millis(300));
+    let lookup = planner.child("lookup").await?;
+    checksum ^= work(Duration::from_millis(300));
+    lookup.end().await?;
     planner.end().await?;
     steps.try_record_lazy(|| DiagnosticObservation {
         code: 1,

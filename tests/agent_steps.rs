@@ -113,6 +113,26 @@ fn a_step_marked_by_the_measured_program_gets_its_marks_and_energy() {
         (attributed - step_kwh).abs() <= 1e-9 * step_kwh,
         "{attributed} against its window {step_kwh}"
     );
+    // Its nested step: planner's child in the file and the report, attributed its own
+    // window (planner's, above, holds it).
+    let lookup = scope_events(&run.events, "lookup");
+    assert_eq!(lookup.len(), 2, "{lookup:?}");
+    assert_eq!(lookup[0]["parent_uuid"], start["uuid"]);
+    let nested = scopes
+        .iter()
+        .find(|scope| scope["name"] == "lookup")
+        .expect("the nested step is in the report");
+    assert_eq!(nested["parent_uuid"], start["uuid"]);
+    let nested_kwh = nested["gpu_energy_kwh"].as_f64().unwrap();
+    let nested_attributed = nested["attributed_gpu_energy_kwh"].as_f64().unwrap();
+    assert!(
+        nested_kwh > 0.0 && nested_kwh < step_kwh,
+        "{nested_kwh} of {step_kwh}"
+    );
+    assert!(
+        (nested_attributed - nested_kwh).abs() <= 1e-9 * nested_kwh,
+        "{nested_attributed} against its window {nested_kwh}"
+    );
     // Its final figures are in the event file too: one mark under the step, in joules,
     // equal to the report's.
     let settled: Vec<&serde_json::Value> = run
