@@ -598,6 +598,8 @@ module.exports = {
   underWattlineRun,
   withAgentScope,
   _hostSupport: hostSupport,
+  // For spans.js: the module's pipelines and the current step.
+  _spanSupport: { currentScope, defaultPipelineNow: () => defaultPipelineNow(), native, RUN_PIPELINE },
   // For the package's own tests: the decoding every answer goes through.
   _decode: (json) => camelize(parseTagged(native.encodeJson(json), true), ''),
 };

@@ -1,0 +1,186 @@
+"""Steps with no code: OpenTelemetry GenAI spans become Agent scopes.
+
+Add one processor to the program's tracer provider and every span that carries a
+`gen_ai.operation.name` (an agent invocation, a tool call, a model call, as the
+OpenTelemetry GenAI conventions and the frameworks that follow them name them)
+becomes an Agent scope, nested as the spans nest::
+
+    from opentelemetry.sdk.trace import TracerProvider
+    import wattline.spans
+
+    provider = TracerProvider()
+    provider.add_span_processor(wattline.spans.GenAISpanProcessor())
+
+Constructed with no arguments the processor uses the pipeline of ``wattline run``
+when the program runs under it, else the process-wide pipeline the module-level
+``wattline.agent_scope`` uses; pass ``pipeline=`` for one of your own. Each scope is
+named after its span, its energy span (when spans are exported) is a child of the
+framework's span, and it nests in the scope of the nearest ancestor span that became
+one (else in the current scope, ``wattline.current_scope()``). The processor never
+raises into the traced program: a scope it cannot start is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple
+
+from . import _native
+from ._pipeline import Pipeline, _default, _RUN_PIPELINE, under_wattline_run
+from ._scope import _live_current
+
+try:
+    from opentelemetry.sdk.trace import SpanProcessor
+except ImportError as missing:  # pragma: no cover - the SDK is the point of this module
+    raise ImportError(
+        "wattline.spans needs the OpenTelemetry SDK: pip install opentelemetry-sdk"
+    ) from missing
+
+__all__ = ["DEFAULT_OPERATIONS", "GenAISpanProcessor"]
+
+_log = logging.getLogger("wattline.spans")
+
+#: The `gen_ai.operation.name` values that become scopes by default: every operation
+#: the OpenTelemetry GenAI conventions name.
+DEFAULT_OPERATIONS = frozenset(
+    {
+        "invoke_agent",
+        "create_agent",
+        "execute_tool",
+        "chat",
+        "text_completion",
+        "embeddings",
+        "generate_content",
+    }
+)
+
+OPERATION_ATTRIBUTE = "gen_ai.operation.name"
+
+# start(name, weight, traceparent, parent scope id) -> scope id; end(scope id) -> bool
+_Start = Callable[[str, Optional[float], Optional[str], Optional[str]], str]
+_End = Callable[[str], bool]
+
+
+def _traceparent(span: Any) -> str:
+    """The W3C `traceparent` of `span` itself: the scope's span becomes its child."""
+    context = span.get_span_context()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+class GenAISpanProcessor(SpanProcessor):
+    """Turns GenAI spans into Agent scopes (see the module's documentation).
+
+    ``operations``: the `gen_ai.operation.name` values that become scopes (default
+    :data:`DEFAULT_OPERATIONS`); ``predicate``: instead of that, a function of the
+    span deciding it; ``weight_attribute``: an attribute whose positive number, when
+    the span has it at its start, is the scope's weight (e.g.
+    `gen_ai.request.max_tokens`); ``pipeline``: the pipeline the scopes live in."""
+
+    def __init__(
+        self,
+        pipeline: Optional[Pipeline] = None,
+        *,
+        operations: Iterable[str] = DEFAULT_OPERATIONS,
+        predicate: Optional[Callable[[Any], bool]] = None,
+        weight_attribute: Optional[str] = None,
+    ) -> None:
+        if pipeline is not None and not isinstance(pipeline, Pipeline):
+            raise _native.WattlineError(f"pipeline {pipeline!r}: a wattline.Pipeline")
+        self._pipeline = pipeline
+        self._operations = frozenset(operations)
+        self._predicate = predicate
+        self._weight_attribute = weight_attribute
+        # Per live span (by span id): the scope it nests its descendants in (its own,
+        # or its parent's for a span that is not a step), and its own scope, if any.
+        self._spans: Dict[int, Tuple[Optional[str], Optional[Tuple[str, _End]]]] = {}
+        # The scopes this processor started that have not ended.
+        self._live: Set[str] = set()
+        self._lock = threading.Lock()
+
+    def _selected(self, span: Any) -> bool:
+        if self._predicate is not None:
+            return bool(self._predicate(span))
+        attributes = span.attributes or {}
+        return attributes.get(OPERATION_ATTRIBUTE) in self._operations
+
+    def _target(self) -> Tuple[_Start, _End, Any]:
+        """How to start and end scopes now, and the pipeline they live in."""
+        if self._pipeline is not None:
+            running = self._pipeline._running()
+            return running.start_scope, running.end_scope, running
+        if under_wattline_run():
+            return _native.host_start_scope, _native.host_end_scope, _RUN_PIPELINE
+        running = _default()._running()
+        return running.start_scope, running.end_scope, running
+
+    def _weight(self, span: Any) -> Optional[float]:
+        if self._weight_attribute is None:
+            return None
+        value = (span.attributes or {}).get(self._weight_attribute)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value) if math.isfinite(value) and value > 0 else None
+
+    def _inherited(self, span: Any) -> Optional[str]:
+        """The scope the nearest ancestor span that became a step nests in, if its
+        parent is a span this processor has seen."""
+        parent = span.parent
+        if parent is None:
+            return None
+        with self._lock:
+            known = self._spans.get(parent.span_id)
+            # An ancestor's step that has ended (its span did) holds no more children.
+            if known is None or known[0] not in self._live:
+                return None
+            return known[0]
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        span_id = span.get_span_context().span_id
+        inherited = self._inherited(span)
+        if not self._selected(span):
+            # Not a step: its descendants nest where it does.
+            if inherited is not None:
+                with self._lock:
+                    self._spans[span_id] = (inherited, None)
+            return
+        try:
+            start, end, owner = self._target()
+            if inherited is None:
+                current = _live_current(owner)
+                inherited = current.scope_id if current is not None else None
+            scope_id = start(span.name, self._weight(span), _traceparent(span), inherited)
+        except Exception as error:  # never into the traced program
+            _log.warning("wattline: span %r did not become a step: %s", span.name, error)
+            return
+        with self._lock:
+            self._spans[span_id] = (scope_id, (scope_id, end))
+            self._live.add(scope_id)
+
+    def on_end(self, span: Any) -> None:
+        with self._lock:
+            known = self._spans.pop(span.get_span_context().span_id, None)
+            if known is None or known[1] is None:
+                return
+            scope_id, end = known[1]
+            self._live.discard(scope_id)
+        try:
+            end(scope_id)
+        except Exception as error:  # never into the traced program
+            _log.warning("wattline: the step of span %r did not end: %s", span.name, error)
+
+    def shutdown(self) -> None:
+        """Ends the steps of spans still open."""
+        with self._lock:
+            open_steps = [own for _, own in self._spans.values() if own is not None]
+            self._spans.clear()
+            self._live.clear()
+        for scope_id, end in open_steps:
+            try:
+                end(scope_id)
+            except Exception:  # the pipeline may be gone already
+                pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
