@@ -11,6 +11,7 @@ pub mod api;
 pub mod embedded;
 mod error;
 mod exporting;
+pub mod genai_spans;
 pub mod gpu;
 #[cfg(unix)]
 pub mod host;
@@ -23,6 +24,7 @@ mod scope_target;
 use std::path::PathBuf;
 
 pub use agent_scope::{AgentScope, ScopeOptions, current_scope};
+pub use genai_spans::GenAiSpanProcessor;
 pub use pipeline::{
     DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
     library_default_config,

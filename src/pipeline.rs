@@ -536,6 +536,11 @@ impl Pipeline {
         self.target
     }
 
+    /// The running pipeline, shared (a span processor starts scopes in it).
+    pub(crate) fn running(&self) -> Arc<RunningPipeline> {
+        Arc::clone(&self.inner)
+    }
+
     /// The run's identity: the UUID of its root scope in the event file, sent as
     /// `wattline.run.id` on every OTLP export.
     pub fn run_id(&self) -> uuid::Uuid {

@@ -2,8 +2,9 @@
 with``), without a GPU source and with one (a stand-in ``nvidia-smi`` first on PATH,
 answering in the real CSV format as a 250 W H200, its power stream included), beside
 an OpenTelemetry SDK span started and ended in the same process (the SDK's
-BatchSpanProcessor in front of an exporter that discards), one run, medians of wall
-and CPU time, and the ratio to the span. Not a test: figures to read.
+BatchSpanProcessor in front of an exporter that discards), and that span again with
+``wattline.spans.GenAISpanProcessor`` making it a step; one run, medians of wall and
+CPU time, and the ratio to the span. Not a test: figures to read.
 
     .ci/venv/bin/pip install opentelemetry-sdk   # the yardstick, once
     .ci/venv/bin/python python/benches/scope_cost.py [rounds]
@@ -53,7 +54,7 @@ async def per_round_async(body, rounds: int) -> "tuple[float, float]":
     return statistics.median(walls) * 1e6, statistics.mean(cpus) * 1e6
 
 
-def span_row(rounds: int):
+def span_row(rounds: int, extra_processor=None, label="OpenTelemetry SDK span (with)"):
     try:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import (
@@ -70,14 +71,17 @@ def span_row(rounds: int):
             return SpanExportResult.SUCCESS
 
     provider = TracerProvider()
+    if extra_processor is not None:
+        provider.add_span_processor(extra_processor)
     provider.add_span_processor(BatchSpanProcessor(Discard()))
     tracer = provider.get_tracer("bench")
+    attributes = {"gen_ai.operation.name": "chat"}
 
     def body() -> None:
-        with tracer.start_as_current_span("step"):
+        with tracer.start_as_current_span("chat model", attributes=attributes):
             pass
 
-    row = ("OpenTelemetry SDK span (with)", *per_round_sync(body, rounds))
+    row = (label, *per_round_sync(body, rounds))
     provider.shutdown()
     return row
 
@@ -105,6 +109,17 @@ async def main(rounds: int) -> None:
 
     async with wattline.Pipeline(gpu=False) as pipeline:
         await scope_rows(pipeline, ", no GPU")
+        # The same span with wattline.spans turning it into a step: the processor's
+        # cost is this row less the span's.
+        import wattline.spans
+
+        processed = span_row(
+            rounds,
+            wattline.spans.GenAISpanProcessor(pipeline),
+            "SDK span made a step (GenAISpanProcessor), no GPU",
+        )
+        if processed:
+            rows.append(processed)
     with tempfile.TemporaryDirectory() as folder:
         program = os.path.join(folder, "nvidia-smi")
         with open(program, "w") as file:
