@@ -3,6 +3,8 @@
 //! an Agent scope named after it, nested as the spans nest (through spans that are not
 //! steps), weighted by an attribute; operations and a predicate choose the steps.
 
+mod support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -11,17 +13,7 @@ use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use uuid::Uuid;
 use wattline::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
-use wattline::{GenAiSpanProcessor, Pipeline};
-
-async fn spawn_pipeline(sink: &Arc<CollectingEventSink>) -> Pipeline {
-    Pipeline::builder()
-        .environment(Default::default())
-        .gpu_source(|| None)
-        .event_sink(sink.clone())
-        .spawn()
-        .await
-        .expect("a pipeline")
-}
+use wattline::GenAiSpanProcessor;
 
 /// A span `name` with `attributes`, current while `body` runs.
 fn span(tracer: &SdkTracer, name: &'static str, attributes: Vec<KeyValue>, body: impl FnOnce()) {
@@ -90,7 +82,7 @@ fn tree(sink: &CollectingEventSink, root: Uuid) -> HashMap<String, Option<String
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn genai_spans_become_nested_steps_weighted_by_an_attribute() {
     let sink = Arc::new(CollectingEventSink::default());
-    let pipeline = spawn_pipeline(&sink).await;
+    let pipeline = support::pipeline_into(&sink).await;
     let processor =
         GenAiSpanProcessor::new(&pipeline).weight_attribute("gen_ai.request.max_tokens");
     let provider = SdkTracerProvider::builder()
@@ -130,7 +122,7 @@ async fn genai_spans_become_nested_steps_weighted_by_an_attribute() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operations_or_a_predicate_choose_the_steps() {
     let sink = Arc::new(CollectingEventSink::default());
-    let pipeline = spawn_pipeline(&sink).await;
+    let pipeline = support::pipeline_into(&sink).await;
     let provider = SdkTracerProvider::builder()
         .with_span_processor(GenAiSpanProcessor::new(&pipeline).operations(["chat"]))
         .with_span_processor(

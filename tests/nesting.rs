@@ -3,22 +3,14 @@
 //! task-local, like a tracing span); an explicit `child` wins; the current scope of
 //! another pipeline is no parent.
 
+mod support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use uuid::Uuid;
 use wattline::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
-use wattline::{Pipeline, current_scope};
-
-async fn spawn_pipeline(sink: &Arc<CollectingEventSink>) -> Pipeline {
-    Pipeline::builder()
-        .environment(Default::default())
-        .gpu_source(|| None)
-        .event_sink(sink.clone())
-        .spawn()
-        .await
-        .expect("a pipeline")
-}
+use wattline::current_scope;
 
 /// Each started scope's parent, from the events.
 fn parents(sink: &CollectingEventSink) -> HashMap<Uuid, Option<Uuid>> {
@@ -37,8 +29,8 @@ fn parents(sink: &CollectingEventSink) -> HashMap<Uuid, Option<Uuid>> {
 async fn a_scope_started_inside_run_is_a_child_and_a_spawned_task_is_not() {
     let sink = Arc::new(CollectingEventSink::default());
     let other_sink = Arc::new(CollectingEventSink::default());
-    let pipeline = Arc::new(spawn_pipeline(&sink).await);
-    let other = spawn_pipeline(&other_sink).await;
+    let pipeline = Arc::new(support::pipeline_into(&sink).await);
+    let other = support::pipeline_into(&other_sink).await;
     let root = pipeline.run_id();
 
     let request = pipeline.agent_scope("request").unwrap();

@@ -7,7 +7,6 @@
 // installs it into .ci/node-otel).
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
 const { test } = require('node:test');
 
@@ -17,23 +16,11 @@ const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = requi
 
 const wattline = require('..');
 const { GenAISpanProcessor } = require('../spans');
-const { quietEnvironment, scratch, wattlineBinary } = require('./support');
+const { quietEnvironment, scopeStarts, scratch, wattlineBinary } = require('./support');
 
 api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 
 const packageDirectory = path.resolve(__dirname, '..');
-
-/** Each step's first start event in the event files of `directory`, by name. */
-function starts(directory) {
-  const found = {};
-  for (const name of fs.readdirSync(directory).sort()) {
-    for (const line of fs.readFileSync(path.join(directory, name), 'utf8').trim().split('\n')) {
-      const event = JSON.parse(line);
-      if (event.kind === 'scope' && event.category === 'agent' && event.scope_category === 'start') found[event.name] ??= event;
-    }
-  }
-  return found;
-}
 
 /** A tracer whose spans go through `processor` and are kept in memory. */
 function traced(processor) {
@@ -65,7 +52,7 @@ test('GenAI spans become nested steps, weighted by an attribute', async () => {
   await provider.forceFlush();
   const report = await pipeline.shutdown();
   assert.equal(kept.getFinishedSpans().length, 5);
-  const found = starts(atofDir);
+  const found = scopeStarts(atofDir);
   assert.deepEqual(Object.keys(found).sort(), ['chat gpt-4o', 'execute_tool search', 'invoke_agent planner']);
   const planner = found['invoke_agent planner'].uuid;
   assert.equal(found['chat gpt-4o'].parent_uuid, planner);
@@ -83,7 +70,7 @@ test('operations and a predicate choose the steps; a stopped pipeline harms no s
   await agentRun(traces.tracer);
   await traces.provider.forceFlush();
   await pipeline.shutdown();
-  assert.deepEqual(Object.keys(starts(chatOnly)), ['chat gpt-4o']);
+  assert.deepEqual(Object.keys(scopeStarts(chatOnly)), ['chat gpt-4o']);
 
   const picked = scratch();
   pipeline = await wattline.Pipeline.start({ gpu: false, atofDir: picked });
@@ -91,7 +78,7 @@ test('operations and a predicate choose the steps; a stopped pipeline harms no s
   await agentRun(traces.tracer);
   await traces.provider.forceFlush();
   await pipeline.shutdown();
-  assert.deepEqual(Object.keys(starts(picked)), ['render page']);
+  assert.deepEqual(Object.keys(scopeStarts(picked)), ['render page']);
 
   // Stopped: the spans go on; the steps are logged and skipped.
   traces = traced(new GenAISpanProcessor({ pipeline }));
@@ -126,7 +113,7 @@ test('with no arguments it uses the pipeline of wattline run', () => {
   );
   assert.equal(run.status, 0, run.stderr);
   assert.match(run.stdout, /^traced/);
-  const found = starts(atof);
+  const found = scopeStarts(atof);
   assert.equal(found['chat gpt-4o'].parent_uuid, found['invoke_agent planner'].uuid);
   assert.deepEqual(found['chat gpt-4o'].attributes, ['remote']);
 });

@@ -5,29 +5,14 @@
 // nest over the host endpoint.
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
 const { test } = require('node:test');
 
 const wattline = require('..');
-const { quietEnvironment, scratch, standInNvidiaSmi, wattlineBinary } = require('./support');
+const { quietEnvironment, scopeStarts, scratch, standInNvidiaSmi, wattlineBinary } = require('./support');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const packageDirectory = path.resolve(__dirname, '..');
-
-/** The Agent scope start events of the event files in `directory`, first per name. */
-function starts(directory) {
-  const found = {};
-  for (const name of fs.readdirSync(directory).sort()) {
-    for (const line of fs.readFileSync(path.join(directory, name), 'utf8').trim().split('\n')) {
-      const event = JSON.parse(line);
-      if (event.kind === 'scope' && event.category === 'agent' && event.scope_category === 'start') {
-        found[event.name] ??= event;
-      }
-    }
-  }
-  return found;
-}
 
 test('a step started inside another is its child, through promises and callbacks', async () => {
   const atofDir = scratch();
@@ -70,7 +55,7 @@ test('a step started inside another is its child, through promises and callbacks
   await other.shutdown();
   await pipeline.shutdown();
 
-  const found = starts(atofDir);
+  const found = scopeStarts(atofDir);
   const uuid = (name) => found[name].uuid;
   assert.equal(uuid('request'), request.uuid);
   for (const child of ['tool-a', 'tool-b', 'from-timer', 'plan', 'explicit']) {
@@ -131,7 +116,7 @@ test('module-level steps nest under wattline run', () => {
   );
   assert.equal(run.status, 0, run.stderr);
   assert.match(run.stdout, /^nested steps done/);
-  const found = starts(atof);
+  const found = scopeStarts(atof);
   for (const child of ['plan', 'tool-a', 'tool-b', 'explicit']) {
     assert.equal(found[child].parent_uuid, found.request.uuid, child);
     assert.deepEqual(found[child].attributes, ['remote']);

@@ -37,4 +37,16 @@ function quietEnvironment(extra = {}) {
   return { ...environment, ...extra };
 }
 
-module.exports = { quietEnvironment, repository, scratch, standInNvidiaSmi, wattlineBinary };
+/** Each Agent scope's first start event in the event files of `directory`, by name. */
+function scopeStarts(directory) {
+  const found = {};
+  for (const name of fs.readdirSync(directory).sort()) {
+    for (const line of fs.readFileSync(path.join(directory, name), 'utf8').trim().split('\n')) {
+      const event = JSON.parse(line);
+      if (event.kind === 'scope' && event.category === 'agent' && event.scope_category === 'start') found[event.name] ??= event;
+    }
+  }
+  return found;
+}
+
+module.exports = { quietEnvironment, repository, scopeStarts, scratch, standInNvidiaSmi, wattlineBinary };

@@ -7,8 +7,6 @@ arguments; and never an error in the traced program."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -18,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import wattline
 import wattline.spans
-from test_nesting import first_starts, scope_events
+from test_nesting import first_starts, scope_events, starts_under_run
 from test_spans import by_name, receiver, spans_to  # noqa: F401 (a fixture)
 
 
@@ -121,16 +119,6 @@ UNDER_RUN = textwrap.dedent(
 
 
 def test_with_no_arguments_it_uses_the_pipeline_of_wattline_run(wattline_binary, quiet_home, tmp_path):
-    atof = tmp_path / "runs"
-    finished = subprocess.run(
-        [str(wattline_binary), "run", "--quiet", "--gpus", "none", "--interval", "100",
-         "--atof", str(atof), "--", sys.executable, "-c", UNDER_RUN],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert finished.returncode == 0, finished.stderr
-    assert finished.stdout.startswith("traced"), finished.stdout
-    starts = first_starts(scope_events(atof))
+    starts = starts_under_run(wattline_binary, UNDER_RUN, tmp_path / "runs", "traced")
     assert starts["chat gpt-4o"]["parent_uuid"] == starts["invoke_agent planner"]["uuid"]
     assert starts["chat gpt-4o"]["attributes"] == ["remote"]

@@ -216,18 +216,23 @@ UNDER_RUN = textwrap.dedent(
 )
 
 
-def test_module_level_scopes_nest_under_wattline_run(wattline_binary, quiet_home, tmp_path):
-    atof = tmp_path / "runs"
+def starts_under_run(wattline_binary, program: str, atof: pathlib.Path, printed: str) -> dict:
+    """Runs the Python `program` under `wattline run` (no GPU, ATOF into `atof`);
+    checks it printed `printed` first, and returns each step's first start."""
     finished = subprocess.run(
         [str(wattline_binary), "run", "--quiet", "--gpus", "none", "--interval", "100",
-         "--atof", str(atof), "--", sys.executable, "-c", UNDER_RUN],
+         "--atof", str(atof), "--", sys.executable, "-c", program],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert finished.returncode == 0, finished.stderr
-    assert finished.stdout.startswith("nested steps done"), finished.stdout
-    starts = first_starts(scope_events(atof))
+    assert finished.stdout.startswith(printed), finished.stdout
+    return first_starts(scope_events(atof))
+
+
+def test_module_level_scopes_nest_under_wattline_run(wattline_binary, quiet_home, tmp_path):
+    starts = starts_under_run(wattline_binary, UNDER_RUN, tmp_path / "runs", "nested steps done")
     request = starts["request"]["uuid"]
     for child in ("plan", "tool-a", "tool-b", "explicit"):
         assert starts[child]["parent_uuid"] == request, child

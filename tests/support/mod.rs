@@ -528,3 +528,17 @@ impl Drop for Reaper {
         }
     }
 }
+
+/// A pipeline with no GPU source and a quiet environment, its events also going to
+/// `sink`.
+pub async fn pipeline_into(
+    sink: &Arc<wattline::events::CollectingEventSink>,
+) -> wattline::Pipeline {
+    wattline::Pipeline::builder()
+        .environment(Default::default())
+        .gpu_source(|| None)
+        .event_sink(sink.clone())
+        .spawn()
+        .await
+        .expect("a pipeline")
+}
