@@ -65,9 +65,15 @@ scripts/dist-check.sh
 # compared with the reference's own in one process, with its test tools.
 # The OpenTelemetry SDK and proto types: tests/test_spans.py makes a parent span with
 # the official SDK and decodes the spans wattline sends with the official types;
-# zstandard reads the zstd event files tests/test_bursts.py has wattline write.
+# zstandard reads the zstd event files tests/test_bursts.py has wattline write. The
+# frameworks tests/test_frameworks.py drives against a local model server: the
+# official openai client with OpenTelemetry's instrumentation of it (which imports
+# only with opentelemetry-util-genai 0.4b0 and httpx pinned beside it), and the OpenAI
+# Agents SDK.
 "$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0" \
-  "opentelemetry-sdk==1.45.2" "opentelemetry-proto==1.45.2" "zstandard==0.23.0"
+  "opentelemetry-sdk==1.45.2" "opentelemetry-proto==1.45.2" "zstandard==0.23.0" \
+  "openai==3.63.0" "opentelemetry-instrumentation-openai-v2==2.4b0" \
+  "opentelemetry-util-genai==0.4b0" "httpx==0.28.1" "openai-agents==0.24.0"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wattline-*.whl
 
 cargo test --workspace "$@"
