@@ -79,13 +79,16 @@ scripts/dist-check.sh
 cargo test --workspace "$@"
 # The packages' tests use the CLI that cargo test has just built.
 "$venv/bin/pytest" -q python/tests
-# The OpenTelemetry API and SDK for node/test/spans.test.js's programs (NODE_PATH).
+# The OpenTelemetry API and SDK for node/test/spans.test.js's programs and the span
+# processor's tests, and the openai package with OpenTelemetry's instrumentation of it
+# for node/test/frameworks.test.js (NODE_PATH).
 node_otel=.ci/node-otel
-if [ ! -d "$node_otel/node_modules/@opentelemetry/context-async-hooks" ]; then
+if [ ! -d "$node_otel/node_modules/@opentelemetry/instrumentation-openai" ]; then
   mkdir -p "$node_otel"
   (cd "$node_otel" && npm install --no-audit --no-fund --loglevel=error \
     "@opentelemetry/api@1.9.0" "@opentelemetry/sdk-trace-base@2.12.1" \
-    "@opentelemetry/context-async-hooks@2.12.1")
+    "@opentelemetry/context-async-hooks@2.12.1" \
+    "@opentelemetry/instrumentation-openai@0.21.0" "openai@6.49.0")
 fi
 NODE_PATH="$PWD/$node_otel/node_modules" node --test node/test/*.test.js
 
