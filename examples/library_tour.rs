@@ -14,6 +14,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pipeline = wattline::Pipeline::builder().spawn().await?;
     let snapshot = pipeline.collect().await?; // on-demand series, no mark
     let agent = pipeline.agent_scope("planner")?; // marks are copied under it while live
+    // Traced with OpenTelemetry? Its GenAI spans become steps: an SDK tracer provider's
+    // `.with_span_processor(wattline::GenAiSpanProcessor::new(&pipeline))`.
     let report = pipeline.flush().await?; // energy/cost report so far
     agent.end()?;
     pipeline.shutdown().await?; // final report

@@ -16,3 +16,6 @@ const plan = () => new Promise((resolve) => setTimeout(resolve, 200)); // the st
   const report = await pipeline.shutdown(); // camelCase: report.total.energyKwh
   console.log(report.agentScopes.map((scope) => scope.name), report.currency);
 })();
+
+// Traced with OpenTelemetry? Its GenAI spans (agents, model and tool calls) become steps:
+//     new BasicTracerProvider({ spanProcessors: [new (require('wattline/spans').GenAISpanProcessor)()] });

@@ -30,3 +30,6 @@ print([step.name for step in m.report.agent_scopes], m.report.to_dict()["currenc
 
 with wattline.agent_scope("planner"):  # under `wattline run`: the run's pipeline
     plan()
+
+# Traced with OpenTelemetry? Its GenAI spans (agents, model and tool calls) become steps:
+#     provider.add_span_processor(wattline.spans.GenAISpanProcessor())
