@@ -12,8 +12,8 @@ use opentelemetry::trace::{TraceContextExt, Tracer, TracerProvider as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use uuid::Uuid;
-use wattline::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
 use wattline::GenAiSpanProcessor;
+use wattline::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
 
 /// A span `name` with `attributes`, current while `body` runs.
 fn span(tracer: &SdkTracer, name: &'static str, attributes: Vec<KeyValue>, body: impl FnOnce()) {

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use uuid::Uuid;
-use wattline::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
 use wattline::current_scope;
+use wattline::events::{CollectingEventSink, PipelineEvent, ScopeCategory};
 
 /// Each started scope's parent, from the events.
 fn parents(sink: &CollectingEventSink) -> HashMap<Uuid, Option<Uuid>> {
