@@ -1,9 +1,11 @@
 //! What one Agent scope costs the caller, opened and ended, against an OpenTelemetry
 //! SDK span started and ended in the same process and runtime: the yardstick a host
-//! already pays per step. Four rows, side by side in one run, as ratios to the span:
+//! already pays per step. Five rows, side by side in one run, as ratios to the span:
 //! the span (the SDK's batch processor in front of an exporter that discards); the
-//! span with a queue that drops none (below); a wattline scope with no GPU source; a wattline scope with a GPU source
-//! (an instant stand-in, so the figure is wattline's own, not a driver's).
+//! span with a queue that drops none (below); a wattline scope with no GPU source; a
+//! wattline scope with a GPU source (an instant stand-in, so the figure is wattline's
+//! own, not a driver's); and a span with a `gen_ai.operation.name` that
+//! `GenAiSpanProcessor` makes a step (no GPU source): the processor's cost per span.
 //!
 //! Each row runs `WATTLINE_SCOPE_COST_ROUNDS` rounds (default 20,000, after a tenth as
 //! many to warm up) two ways:
@@ -217,6 +219,44 @@ async fn wattline_scopes(rounds: u64, pace: Pace, with_gpu: bool) -> Cost {
     cost
 }
 
+/// SDK spans with a `gen_ai.operation.name`, made steps by `GenAiSpanProcessor` in a
+/// pipeline with no GPU source (the processor's cost: this row less the span's; its
+/// span carries the one attribute the bare span has not).
+async fn spans_made_steps(rounds: u64, pace: Pace) -> Cost {
+    let pipeline = wattline::Pipeline::builder()
+        .config(common::pipeline_config(1000, None, None))
+        .gpu_source(|| None)
+        .spawn()
+        .await
+        .expect("the pipeline");
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_span_processor(wattline::GenAiSpanProcessor::new(&pipeline))
+        .with_batch_exporter(DiscardSpans)
+        .build();
+    let tracer = provider.tracer("bench");
+    let attributes = [opentelemetry::KeyValue::new("gen_ai.operation.name", "chat")];
+    let cost = measure(
+        rounds,
+        pace,
+        |_| {
+            let mut span = tracer
+                .span_builder("chat model")
+                .with_attributes(attributes.clone())
+                .start(&tracer);
+            span.end();
+            std::future::ready(())
+        },
+        || async {
+            let _ = provider.force_flush();
+            let _ = pipeline.flush().await;
+        },
+    )
+    .await;
+    let _ = provider.shutdown();
+    let _ = pipeline.shutdown().await;
+    cost
+}
+
 #[tokio::main]
 async fn main() {
     let rounds = env_number("WATTLINE_SCOPE_COST_ROUNDS", 20_000);
@@ -264,6 +304,7 @@ async fn main() {
         let keeping_span = spans(rounds, pace, &keeping_provider, &keeping_tracer).await;
         let without_gpu = wattline_scopes(rounds, pace, false).await;
         let with_gpu = wattline_scopes(rounds, pace, true).await;
+        let made_steps = spans_made_steps(rounds, pace).await;
         println!("\n{title}");
         println!(
             "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8}",
@@ -283,6 +324,7 @@ async fn main() {
             ("OpenTelemetry SDK span, dropping none", &keeping_span),
             ("wattline scope, no GPU source", &without_gpu),
             ("wattline scope, instant GPU source", &with_gpu),
+            ("SDK span made a step, no GPU source", &made_steps),
         ] {
             let ratio = |of: Duration, to: Duration| of.as_secs_f64() / to.as_secs_f64().max(1e-12);
             println!(

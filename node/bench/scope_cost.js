@@ -3,7 +3,8 @@
 // and with one (a stand-in nvidia-smi first on PATH, answering in the real CSV format
 // as a 250 W H200, its power stream included), beside an OpenTelemetry SDK span
 // started and ended in the same process (a BatchSpanProcessor in front of an exporter
-// that discards): medians of wall time, one run, and the ratio to the span. Not a
+// that discards), and that span again with `GenAISpanProcessor` (wattline/spans)
+// making it a step: medians of wall time, one run, and the ratio to the span. Not a
 // test: figures to read.
 //   npm install --prefix /tmp/otel @opentelemetry/sdk-trace-base   # the yardstick, once
 //   NODE_PATH=/tmp/otel/node_modules node node/bench/scope_cost.js [rounds]
@@ -36,7 +37,7 @@ async function perRound(body, rounds) {
   return [walls[Math.floor(walls.length / 2)], (used.user + used.system) / rounds];
 }
 
-function spanRow(rounds) {
+function spanRow(rounds, extraProcessor, label = 'OpenTelemetry SDK span') {
   let sdk;
   try {
     sdk = require('@opentelemetry/sdk-trace-base');
@@ -45,11 +46,17 @@ function spanRow(rounds) {
     return null;
   }
   const discard = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
-  const provider = new sdk.BasicTracerProvider({ spanProcessors: [new sdk.BatchSpanProcessor(discard)] });
+  const processors = [new sdk.BatchSpanProcessor(discard)];
+  if (extraProcessor) processors.unshift(extraProcessor);
+  const provider = new sdk.BasicTracerProvider({ spanProcessors: processors });
   const tracer = provider.getTracer('bench');
+  const attributes = { 'gen_ai.operation.name': 'chat' };
   return perRound(async () => {
-    tracer.startSpan('step').end();
-  }, rounds).then((row) => ['OpenTelemetry SDK span', row]);
+    tracer.startSpan('chat model', { attributes }).end();
+  }, rounds).then(async (row) => {
+    await provider.forceFlush();
+    return [label, row];
+  });
 }
 
 (async () => {
@@ -66,6 +73,11 @@ function spanRow(rounds) {
   ];
   const withoutGpu = await wattline.Pipeline.start({ gpu: false });
   rows.push(await scopeRow(withoutGpu, ', no GPU'));
+  // The same span with wattline/spans making it a step: the processor's cost is this
+  // row less the span's.
+  const { GenAISpanProcessor } = require('../spans');
+  const processed = await spanRow(rounds, new GenAISpanProcessor({ pipeline: withoutGpu }), 'SDK span made a step, no GPU');
+  if (processed) rows.push(processed);
   await withoutGpu.shutdown();
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'wattline-bench-'));
   fs.writeFileSync(path.join(folder, 'nvidia-smi'), STAND_IN_NVIDIA_SMI, { mode: 0o755 });
