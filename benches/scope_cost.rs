@@ -234,7 +234,10 @@ async fn spans_made_steps(rounds: u64, pace: Pace) -> Cost {
         .with_batch_exporter(DiscardSpans)
         .build();
     let tracer = provider.tracer("bench");
-    let attributes = [opentelemetry::KeyValue::new("gen_ai.operation.name", "chat")];
+    let attributes = [opentelemetry::KeyValue::new(
+        "gen_ai.operation.name",
+        "chat",
+    )];
     let cost = measure(
         rounds,
         pace,
