@@ -56,4 +56,10 @@ pub enum Error {
         /// This process.
         current: u32,
     },
+    /// A native plugin's registration failed.
+    #[error("native plugin registration failed: {source}")]
+    NativePlugin {
+        /// What it said.
+        source: crate::plugin::NativePluginError,
+    },
 }

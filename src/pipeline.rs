@@ -722,6 +722,17 @@ impl Pipeline {
         wattline_diagnostics::PluginDiagnostics::new(context.clone(), granted)
     }
 
+    /// Registers a native plugin: its [`crate::plugin::NativePlugin::register`] runs
+    /// now, with a runtime whose diagnostics are [`Self::diagnostics`] (a native
+    /// session of its own).
+    pub fn register_native_plugin(
+        &self,
+        plugin: &mut dyn crate::plugin::NativePlugin,
+    ) -> Result<(), Error> {
+        crate::plugin::register_native(plugin, self.diagnostics())
+            .map_err(|source| Error::NativePlugin { source })
+    }
+
     /// How many times a category's sampler was restarted after failing.
     pub async fn restart_count(&self, category: SamplerCategory) -> u32 {
         self.inner.restart_count(category).await

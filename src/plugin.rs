@@ -22,6 +22,13 @@
 //! # }
 //! ```
 
+#[path = "native_plugin.rs"]
+mod native;
+pub(crate) use native::register_native;
+pub use native::{
+    NativePlugin, NativePluginContext, NativePluginError, PluginRuntime, diagnostics,
+};
+
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::embedded::{ConfigSource, EmbeddedError, EmbeddedOptions, EmbeddedPipeline};
