@@ -2,12 +2,13 @@
 //!
 //! This crate is the public library API. It re-exports the configuration types
 //! (`wattline-config`) and the snapshot model (`wattline-actors`), and offers the
-//! actor [`Pipeline`] and [`collect_once`] for a single synchronous snapshot.
+//! actor [`Pipeline`] and [`Collector`] for synchronous snapshots without one.
 
 #![warn(missing_docs)]
 
 mod agent_scope;
 pub mod api;
+mod collector;
 pub mod embedded;
 mod error;
 mod exporting;
@@ -24,6 +25,7 @@ mod scope_target;
 use std::path::PathBuf;
 
 pub use agent_scope::{AgentScope, ScopeOptions, current_scope};
+pub use collector::Collector;
 pub use genai_spans::GenAiSpanProcessor;
 pub use pipeline::{
     DiagnosticsReadError, Error, Pipeline, PipelineBuilder, PreparedPipeline,
@@ -46,17 +48,6 @@ pub use wattline_actors::scope::{ProcessIdentity, ScopeTarget};
 pub use wattline_config as config;
 pub use wattline_model::series::SamplingSeries;
 pub use wattline_model::snapshot;
-
-use wattline_actors::Collector;
-use wattline_config::ResourceMetricsConfig;
-
-/// Takes one snapshot of `target` with `config`, on the on-demand series, synchronously
-/// and without actors or a GPU source (the GPU category is `null`); use [`Pipeline`]
-/// for GPU readings, rates across calls, marks and energy.
-pub fn collect_once(target: ScopeTarget, config: ResourceMetricsConfig) -> snapshot::Snapshot {
-    let mut collector = Collector::new(PathBuf::from("/"), target, config);
-    collector.collect(SamplingSeries::OnDemand)
-}
 
 /// Loads the layered `plugins.toml` configuration (an explicit path first, else the
 /// user's), with defaults applied.

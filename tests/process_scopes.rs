@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use wattline::config::{MeasurementScopeSetting, ResourceMetricsConfig};
 use wattline::snapshot::MeasurementScope;
-use wattline::{ScopeTarget, collect_once, resolve_target};
+use wattline::{Collector, ScopeTarget, resolve_target};
 
 const ROLE: &str = "WATTLINE_TEST_ROLE";
 
@@ -88,7 +88,7 @@ fn milliseconds(
 fn a_child_burning_cpu_shows_in_its_parents_process_tree() {
     let (mut child, burned_ms) = spawn_burner();
     let target = cli_target(MeasurementScopeSetting::ProcessTree, std::process::id());
-    let snapshot = collect_once(target, ResourceMetricsConfig::default());
+    let snapshot = Collector::new(target, ResourceMetricsConfig::default()).collect();
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -115,7 +115,7 @@ fn a_child_burning_cpu_shows_in_its_parents_process_tree() {
 fn the_child_alone_in_application_scope_has_at_least_what_it_burned() {
     let (mut child, burned_ms) = spawn_burner();
     let target = cli_target(MeasurementScopeSetting::ApplicationProcess, child.id());
-    let snapshot = collect_once(target, ResourceMetricsConfig::default());
+    let snapshot = Collector::new(target, ResourceMetricsConfig::default()).collect();
     child.kill().unwrap();
     child.wait().unwrap();
     let cpu = snapshot.cpu.unwrap();
@@ -146,14 +146,15 @@ fn a_root_that_exited_gives_the_unavailable_snapshot() {
     let application = cli_target(MeasurementScopeSetting::ApplicationProcess, pid);
     // Alive: available.
     assert!(
-        collect_once(tree, ResourceMetricsConfig::default())
+        Collector::new(tree, ResourceMetricsConfig::default())
+            .collect()
             .process_sampling
             .is_some()
     );
     child.kill().unwrap();
     child.wait().unwrap();
     for target in [tree, application] {
-        let snapshot = collect_once(target, ResourceMetricsConfig::default());
+        let snapshot = Collector::new(target, ResourceMetricsConfig::default()).collect();
         assert_eq!(snapshot.measurement_scope, target.measurement_scope());
         assert_unavailable(&snapshot);
     }
@@ -169,10 +170,11 @@ fn a_reused_pid_is_not_the_same_process() {
     };
     // Pretend the pid was first seen with another start time, as after a reuse.
     identity.start_ticks += 1;
-    let snapshot = collect_once(
+    let snapshot = Collector::new(
         ScopeTarget::ApplicationProcess(identity),
         ResourceMetricsConfig::default(),
-    );
+    )
+    .collect();
     child.kill().unwrap();
     child.wait().unwrap();
     assert_unavailable(&snapshot);
@@ -195,7 +197,7 @@ fn a_process_whose_name_has_spaces_and_parentheses_is_measured() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let target = cli_target(MeasurementScopeSetting::ApplicationProcess, child.id());
-    let snapshot = collect_once(target, ResourceMetricsConfig::default());
+    let snapshot = Collector::new(target, ResourceMetricsConfig::default()).collect();
     child.kill().unwrap();
     child.wait().unwrap();
     let sampling = snapshot.process_sampling.expect("sampled");
@@ -209,7 +211,7 @@ fn a_process_whose_name_has_spaces_and_parentheses_is_measured() {
 
 #[test]
 fn global_scope_sees_this_process_and_covers_what_it_sampled() {
-    let snapshot = collect_once(ScopeTarget::Global, ResourceMetricsConfig::default());
+    let snapshot = Collector::new(ScopeTarget::Global, ResourceMetricsConfig::default()).collect();
     assert_eq!(snapshot.measurement_scope, MeasurementScope::Global);
     let sampling = snapshot.process_sampling.unwrap();
     assert!(sampling.visible_processes >= sampling.sampled_processes);
