@@ -26,6 +26,16 @@ def model_server():
     server.close()
 
 
+def step_tree(steps: list) -> list:
+    """Each step's name with its parent step's name (None at the top), sorted."""
+    names_by_uuid = {event["uuid"]: event["name"] for event in steps}
+    return sorted(
+        (event["name"], names_by_uuid.get(event["parent_uuid"]))
+        for event in steps
+        if event["scope_category"] == "start"
+    )
+
+
 def attributes_of(span) -> dict:
     """An OTLP span's attributes as plain values."""
     values = {}
@@ -96,12 +106,8 @@ async def test_the_official_openai_instrumentation_s_spans_become_steps_with_ene
 
     # The scope tree is the span tree: every model call the agent's child.
     steps = scope_events(tmp_path)
+    tree = step_tree(steps)
     names_by_uuid = {event["uuid"]: event["name"] for event in steps}
-    tree = sorted(
-        (event["name"], names_by_uuid.get(event["parent_uuid"]))
-        for event in steps
-        if event["scope_category"] == "start"
-    )
     spans_by_id = {span.get_span_context().span_id: span.name for span in framework}
     span_tree = sorted(
         (span.name, spans_by_id.get(span.parent.span_id) if span.parent else None)
@@ -188,13 +194,7 @@ async def test_the_openai_agents_sdk_s_agent_model_and_tool_spans_become_steps(
         ("execute_tool lookup_weather", "invoke_agent support"),
         ("invoke_agent support", None),
     ]
-    steps = scope_events(tmp_path)
-    names_by_uuid = {event["uuid"]: event["name"] for event in steps}
-    tree = sorted(
-        (event["name"], names_by_uuid.get(event["parent_uuid"]))
-        for event in steps
-        if event["scope_category"] == "start"
-    )
+    tree = step_tree(scope_events(tmp_path))
     assert tree == expected
 
     # Over OTLP: one span per step, with energy, nested as the steps are.
