@@ -9,17 +9,41 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime
+import http.server
 import io
 import json
 import pathlib
+import threading
 from typing import Dict, Iterator, List
 
 import pytest
 
 import wattline
-from test_spans import Receiver
 
 STEPS = 10_000
+
+
+class AnsweringReceiver:
+    """An OTLP/HTTP endpoint that answers every POST with 200 (the OTLP lane's peer)."""
+
+    def __init__(self) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
 
 
 def lines_of(directory: pathlib.Path) -> Iterator[dict]:
@@ -39,7 +63,7 @@ def timestamp(event: dict) -> datetime.datetime:
     return wattline._model.parse_timestamp(event["timestamp"])
 
 
-def config(directory: pathlib.Path, compression: str, receiver: Receiver) -> dict:
+def config(directory: pathlib.Path, compression: str, receiver: AnsweringReceiver) -> dict:
     return {
         "version": 1,
         "components": [
@@ -65,7 +89,7 @@ def config(directory: pathlib.Path, compression: str, receiver: Receiver) -> dic
 async def test_ten_thousand_steps_at_once_lose_no_event_of_any_kind(
     compression, stand_in_nvidia_smi, quiet_home, tmp_path
 ):
-    receiver = Receiver()
+    receiver = AnsweringReceiver()
     release = asyncio.Event()
     opened: List[str] = []
 
