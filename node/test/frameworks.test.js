@@ -17,7 +17,7 @@ const { OpenAIInstrumentation } = require('@opentelemetry/instrumentation-openai
 
 const wattline = require('..');
 const { GenAISpanProcessor } = require('../spans');
-const { scratch, standInNvidiaSmi } = require('./support');
+const { pipelineOnStandInGpu, scratch } = require('./support');
 
 api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 
@@ -54,19 +54,8 @@ async function fakeOpenAI() {
 }
 
 test("the openai package's instrumented spans become steps, as its spans nest", async () => {
-  const smi = standInNvidiaSmi();
-  const saved = { PATH: process.env.PATH, interval: process.env.GENAI_GPU_COLLECTION_INTERVAL };
-  process.env.PATH = smi.path;
-  process.env.GENAI_GPU_COLLECTION_INTERVAL = '0.1';
   const atofDir = scratch();
-  let pipeline;
-  try {
-    pipeline = await wattline.Pipeline.start({ intervalMs: 100, atofDir });
-  } finally {
-    process.env.PATH = saved.PATH;
-    if (saved.interval === undefined) delete process.env.GENAI_GPU_COLLECTION_INTERVAL;
-    else process.env.GENAI_GPU_COLLECTION_INTERVAL = saved.interval;
-  }
+  const pipeline = await pipelineOnStandInGpu(wattline, { atofDir });
   const kept = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new GenAISpanProcessor({ pipeline }), new SimpleSpanProcessor(kept)] });
   const instrumentation = new OpenAIInstrumentation();

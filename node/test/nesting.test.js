@@ -9,7 +9,7 @@ const path = require('node:path');
 const { test } = require('node:test');
 
 const wattline = require('..');
-const { quietEnvironment, scopeStarts, scratch, standInNvidiaSmi, wattlineBinary } = require('./support');
+const { pipelineOnStandInGpu, quietEnvironment, scopeStarts, scratch, wattlineBinary } = require('./support');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const packageDirectory = path.resolve(__dirname, '..');
@@ -69,18 +69,7 @@ test("a parent's attributed energy includes its child's", async () => {
   // The stand-in draws a constant 250 W and names no processes: every joule of a
   // window goes to the innermost steps live in it, so a parent holding its child is
   // attributed its whole window, and the child its own.
-  const smi = standInNvidiaSmi();
-  const saved = { PATH: process.env.PATH, interval: process.env.GENAI_GPU_COLLECTION_INTERVAL };
-  process.env.PATH = smi.path;
-  process.env.GENAI_GPU_COLLECTION_INTERVAL = '0.1';
-  let pipeline;
-  try {
-    pipeline = await wattline.Pipeline.start({ intervalMs: 100 });
-  } finally {
-    process.env.PATH = saved.PATH;
-    if (saved.interval === undefined) delete process.env.GENAI_GPU_COLLECTION_INTERVAL;
-    else process.env.GENAI_GPU_COLLECTION_INTERVAL = saved.interval;
-  }
+  const pipeline = await pipelineOnStandInGpu(wattline, { intervalMs: 100 });
   await pipeline.withAgentScope('request', async () => {
     await sleep(300);
     await pipeline.withAgentScope('summarize', () => sleep(300));
@@ -93,6 +82,34 @@ test("a parent's attributed energy includes its child's", async () => {
   assert.ok(close(request.attributedGpuEnergyKwh, request.gpuEnergyKwh), `${request.attributedGpuEnergyKwh} vs ${request.gpuEnergyKwh}`);
   assert.ok(close(summarize.attributedGpuEnergyKwh, summarize.gpuEnergyKwh));
   assert.ok(request.attributedGpuEnergyKwh > 1.5 * summarize.attributedGpuEnergyKwh);
+});
+
+test('a sibling overlapping the parent takes half of its own window from it', async () => {
+  // Where steps overlap, attributed and window part: `other`, a top-level step, lies
+  // wholly inside `request`, across the start of its child `summarize`. At every
+  // instant of `other` one step of request's tree is innermost beside it, with equal
+  // weights: `other` gets half its window, request's tree the rest of request's.
+  const pipeline = await pipelineOnStandInGpu(wattline);
+  // Started outside `request`: top-level.
+  const other = (async () => {
+    await sleep(150);
+    await pipeline.withAgentScope('other', () => sleep(300));
+  })();
+  await pipeline.withAgentScope('request', async () => {
+    await sleep(300);
+    await pipeline.withAgentScope('summarize', () => sleep(300));
+  });
+  await other;
+  const report = await pipeline.shutdown();
+  const step = (name) => report.agentScopes.find((scope) => scope.name === name);
+  const [request, summarize, sibling] = [step('request'), step('summarize'), step('other')];
+  assert.notEqual(sibling.parentUuid, request.uuid);
+  assert.ok(request.startedAt < sibling.startedAt && sibling.startedAt < summarize.startedAt);
+  assert.ok(summarize.startedAt < sibling.endedAt && sibling.endedAt < request.endedAt, 'the schedule held');
+  const close = (a, b) => Math.abs(a - b) <= 1e-6 * Math.abs(b);
+  assert.ok(close(sibling.attributedGpuEnergyKwh, sibling.gpuEnergyKwh / 2), `${sibling.attributedGpuEnergyKwh} vs ${sibling.gpuEnergyKwh}`);
+  assert.ok(close(request.attributedGpuEnergyKwh, request.gpuEnergyKwh - sibling.gpuEnergyKwh / 2));
+  assert.ok(summarize.gpuEnergyKwh / 2 < summarize.attributedGpuEnergyKwh && summarize.attributedGpuEnergyKwh < summarize.gpuEnergyKwh);
 });
 
 test('module-level steps nest under wattline run', () => {

@@ -6,27 +6,12 @@ const fs = require('node:fs');
 const { test } = require('node:test');
 
 const wattline = require('..');
-const { standInNvidiaSmi } = require('./support');
+const { pipelineOnStandInGpu } = require('./support');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A pipeline polling every 100 ms whose GPU is the stand-in nvidia-smi (250 W). */
-async function startOnStandInGpu() {
-  const smi = standInNvidiaSmi();
-  const saved = { PATH: process.env.PATH, interval: process.env.GENAI_GPU_COLLECTION_INTERVAL };
-  process.env.PATH = smi.path;
-  process.env.GENAI_GPU_COLLECTION_INTERVAL = '0.1';
-  try {
-    return await wattline.Pipeline.start({ intervalMs: 100 });
-  } finally {
-    process.env.PATH = saved.PATH;
-    if (saved.interval === undefined) delete process.env.GENAI_GPU_COLLECTION_INTERVAL;
-    else process.env.GENAI_GPU_COLLECTION_INTERVAL = saved.interval;
-  }
-}
-
 test('an agent scope gets its energy from the GPU', async () => {
-  const pipeline = await startOnStandInGpu();
+  const pipeline = await pipelineOnStandInGpu(wattline);
   const step = await pipeline.agentScope('planner');
   await sleep(600);
   await step.end();
@@ -42,7 +27,7 @@ test('an agent scope gets its energy from the GPU', async () => {
 });
 
 test('concurrent steps divide the energy they share by weight', async () => {
-  const pipeline = await startOnStandInGpu();
+  const pipeline = await pipelineOnStandInGpu(wattline);
   const [heavy, light] = await Promise.all([
     pipeline.agentScope('heavy', { weight: 3 }),
     pipeline.agentScope('light', { weight: 1 }),

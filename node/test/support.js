@@ -49,4 +49,22 @@ function scopeStarts(directory) {
   return found;
 }
 
-module.exports = { quietEnvironment, repository, scopeStarts, scratch, standInNvidiaSmi, wattlineBinary };
+/**
+ * A pipeline of `wattline` (with `options`, polling every 100 ms by default) whose GPU
+ * is the stand-in nvidia-smi (250 W): PATH and the GPU interval set only while it starts.
+ */
+async function pipelineOnStandInGpu(wattline, options = {}) {
+  const smi = standInNvidiaSmi();
+  const saved = { PATH: process.env.PATH, interval: process.env.GENAI_GPU_COLLECTION_INTERVAL };
+  process.env.PATH = smi.path;
+  process.env.GENAI_GPU_COLLECTION_INTERVAL = '0.1';
+  try {
+    return await wattline.Pipeline.start({ intervalMs: 100, ...options });
+  } finally {
+    process.env.PATH = saved.PATH;
+    if (saved.interval === undefined) delete process.env.GENAI_GPU_COLLECTION_INTERVAL;
+    else process.env.GENAI_GPU_COLLECTION_INTERVAL = saved.interval;
+  }
+}
+
+module.exports = { pipelineOnStandInGpu, quietEnvironment, repository, scopeStarts, scratch, standInNvidiaSmi, wattlineBinary };

@@ -194,6 +194,49 @@ async def test_a_parents_attributed_energy_includes_its_childs(stand_in_nvidia_s
     assert request.attributed_gpu_energy_kwh > 1.5 * summarize.attributed_gpu_energy_kwh
 
 
+async def test_a_sibling_overlapping_the_parent_takes_half_of_its_own_window_from_it(
+    stand_in_nvidia_smi, quiet_home
+):
+    """Where steps overlap, attributed and window part: `other`, a top-level step, lies
+    wholly inside `request` (0.15 s to 0.45 s of its 0.6 s, across the start of its
+    child `summarize`). At every instant of `other` exactly one step of request's tree
+    is innermost beside it, with equal weights: `other` is attributed half its window,
+    and request's tree the rest of request's window."""
+
+    async def other_step() -> None:
+        await asyncio.sleep(0.15)
+        async with pipeline.agent_scope("other"):
+            await asyncio.sleep(0.3)
+
+    async with wattline.Pipeline(interval_ms=100) as pipeline:
+        # Started before `request` is entered: top-level, not request's child.
+        other = asyncio.ensure_future(other_step())
+        async with pipeline.agent_scope("request"):
+            await asyncio.sleep(0.3)
+            async with pipeline.agent_scope("summarize"):
+                await asyncio.sleep(0.3)
+        await other
+        report = await pipeline.flush()
+    steps = {step.name: step for step in report.agent_scopes}
+    request, summarize, other_ = steps["request"], steps["summarize"], steps["other"]
+    assert other_.parent_uuid != request.uuid
+    # The schedule held: `other` inside `request`, overlapping `summarize`'s start.
+    assert request.started_at < other_.started_at < summarize.started_at < other_.ended_at
+    assert other_.ended_at < request.ended_at
+    assert other_.attributed_gpu_energy_kwh == pytest.approx(
+        other_.gpu_energy_kwh / 2, rel=1e-6
+    )
+    assert request.attributed_gpu_energy_kwh == pytest.approx(
+        request.gpu_energy_kwh - other_.gpu_energy_kwh / 2, rel=1e-6
+    )
+    # `summarize` shared its first stretch with `other`, and had the rest alone.
+    assert (
+        summarize.gpu_energy_kwh / 2
+        < summarize.attributed_gpu_energy_kwh
+        < summarize.gpu_energy_kwh
+    )
+
+
 UNDER_RUN = textwrap.dedent(
     """
     import asyncio, wattline
