@@ -216,6 +216,23 @@ impl AgentScope {
     }
 }
 
+impl AgentScope {
+    /// Ends the scope as [`Self::end`] does, as a step that stood for `call`, a model
+    /// call served by another machine: the report, the scope's span and the
+    /// `wattline.scope.energy.remote_estimated` histogram carry the call's estimated
+    /// energy there (from `call.estimate` when it brings one, else the factor table:
+    /// the `remote_models` rows of `plugins.toml`, then the shipped ones), apart from
+    /// the measured figures, which it never enters.
+    pub fn end_remote_call(mut self, call: crate::remote_call::RemoteCall) -> Result<(), Error> {
+        self.ended = true;
+        if self.pipeline.end_remote_call_scope(self.uuid, call) {
+            Ok(())
+        } else {
+            Err(Error::ScopeAfterShutdown { uuid: self.uuid })
+        }
+    }
+}
+
 impl Drop for AgentScope {
     fn drop(&mut self) {
         if !self.ended {

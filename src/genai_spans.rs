@@ -30,6 +30,9 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanProcessor};
 use uuid::Uuid;
 use wattline_actors::pipeline::RunningPipeline;
 
+use wattline_model::metric_measurements::AttributeValue;
+use wattline_model::remote_call::RemoteCall;
+
 use crate::agent_scope::{AgentScope, ScopeOptions};
 
 /// The span attribute that names a GenAI operation.
@@ -159,6 +162,20 @@ fn traceparent_of(data: &SpanData) -> String {
     )
 }
 
+/// The model call to another machine the span describes at its end, if it does.
+fn remote_call_of(span: &SpanData) -> Option<RemoteCall> {
+    RemoteCall::from_span_attributes(|key| {
+        let attribute = span.attributes.iter().find(|a| a.key.as_str() == key)?;
+        Some(match &attribute.value {
+            opentelemetry::Value::I64(value) => AttributeValue::Int(*value),
+            opentelemetry::Value::F64(value) => AttributeValue::Float(*value),
+            opentelemetry::Value::String(value) => AttributeValue::String(value.to_string()),
+            opentelemetry::Value::Bool(value) => AttributeValue::Bool(*value),
+            _ => return None,
+        })
+    })
+}
+
 impl SpanProcessor for GenAiSpanProcessor {
     fn on_start(&self, span: &mut Span, cx: &Context) {
         let Some(data) = span.exported_data() else {
@@ -218,9 +235,14 @@ impl SpanProcessor for GenAiSpanProcessor {
             }
             own
         };
-        if let Some(scope) = own
-            && let Err(error) = scope.end()
-        {
+        let Some(scope) = own else {
+            return;
+        };
+        let ended = match remote_call_of(&span) {
+            Some(call) => scope.end_remote_call(call),
+            None => scope.end(),
+        };
+        if let Err(error) = ended {
             tracing::warn!(span = %span.name, %error, "a span's step did not end");
         }
     }

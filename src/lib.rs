@@ -39,6 +39,7 @@ pub use wattline_model::category::SamplerCategory;
 pub use wattline_model::events;
 pub use wattline_model::metric_measurements;
 pub use wattline_model::metric_names;
+pub use wattline_model::remote_call;
 pub use wattline_model::report::EnergyReport;
 
 /// This process's id, cached and read again in a forked child: what tells a pipeline

@@ -78,6 +78,11 @@ pub struct EnergyConfig {
     /// `wattline.scope.names_folded`), so the series stay bounded. Default 100, at
     /// most 10000.
     pub scope_names_in_metrics: usize,
+    /// Energy factors of hosted models for the remote estimate of a model call served
+    /// by another machine (`[[components.config.remote_models]]` rows), before the
+    /// shipped table: a row here for a model wins over the shipped one. Default none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remote_models: Vec<crate::remote_models::RemoteModelFactor>,
 }
 
 impl Default for EnergyConfig {
@@ -93,6 +98,7 @@ impl Default for EnergyConfig {
             power_sample_millis: 100,
             scopes_in_detail: DEFAULT_SCOPES_IN_DETAIL,
             scope_names_in_metrics: DEFAULT_SCOPE_NAMES_IN_METRICS,
+            remote_models: Vec::new(),
         }
     }
 }
@@ -157,6 +163,11 @@ impl EnergyConfig {
                 "interval_millis",
                 "must be greater than zero (got 0)",
             ));
+        }
+        for (index, row) in self.remote_models.iter().enumerate() {
+            row.validate().map_err(|error| {
+                FieldError::new(format!("remote_models[{index}].{}", error.path), error.rule)
+            })?;
         }
         Ok(())
     }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod grid_intensity;
 pub mod layers;
 pub mod opentelemetry;
+pub mod remote_models;
 pub mod resource_metrics;
 pub mod units;
 pub mod worker;

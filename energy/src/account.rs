@@ -27,6 +27,7 @@ use wattline_model::energy::{
 };
 use wattline_model::energy_telemetry::ClosedInterval;
 use wattline_model::gpu_selection::GpuSelection;
+use wattline_model::remote_call::{RemoteCall, RemoteEstimateTotals};
 use wattline_model::report::EnergyDomain;
 use wattline_model::scope_energy::SettledScope;
 use wattline_model::trace_context::ScopeTrace;
@@ -339,6 +340,8 @@ struct ScopeAccount {
     /// Per counted meter (by [`Meter::number`]), the seconds of its window that
     /// readings covered: a meter or two, found by a scan.
     covered: Vec<(u32, f64)>,
+    /// The model call to another machine it stood for, with its estimate.
+    remote_call: Option<Box<RemoteCall>>,
 }
 
 impl ScopeAccount {
@@ -416,6 +419,8 @@ pub struct EnergyAccount {
     /// [`EnergyAccount::take_settled_scopes`]; `None` unless announcing was asked for (a
     /// replay does not, so it keeps nothing extra).
     settled: Option<Vec<SettledScope>>,
+    /// Every remote call's estimate, summed as the scopes end; `None` before the first.
+    remote_estimates: Option<RemoteEstimateTotals>,
 }
 
 impl EnergyAccount {
@@ -445,6 +450,7 @@ impl EnergyAccount {
             booked_until: 0,
             late_boundaries_from: None,
             settled: None,
+            remote_estimates: None,
         }
     }
 
@@ -542,15 +548,25 @@ impl EnergyAccount {
                     announced: false,
                     trace: Some(trace),
                     covered: Vec::new(),
+                    remote_call: None,
                 }));
             }
-            EnergyRecord::ScopeEnded { uuid, at, wall } => {
+            EnergyRecord::ScopeEnded {
+                uuid,
+                at,
+                wall,
+                remote_call,
+            } => {
                 // The newest scopes are at the end: most ends find theirs soon.
                 if let Some(index) = self
                     .scopes
                     .iter()
                     .rposition(|s| s.uuid == *uuid && s.end.is_none())
                 {
+                    if let Some(call) = remote_call {
+                        self.remote_estimates.get_or_insert_default().add(call);
+                        self.scopes[index].remote_call = Some(call.clone());
+                    }
                     self.book_boundary(Boundary::End {
                         index,
                         at: *at,
@@ -908,6 +924,7 @@ mod tests {
                 uuid,
                 at: end,
                 wall,
+                remote_call: None,
             },
         ]
     }
@@ -1094,7 +1111,12 @@ mod tests {
         account.apply(&start(parent, None, None));
         account.apply(&start(child, Some(parent), None));
         for uuid in [child, parent, caller] {
-            account.apply(&EnergyRecord::ScopeEnded { uuid, at: 1, wall });
+            account.apply(&EnergyRecord::ScopeEnded {
+                uuid,
+                at: 1,
+                wall,
+                remote_call: None,
+            });
         }
         let settled = account.take_settled_scopes();
         let trace = |uuid| {

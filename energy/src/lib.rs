@@ -10,4 +10,5 @@ pub mod attribution;
 pub mod folded_scopes;
 pub mod integrator;
 pub mod quantile_sketch;
+pub mod remote_estimate;
 pub mod replay;

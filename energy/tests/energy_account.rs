@@ -120,6 +120,7 @@ impl Feed {
             uuid,
             at: at(seconds),
             wall,
+            remote_call: None,
         });
     }
 

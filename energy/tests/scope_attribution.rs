@@ -124,6 +124,7 @@ fn schedule(steps: &[Step], readings: Vec<EnergyRecord>) -> Vec<EnergyRecord> {
                     uuid: step.uuid,
                     at: end,
                     wall: wall(end),
+                    remote_call: None,
                 },
             ));
         }

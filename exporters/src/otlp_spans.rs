@@ -17,6 +17,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
     BatchSpanProcessor, SpanData, SpanEvents, SpanExporter, SpanLinks, SpanProcessor,
 };
+use wattline_model::remote_call::RemoteCall;
 use wattline_model::scope_energy::{SettledScope, joules};
 
 use crate::metrics_pipeline::ExportStatus;
@@ -138,6 +139,46 @@ fn span_attributes(settled: &SettledScope) -> Vec<KeyValue> {
     }
     if settled.ended_at_program_exit {
         attributes.push(KeyValue::new("wattline.ended_at_program_exit", true));
+    }
+    if let Some(call) = &energy.remote_call {
+        attributes.extend(remote_call_attributes(call));
+    }
+    attributes
+}
+
+/// A remote model call's estimate, apart from the measured figures: its range in
+/// joules, method, estimator and source; the model alone when it has no estimate.
+fn remote_call_attributes(call: &RemoteCall) -> Vec<KeyValue> {
+    let mut attributes = Vec::new();
+    if let Some(model) = &call.model {
+        attributes.push(KeyValue::new("wattline.remote_call.model", model.clone()));
+    }
+    let Some(estimate) = &call.estimate else {
+        return attributes;
+    };
+    for (key, kwh) in [
+        (
+            "wattline.energy.remote_estimated.low_joules",
+            estimate.low_kwh,
+        ),
+        (
+            "wattline.energy.remote_estimated.high_joules",
+            estimate.high_kwh,
+        ),
+    ] {
+        if let Some(joules) = joules(Some(kwh)).filter(|joules| joules.is_finite()) {
+            attributes.push(KeyValue::new(key, joules));
+        }
+    }
+    for (key, value) in [
+        ("wattline.energy.remote_estimated.method", &estimate.method),
+        (
+            "wattline.energy.remote_estimated.estimator",
+            &estimate.estimator,
+        ),
+        ("wattline.energy.remote_estimated.source", &estimate.source),
+    ] {
+        attributes.push(KeyValue::new(key, value.clone()));
     }
     attributes
 }
@@ -268,6 +309,7 @@ mod tests {
                 attributed_co2_grams: None,
                 started_at,
                 ended_at: Some(started_at + chrono::Duration::seconds(2)),
+                remote_call: None,
             },
             attribution: "process-share-then-weight".into(),
             methods: Default::default(),
@@ -304,6 +346,59 @@ mod tests {
         );
         assert_eq!(attribute(&span, "process.pid"), Some(Value::I64(42)));
         assert_eq!(span.status, Status::Unset);
+    }
+
+    #[test]
+    fn a_remote_calls_estimate_is_its_own_attributes_in_joules_with_method_and_source() {
+        let mut scope = settled(Some(0.002), true);
+        scope.energy.remote_call = Some(RemoteCall {
+            operation: "chat".into(),
+            provider: Some("openai".into()),
+            model: Some("gpt-4o".into()),
+            input_tokens: Some(100),
+            output_tokens: Some(300),
+            estimate: Some(wattline_model::remote_call::RemoteEstimate {
+                low_kwh: 0.0001,
+                high_kwh: 0.0005,
+                method: "estimated".into(),
+                estimator: "factor-table".into(),
+                source: "a source".into(),
+            }),
+        });
+        let span = scope_span(&scope).unwrap();
+        // 0.1 Wh and 0.5 Wh; the measured 2 Wh (7200 J) stays as it was.
+        let low = attribute(&span, "wattline.energy.remote_estimated.low_joules");
+        let high = attribute(&span, "wattline.energy.remote_estimated.high_joules");
+        assert!(
+            matches!(low, Some(Value::F64(j)) if (j - 360.0).abs() < 1e-9),
+            "{low:?}"
+        );
+        assert!(
+            matches!(high, Some(Value::F64(j)) if (j - 1800.0).abs() < 1e-9),
+            "{high:?}"
+        );
+        assert_eq!(
+            attribute(&span, "wattline.energy.remote_estimated.method"),
+            Some(Value::from("estimated"))
+        );
+        assert_eq!(
+            attribute(&span, "wattline.energy.remote_estimated.source"),
+            Some(Value::from("a source"))
+        );
+        assert_eq!(
+            attribute(&span, "wattline.energy.attributed_joules"),
+            Some(Value::F64(7200.0))
+        );
+        scope.energy.remote_call.as_mut().unwrap().estimate = None;
+        let span = scope_span(&scope).unwrap();
+        assert_eq!(
+            attribute(&span, "wattline.energy.remote_estimated.low_joules"),
+            None
+        );
+        assert_eq!(
+            attribute(&span, "wattline.remote_call.model"),
+            Some(Value::from("gpt-4o"))
+        );
     }
 
     #[test]

@@ -884,6 +884,7 @@ fn settled_step(name: &str, attributed: f64, window: f64, seconds: i64) -> Pipel
             attributed_co2_grams: None,
             started_at: at(0, 0),
             ended_at: Some(at(seconds, 0)),
+            remote_call: None,
         },
         attribution: "process-share-then-weight".into(),
         methods: Default::default(),

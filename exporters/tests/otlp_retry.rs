@@ -224,6 +224,7 @@ fn settled_step(n: u128) -> PipelineEvent {
             attributed_co2_grams: None,
             started_at: at(0, 0),
             ended_at: Some(at(1, 0)),
+            remote_call: None,
         },
         attribution: "process-share-then-weight".into(),
         methods: Default::default(),

@@ -204,6 +204,10 @@ pub enum EnergyRecord {
         at: Nanos,
         /// Wall-clock time.
         wall: DateTime<Utc>,
+        /// The model call to another machine it stood for, if it did (its estimate is
+        /// made by the account, unless the caller's library made one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        remote_call: Option<Box<crate::remote_call::RemoteCall>>,
     },
     /// What the GPU sources are and, when nothing is measured, why in words.
     GpuStatus {

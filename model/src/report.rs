@@ -244,6 +244,10 @@ pub struct ScopeEnergy {
     pub started_at: DateTime<Utc>,
     /// When it ended; `None` while live.
     pub ended_at: Option<DateTime<Utc>>,
+    /// The model call it stands for, when it was a call to another machine: with its
+    /// estimate, which none of the figures above includes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_call: Option<crate::remote_call::RemoteCall>,
 }
 
 /// GPU energy attributed to one process on one device.
@@ -395,6 +399,10 @@ pub struct EnergyReport {
     pub cpu_zones: Vec<ZoneEnergy>,
     /// Energy per Agent scope: window figures overlap; attributed ones add up.
     pub agent_scopes: Vec<ScopeEnergy>,
+    /// The remote model calls' estimated energy, summed (every call's, folded scopes'
+    /// included): never part of `total`; `None` when there were no remote calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_estimates: Option<crate::remote_call::RemoteEstimateTotals>,
     /// How the scopes' attributed energy was divided ([`SCOPE_ATTRIBUTION`]); `None`
     /// in a report from before attribution.
     #[serde(default)]

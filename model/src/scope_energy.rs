@@ -22,6 +22,12 @@ pub const SCOPE_DURATION: &str = "wattline.scope.duration";
 pub const SCOPE_ATTRIBUTED_COST: &str = "wattline.scope.cost.attributed";
 /// The CO2 of a step's attributed energy, gCO2e (with CO2 tracking on).
 pub const SCOPE_ATTRIBUTED_CO2: &str = "wattline.scope.co2.attributed";
+/// The estimated energy of a step's model call served by another machine, J: two
+/// observations per call, its range's low and high ends ([`ESTIMATE_BOUND_ATTRIBUTE`]).
+/// Never part of the measured figures.
+pub const SCOPE_REMOTE_ESTIMATED_ENERGY: &str = "wattline.scope.energy.remote_estimated";
+/// Which end of an estimate's range an observation is: `low` or `high`.
+pub const ESTIMATE_BOUND_ATTRIBUTE: &str = "wattline.estimate.bound";
 /// Steps whose name was folded into [`OTHER_SCOPE_NAME`] because the metrics already
 /// carried as many names as configured.
 pub const SCOPE_NAMES_FOLDED: &str = "wattline.scope.names_folded";
@@ -70,6 +76,13 @@ const WINDOW_ENERGY_HISTOGRAM: ScopeHistogram = ScopeHistogram {
     name: SCOPE_WINDOW_ENERGY,
     unit: Some("J"),
     description: "Energy of the measured devices while an Agent scope was live",
+    boundaries: ENERGY_BOUNDARIES,
+};
+const REMOTE_ESTIMATED_ENERGY_HISTOGRAM: ScopeHistogram = ScopeHistogram {
+    name: SCOPE_REMOTE_ESTIMATED_ENERGY,
+    unit: Some("J"),
+    description: "Estimated energy of an Agent scope's model call served by another machine \
+                  (an estimate, not measured; low and high ends of its range)",
     boundaries: ENERGY_BOUNDARIES,
 };
 const DURATION_HISTOGRAM: ScopeHistogram = ScopeHistogram {
@@ -156,9 +169,29 @@ impl SettledScope {
             SCOPE_NAME_ATTRIBUTE.to_owned(),
             AttributeValue::String(metric_name.to_owned()),
         )]);
+        let estimate = energy
+            .remote_call
+            .as_ref()
+            .and_then(|call| call.estimate.as_ref());
+        let estimated = estimate.into_iter().flat_map(|estimate| {
+            [("low", estimate.low_kwh), ("high", estimate.high_kwh)].map(|(bound, kwh)| {
+                let mut attributes = attributes.clone();
+                attributes.insert(
+                    ESTIMATE_BOUND_ATTRIBUTE.to_owned(),
+                    AttributeValue::String(bound.to_owned()),
+                );
+                (
+                    &REMOTE_ESTIMATED_ENERGY_HISTOGRAM,
+                    joules(Some(kwh)),
+                    attributes,
+                )
+            })
+        });
         observations
             .into_iter()
-            .filter_map(|(histogram, value)| {
+            .map(|(histogram, value)| (histogram, value, attributes.clone()))
+            .chain(estimated)
+            .filter_map(|(histogram, value, attributes)| {
                 let value = value.filter(|value| value.is_finite())?;
                 Some(MetricMeasurement {
                     name: histogram.name.to_owned(),
@@ -167,7 +200,7 @@ impl SettledScope {
                     value: MetricValue::F64(value.max(0.0)),
                     unit: Some(histogram.unit.unwrap_or(&self.currency).to_owned()),
                     description: Some(histogram.description.to_owned()),
-                    attributes: Some(attributes.clone()),
+                    attributes: Some(attributes),
                     boundaries: Some(histogram.boundaries.to_vec()),
                 })
             })
@@ -221,6 +254,7 @@ mod tests {
                 attributed_co2_grams: None,
                 started_at,
                 ended_at: Some(started_at + chrono::Duration::milliseconds(1500)),
+                remote_call: None,
             },
             attribution: "process-share-then-weight".into(),
             methods: BTreeMap::new(),
@@ -261,6 +295,43 @@ mod tests {
             let boundaries = measurement.boundaries.as_ref().unwrap();
             assert!(boundaries.len() <= 64 && boundaries.windows(2).all(|w| w[0] < w[1]));
         }
+    }
+
+    #[test]
+    fn a_remote_estimate_is_its_own_series_with_a_low_and_a_high_observation() {
+        let mut scope = settled(Some(0.001));
+        scope.energy.remote_call = Some(crate::remote_call::RemoteCall {
+            operation: "chat".into(),
+            provider: None,
+            model: Some("m".into()),
+            input_tokens: Some(1),
+            output_tokens: Some(1),
+            estimate: Some(crate::remote_call::RemoteEstimate {
+                low_kwh: 0.002,
+                high_kwh: 0.005,
+                method: crate::remote_call::ESTIMATED.into(),
+                estimator: "factor-table".into(),
+                source: "s".into(),
+            }),
+        });
+        let measurements = scope.measurements("plan");
+        let estimated: Vec<(f64, &AttributeValue)> = measurements
+            .iter()
+            .filter(|m| m.name == SCOPE_REMOTE_ESTIMATED_ENERGY)
+            .map(|m| {
+                let bound = &m.attributes.as_ref().unwrap()[ESTIMATE_BOUND_ATTRIBUTE];
+                (m.value.as_f64(), bound)
+            })
+            .collect();
+        // 2 Wh and 5 Wh in joules; the measured figures are unchanged beside them.
+        assert_eq!(
+            estimated,
+            [
+                (7200.0, &AttributeValue::String("low".into())),
+                (18000.0, &AttributeValue::String("high".into()))
+            ]
+        );
+        assert_eq!(value(&measurements, SCOPE_ATTRIBUTED_ENERGY), Some(3600.0));
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "carbon_region_source",
     "scope_attributed_energy_kwh",
     "unattributed_energy_kwh",
+    "remote_calls",
+    "remote_estimated_energy_kwh_low",
+    "remote_estimated_energy_kwh_high",
+    "remote_models_without_estimate",
 ];
 
 /// What the report does not know about its run: the scope measured and the command.
@@ -105,6 +109,8 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         let unattributed: f64 = report.domains.iter().map(|d| d.unattributed_kwh).sum();
         (energy - unattributed, unattributed)
     });
+    // The remote calls' estimates: their own columns, never in the measured ones.
+    let remote = report.remote_estimates.as_ref();
     let values = [
         report
             .started_at
@@ -141,6 +147,14 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         region_text(|region| factor_source(&region.origin)),
         number(scope_attributed.map(|(attributed, _)| attributed)),
         number(scope_attributed.map(|(_, unattributed)| unattributed)),
+        remote
+            .map(|totals| totals.calls.to_string())
+            .unwrap_or_default(),
+        number(remote.map(|totals| totals.low_kwh)),
+        number(remote.map(|totals| totals.high_kwh)),
+        remote
+            .map(|totals| totals.models_without_estimate.join(";"))
+            .unwrap_or_default(),
     ];
     debug_assert_eq!(values.len(), CSV_COLUMNS.len());
     values

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use wattline_config::energy::FactorOrigin;
 
 use crate::report::human_units::{energy_text, power_text, three_significant_figures};
+use crate::report::remote_estimates::{call_text, totals_text};
 use wattline_model::report::EnergyReport;
 use wattline_model::report::{DeviceEnergy, Factor};
 
@@ -303,6 +304,14 @@ fn agent_scopes(report: &EnergyReport, out: &mut String) {
             "(none)",
             energy_text(unattributed)
         );
+    }
+    for scope in &report.agent_scopes {
+        if let Some(call) = &scope.remote_call {
+            let _ = writeln!(out, "remote {:<19} {}", scope.name, call_text(call));
+        }
+    }
+    if let Some(totals) = &report.remote_estimates {
+        let _ = writeln!(out, "remote {:<19} {}", "(all)", totals_text(totals));
     }
     for folded in &report.folded_scopes {
         let energy = &folded.attributed_energy_kwh;

@@ -173,7 +173,7 @@ pub fn energy_record(
         1 => (edge_u64(), wall.clone()).prop_map(|(at, wall)| EnergyRecord::MeasuringFrom { at, wall }),
         1 => (0..3u128, select(&["planner", ""][..]), edge_u64(), wall.clone())
             .prop_map(|(uuid, name, at, wall)| EnergyRecord::ScopeStarted { uuid: Uuid::from_u128(uuid), name: name.into(), at, wall, parent: None, process_id: None, weight: None, traceparent: None }),
-        1 => (0..3u128, edge_u64(), wall.clone()).prop_map(|(uuid, at, wall)| EnergyRecord::ScopeEnded { uuid: Uuid::from_u128(uuid), at, wall }),
+        1 => (0..3u128, edge_u64(), wall.clone()).prop_map(|(uuid, at, wall)| EnergyRecord::ScopeEnded { uuid: Uuid::from_u128(uuid), at, wall, remote_call: None }),
         1 => (select(&["nvml+drm", "none"][..]), text()).prop_map(|(configured, unavailable)| EnergyRecord::GpuStatus { configured: configured.into(), unavailable, selection: None }),
         1 => text().prop_map(|unavailable| EnergyRecord::CpuStatus { unavailable }),
         1 => edge_u64().prop_map(|at| EnergyRecord::LateBoundariesFrom { at }),

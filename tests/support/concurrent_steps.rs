@@ -187,6 +187,7 @@ impl Fixture {
                     uuid,
                     at: nanos(step.to),
                     wall: wall(step.to),
+                    remote_call: None,
                 },
             ));
         }

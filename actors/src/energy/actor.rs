@@ -20,6 +20,7 @@ use crate::energy::record::power_record;
 use crate::samplers::gpu::GpuSourceStatus;
 use crate::scope_boundary::ScopeBoundary;
 use wattline_energy::account::EnergyAccount;
+use wattline_energy::remote_estimate::with_estimate;
 use wattline_gpu::PowerSample;
 use wattline_model::energy::RaplZoneReading;
 use wattline_model::energy::{EnergyRecord, Epoch, Nanos};
@@ -201,15 +202,22 @@ impl EnergyState {
                 flags,
                 at,
                 wall,
+                remote_call,
             } => {
                 if flags.contains(&ENDED_AT_PROGRAM_EXIT) {
                     self.ended_at_program_exit.insert(*uuid);
                 }
                 let at = self.epoch.nanos(at.instant());
+                // Estimated here, so the record (and a replay of it) carries the figure.
+                let remote_models = &self.account.settings().config.remote_models;
+                let remote_call = remote_call
+                    .as_deref()
+                    .map(|call| Box::new(with_estimate(call.clone(), remote_models)));
                 self.record(EnergyRecord::ScopeEnded {
                     uuid: *uuid,
                     at,
                     wall: (*wall).into(),
+                    remote_call,
                 });
             }
             ScopeBoundary::WindowCloses { at } => {

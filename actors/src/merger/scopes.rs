@@ -159,6 +159,7 @@ impl ScopeTable {
                     flags: Vec::new(),
                     at,
                     wall: std::time::SystemTime::from(ended).into(),
+                    remote_call: None,
                 }
             })
             .collect()

@@ -25,6 +25,7 @@ use uuid::Uuid;
 use wattline_config::ResourceMetricsConfig;
 use wattline_config::diagnostics::DiagnosticsLimits;
 use wattline_config::energy::EnergySettings;
+use wattline_model::remote_call::RemoteCall;
 
 use self::clock::{MissedTicks, sample_energy_now};
 use self::health::HealthBoard;
@@ -480,6 +481,23 @@ impl RunningPipeline {
     /// has shut down, which ended every scope still live. Ending a scope that is not
     /// live does nothing.
     pub fn end_agent_scope_with(&self, uuid: Uuid, flags: &[&'static str]) -> bool {
+        self.end_scope(uuid, flags, None)
+    }
+
+    /// Ends an Agent scope that stood for `call`, a model call served by another
+    /// machine: the energy stage estimates the call's energy there (the configured and
+    /// shipped factor tables) unless `call` brings an estimate, and keeps it beside the
+    /// measured figures. `false` when the pipeline has shut down.
+    pub fn end_remote_call_scope(&self, uuid: Uuid, call: RemoteCall) -> bool {
+        self.end_scope(uuid, &[], Some(Box::new(call)))
+    }
+
+    fn end_scope(
+        &self,
+        uuid: Uuid,
+        flags: &[&'static str],
+        remote_call: Option<Box<RemoteCall>>,
+    ) -> bool {
         if self.root_ended.load(std::sync::atomic::Ordering::Acquire) {
             return false;
         }
@@ -493,6 +511,7 @@ impl RunningPipeline {
                 flags,
                 at: BoundaryAt::WindowClose(at),
                 wall: std::time::SystemTime::from(wall).into(),
+                remote_call,
             }));
         } else {
             self.scopes.send_stamped(|at, wall| {
@@ -502,6 +521,7 @@ impl RunningPipeline {
                     flags,
                     at,
                     wall,
+                    remote_call,
                 };
                 (StreamItem::Boundary(boundary), ())
             });

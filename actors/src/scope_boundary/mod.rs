@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
+use wattline_model::remote_call::RemoteCall;
 
 #[cfg(feature = "test-support")]
 mod stall;
@@ -78,6 +79,9 @@ pub enum ScopeBoundary {
         at: BoundaryAt,
         /// The same instant on the wall clock.
         wall: WallNanos,
+        /// The model call to another machine it stood for, if it did: the energy
+        /// stage estimates that call's energy beside the measured figures.
+        remote_call: Option<Box<RemoteCall>>,
     },
     /// The measured window closes at `at` (a measured command exited, or the final
     /// report is taken): scopes still live then end there, later. The merger writes
@@ -117,6 +121,7 @@ impl ScopeBoundary {
             flags,
             at: BoundaryAt::Stamped(at),
             wall,
+            remote_call: None,
         }
     }
 }

@@ -104,6 +104,7 @@ impl EnergyAccount {
                 &pricing,
             ),
             scope_attribution: Some(SCOPE_ATTRIBUTION.to_owned()),
+            remote_estimates: self.remote_estimates.clone(),
             folded_scopes: self.folded_scopes.summaries(),
             domains,
             devices: meters.devices,
@@ -242,6 +243,7 @@ impl EnergyAccount {
             co2_grams: total.and_then(|kwh| pricing.co2(kwh)),
             started_at: scope.started_wall,
             ended_at: scope.end.map(|(_, wall)| wall),
+            remote_call: scope.remote_call.as_deref().cloned(),
         }
     }
 

@@ -57,6 +57,7 @@ fn run_at(watts: f64) -> EnergyReport {
                     uuid: uuid::Uuid::from_u128(index as u128 + 1),
                     at: end * SECONDS,
                     wall: wall(end * SECONDS),
+                    remote_call: None,
                 });
             }
         }

@@ -15,6 +15,7 @@ use super::{
     watts_text,
 };
 use crate::report::human_units::energy_text;
+use crate::report::remote_estimates::{call_text, totals_text};
 use crate::report::series::RunSeries;
 use crate::report::series::{MemoryFigure, PowerLine, SeriesPoint, has_readings};
 use wattline_model::report::EnergyReport;
@@ -173,7 +174,7 @@ pub(super) fn agent_scopes_section(report: &EnergyReport, axis: &TimeAxis) -> St
     out.push_str(
         "<table>\n<tr><th>scope</th><th>from</th><th>to</th><th>attributed</th>\
          <th>attributed cost</th><th>window energy</th><th>window GPU</th><th>window cost</th>\
-         <th>window CO2</th></tr>\n",
+         <th>window CO2</th><th>remote call (estimated)</th></tr>\n",
     );
     for scope in &report.agent_scopes {
         let end = scope.ended_at.unwrap_or(report.ended_at);
@@ -182,7 +183,7 @@ pub(super) fn agent_scopes_section(report: &EnergyReport, axis: &TimeAxis) -> St
             "<tr><td>{}</td><td class=\"number\">{:.2} s</td><td class=\"number\">{:.2} s{}</td>\
              <td class=\"number\">{}</td><td class=\"number\">{}</td>\
              <td class=\"number\">{}</td><td class=\"number\">{}</td><td class=\"number\">{}</td>\
-             <td class=\"number\">{}</td></tr>",
+             <td class=\"number\">{}</td><td>{}</td></tr>",
             escape(&scope.name),
             seconds_between(report.started_at, scope.started_at),
             seconds_between(report.started_at, end),
@@ -197,6 +198,10 @@ pub(super) fn agent_scopes_section(report: &EnergyReport, axis: &TimeAxis) -> St
             kwh_text(scope.gpu_energy_kwh),
             cost_text(scope.cost, &report.currency),
             grams_text(scope.co2_grams),
+            scope
+                .remote_call
+                .as_ref()
+                .map_or_else(String::new, |call| escape(&call_text(call))),
         );
     }
     let unattributed: f64 = report.domains.iter().map(|d| d.unattributed_kwh).sum();
@@ -208,6 +213,15 @@ pub(super) fn agent_scopes_section(report: &EnergyReport, axis: &TimeAxis) -> St
          live; windows overlap and are not to be added up.</p>\n",
         kwh_text(Some(unattributed))
     );
+    if let Some(totals) = &report.remote_estimates {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Remote model calls: {}. An estimate of the energy a call \
+             cost on the machine that served it, from its token counts; this machine only \
+             waited, so none of it is in the measured figures.</p>",
+            escape(&totals_text(totals))
+        );
+    }
     if !report.folded_scopes.is_empty() {
         let folded: u64 = report.folded_scopes.iter().map(|f| f.count).sum();
         let _ = writeln!(

@@ -57,6 +57,7 @@ fn gpu_run_records() -> Vec<EnergyRecord> {
                     uuid,
                     at: nanos(seconds),
                     wall: wall(seconds),
+                    remote_call: None,
                 });
             }
         }
