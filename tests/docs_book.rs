@@ -3,7 +3,8 @@
 //! resolves to a file, and every `#anchor` to a heading of that file (by mdBook's
 //! rule for heading ids); every `{{#include}}` names a file (and anchor) that exists;
 //! the language tours are included from `examples/`, so the book shows them as they
-//! run; and the README stays a landing page.
+//! run; no chapter names a commit (the book says what is true now; how it became so is
+//! `CHANGELOG.md`'s); and the README stays a landing page.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -219,6 +220,62 @@ fn the_language_tours_are_included_from_the_examples_that_run() {
         let text = read(&book_source().join(chapter));
         assert!(text.contains(include), "{chapter} does not show {include}");
     }
+}
+
+/// The commit hashes in `text`, as (line number, word). A hash is a word of 7 to 40
+/// lowercase hex digits holding at least one digit and one letter, standing alone: no
+/// letter, digit, `-` or `_` on either side, so a GPU UUID's `GPU-8932f937` is not one.
+/// Code blocks are read too. Words of exactly 16 or 32 digits are left out: they are
+/// OpenTelemetry span and trace ids, which the book shows in its examples, and git
+/// abbreviates a hash to 7 to 12 digits or writes all 40.
+fn commit_hashes(text: &str) -> Vec<(usize, &str)> {
+    let mut hashes = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let words = line.split(|character: char| {
+            !(character.is_alphanumeric() || character == '-' || character == '_')
+        });
+        for word in words {
+            let hex = word
+                .chars()
+                .all(|character| matches!(character, '0'..='9' | 'a'..='f'));
+            let digit = word.chars().any(|character| character.is_ascii_digit());
+            let letter = word.chars().any(|character| character.is_ascii_lowercase());
+            let length = word.len();
+            if hex && digit && letter && (7..=40).contains(&length) && length != 16 && length != 32
+            {
+                hashes.push((index + 1, word));
+            }
+        }
+    }
+    hashes
+}
+
+#[test]
+fn no_chapter_names_a_commit() {
+    let mut found = Vec::new();
+    for chapter in chapters() {
+        for (line, word) in commit_hashes(&read(&chapter)) {
+            let file = chapter.strip_prefix(ROOT).unwrap_or(&chapter);
+            found.push(format!("{}:{line}: {word}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "commit hashes in the book (history goes in CHANGELOG.md):\n{}",
+        found.join("\n")
+    );
+    // The scanner finds what it should, and only that.
+    assert_eq!(
+        commit_hashes("built at 4f60666,\nbefore (87f379b) and `0933f41a`"),
+        vec![(1, "4f60666"), (2, "87f379b"), (2, "0933f41a")]
+    );
+    assert!(
+        commit_hashes(
+            "GPU-8932f937 run_ab12cd3 1865545 deadbeefcafe c20f4824e2b586d8 \
+             33652a64c93cc78d32eb78e1cca5d881 ABC1234 ab12c"
+        )
+        .is_empty()
+    );
 }
 
 #[test]

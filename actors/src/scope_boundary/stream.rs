@@ -12,8 +12,8 @@
 //!
 //! The stream is one `tokio::sync::mpsc` channel the merger owns, not a message per
 //! boundary into its mailbox: a ractor cast boxes each message and wakes the actor
-//! whenever it had caught up, which nearly doubled what a scope costs its caller
-//! (`benches/scope_cost.rs`, in the book's performance chapter). The merger takes the
+//! whenever it had caught up, which about doubled what a scope costs the process
+//! (`benches/scope_cost.rs`; the figures are in `CHANGELOG.md`). The merger takes the
 //! stream a batch at a time ([`pump`](crate::merger::actor::pump)), into its mailbox, behind what it holds.
 //!
 //! A [`Stamp`] is made here only. The instants in the past (the window's close and the
