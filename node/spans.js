@@ -30,6 +30,37 @@ const DEFAULT_OPERATIONS = Object.freeze([
 
 const OPERATION_ATTRIBUTE = 'gen_ai.operation.name';
 
+/** The operations of a model call: the ones whose span may be a remote call. */
+const MODEL_CALL_OPERATIONS = new Set(['chat', 'text_completion', 'embeddings', 'generate_content']);
+
+/** The attributes wattline reads of a model call's span at its end (the core decides). */
+const MODEL_CALL_ATTRIBUTES = [
+  OPERATION_ATTRIBUTE,
+  'server.address',
+  'gen_ai.provider.name',
+  'gen_ai.system',
+  'gen_ai.response.model',
+  'gen_ai.request.model',
+  'gen_ai.usage.input_tokens',
+  'gen_ai.usage.output_tokens',
+  'gen_ai.usage.prompt_tokens',
+  'gen_ai.usage.completion_tokens',
+];
+
+/**
+ * A model call's span at its end, as the core reads it (JSON), so a call served by
+ * another machine gets its estimate; undefined for any other span.
+ */
+function spanEndOf(span) {
+  const attributes = span.attributes || {};
+  if (!MODEL_CALL_OPERATIONS.has(attributes[OPERATION_ATTRIBUTE])) return undefined;
+  const picked = {};
+  for (const key of MODEL_CALL_ATTRIBUTES) {
+    if (attributes[key] !== undefined) picked[key] = attributes[key];
+  }
+  return JSON.stringify({ attributes: picked });
+}
+
 /** The W3C `traceparent` of `span` itself: the step's span becomes its child. */
 function traceparentOf(span) {
   const context = span.spanContext();
@@ -83,13 +114,13 @@ class GenAISpanProcessor {
   async _target() {
     if (this._pipeline) {
       const inner = this._pipeline._running();
-      return { start: (...args) => inner.startScope(...args), end: (id) => inner.endScope(id), owner: inner };
+      return { start: (...args) => inner.startScope(...args), end: (id, spanEnd) => inner.endScope(id, spanEnd), owner: inner };
     }
     if (wattline.underWattlineRun()) {
       return { start: native.hostStartScope, end: native.hostEndScope, owner: RUN_PIPELINE };
     }
     const inner = (await defaultPipelineNow())._running();
-    return { start: (...args) => inner.startScope(...args), end: (id) => inner.endScope(id), owner: inner };
+    return { start: (...args) => inner.startScope(...args), end: (id, spanEnd) => inner.endScope(id, spanEnd), owner: inner };
   }
 
   onStart(span) {
@@ -123,11 +154,12 @@ class GenAISpanProcessor {
     this._spans.delete(id);
     if (!entry || !entry.own) return;
     const { started, children } = entry.step;
+    const spanEnd = spanEndOf(span);
     const ending = Promise.all([started, ...children])
       .then(async ([step]) => {
         if (!step) return;
         step.ended = true;
-        await step.end(step.id);
+        await step.end(step.id, spanEnd);
       })
       .catch((error) => console.warn(`wattline: the step of span ${span.name} did not end: ${error.message}`))
       .finally(() => this._pending.delete(ending));

@@ -69,11 +69,12 @@ scripts/dist-check.sh
 # frameworks tests/test_frameworks.py drives against a local model server: the
 # official openai client with OpenTelemetry's instrumentation of it (which imports
 # only with opentelemetry-util-genai 0.4b0 and httpx pinned beside it), and the OpenAI
-# Agents SDK.
+# Agents SDK; EcoLogits, whose estimate of a remote model call wattline's Python layer
+# uses when it is installed (tests/test_remote_estimates.py compares the two).
 "$venv/bin/pip" install --quiet --disable-pip-version-check "pytest==9.2.0" "pytest-asyncio==1.5.0" \
   "opentelemetry-sdk==1.45.2" "opentelemetry-proto==1.45.2" "zstandard==0.23.0" \
   "openai==3.63.0" "opentelemetry-instrumentation-openai-v2==2.4b0" \
-  "opentelemetry-util-genai==0.4b0" "httpx==0.28.1" "openai-agents==0.24.0"
+  "opentelemetry-util-genai==0.4b0" "httpx==0.28.1" "openai-agents==0.24.0" "ecologits==0.11.3"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps dist/wattline-*.whl
 
 cargo test --workspace "$@"

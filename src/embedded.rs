@@ -96,6 +96,20 @@ fn option_error(option: &str, rule: impl Into<String>) -> EmbeddedError {
     EmbeddedError::Config(ConfigError::new(option, "", rule))
 }
 
+/// The remote model call a binding's span end describes, from its JSON
+/// (`{"attributes": {…}, "estimate": {…}}`, see
+/// [`wattline_model::remote_call::remote_call_from_span_end_json`]); `None` without
+/// one or for a span that is no remote model call.
+pub fn span_end_call(
+    span_end: Option<&str>,
+) -> Result<Option<wattline_model::remote_call::RemoteCall>, EmbeddedError> {
+    match span_end {
+        None => Ok(None),
+        Some(text) => wattline_model::remote_call::remote_call_from_span_end_json(text)
+            .map_err(EmbeddedError::Other),
+    }
+}
+
 /// The configuration `source` names, with defaults applied.
 pub fn load(source: &ConfigSource) -> Result<EffectiveConfig, EmbeddedError> {
     match source {
@@ -328,12 +342,19 @@ impl EmbeddedPipeline {
     }
 
     /// Ends the Agent scope `uuid`; `false` when it was not live, an error when the
-    /// pipeline has shut down. Synchronous, as [`Self::start_scope`].
-    pub fn end_scope(&self, uuid: &str) -> Result<bool, EmbeddedError> {
+    /// pipeline has shut down. Synchronous, as [`Self::start_scope`]. `span_end`: the
+    /// step's span at its end, as JSON ([`span_end_call`]): a remote model call's
+    /// step keeps the call's estimate.
+    pub fn end_scope(&self, uuid: &str, span_end: Option<&str>) -> Result<bool, EmbeddedError> {
+        let remote_call = span_end_call(span_end)?;
         let Some(scope) = self.scopes().remove(uuid) else {
             return Ok(false);
         };
-        scope.end().map_err(Self::other)?;
+        match remote_call {
+            Some(call) => scope.end_remote_call(call),
+            None => scope.end(),
+        }
+        .map_err(Self::other)?;
         Ok(true)
     }
 
@@ -416,16 +437,40 @@ pub mod host_scopes {
         Ok(id)
     }
 
-    /// Ends a scope [`start`] started; `false` when it was not open.
-    pub async fn end(scope_id: &str) -> Result<bool, EmbeddedError> {
+    /// Ends a scope [`start`] started; `false` when it was not open. `span_end` as
+    /// for [`super::EmbeddedPipeline::end_scope`].
+    pub async fn end(scope_id: &str, span_end: Option<&str>) -> Result<bool, EmbeddedError> {
+        let remote_call = super::span_end_call(span_end)?;
         let Some(scope) = open().remove(scope_id) else {
             return Ok(false);
         };
-        scope
-            .end()
-            .await
-            .map_err(|error| EmbeddedError::Other(error.to_string()))?;
+        match remote_call {
+            Some(call) => scope.end_remote_call(wire_call(call)).await,
+            None => scope.end().await,
+        }
+        .map_err(|error| EmbeddedError::Other(error.to_string()))?;
         Ok(true)
+    }
+
+    /// `call` as the host protocol carries it.
+    fn wire_call(
+        call: wattline_model::remote_call::RemoteCall,
+    ) -> wattline_worker::RemoteModelCall {
+        wattline_worker::RemoteModelCall {
+            operation: call.operation,
+            provider: call.provider,
+            model: call.model,
+            input_tokens: call.input_tokens,
+            output_tokens: call.output_tokens,
+            estimate: call
+                .estimate
+                .map(|estimate| wattline_worker::RemoteEnergyEstimate {
+                    low_kwh: estimate.low_kwh,
+                    high_kwh: estimate.high_kwh,
+                    estimator: estimate.estimator,
+                    source: estimate.source,
+                }),
+        }
     }
 }
 

@@ -813,4 +813,12 @@ impl crate::host::ScopeControl for RemoteScopes {
     fn end_scope(&self, uuid: uuid::Uuid, flags: &[&'static str]) -> bool {
         self.0.end_agent_scope_with(uuid, flags)
     }
+
+    fn end_remote_call_scope(
+        &self,
+        uuid: uuid::Uuid,
+        call: wattline_model::remote_call::RemoteCall,
+    ) -> bool {
+        self.0.end_remote_call_scope(uuid, call)
+    }
 }

@@ -6,7 +6,8 @@ use wattline::host::program::{ACTIVATION_VARIABLE, ProgramEndpoint, TOKEN_VARIAB
 use wattline::host::{MAX_OPEN_SCOPES_PER_CALLER, MAX_SCOPE_NAME_BYTES};
 use wattline_worker::wire::agent_scopes::agent_scopes_client::AgentScopesClient;
 use wattline_worker::wire::agent_scopes::{
-    EndAgentScopeRequest, HostCredentials, StartAgentScopeRequest,
+    EndAgentScopeRequest, HostCredentials, RemoteEnergyEstimate, RemoteModelCall,
+    StartAgentScopeRequest,
 };
 
 type Client = AgentScopesClient<tonic::transport::Channel>;
@@ -71,6 +72,7 @@ async fn end(
         .end_agent_scope(EndAgentScopeRequest {
             credentials: Some(credentials.clone()),
             scope_id: scope_id.into(),
+            remote_call: None,
         })
         .await
         .map(|_| ())
@@ -308,4 +310,66 @@ async fn a_child_names_its_open_parent_and_a_parent_not_open_is_refused_naming_i
         5,
         "root, request, plan, summarize, ended: no orphan"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_call_ends_its_scope_with_its_estimate_and_a_malformed_one_is_refused_naming_it() {
+    let (pipeline, endpoint, mut client, good) = attached().await;
+    let scope = start(&mut client, &good, "chat").await.unwrap();
+    let end_with = |operation: &str, estimate: Option<RemoteEnergyEstimate>| EndAgentScopeRequest {
+        credentials: Some(good.clone()),
+        scope_id: scope.clone(),
+        remote_call: Some(RemoteModelCall {
+            operation: operation.into(),
+            provider: Some("example".into()),
+            model: Some("their-model".into()),
+            input_tokens: Some(10),
+            output_tokens: Some(20),
+            estimate,
+        }),
+    };
+    let estimate = |low_kwh: f64, high_kwh: f64| RemoteEnergyEstimate {
+        low_kwh,
+        high_kwh,
+        estimator: "their library 1.0".into(),
+        source: "their methodology".into(),
+    };
+    for (request, field) in [
+        (end_with("execute_tool", None), "remote_call.operation"),
+        (
+            end_with("chat", Some(estimate(2.0, 1.0))),
+            "remote_call.estimate",
+        ),
+        (
+            end_with("chat", Some(estimate(f64::NAN, 1.0))),
+            "remote_call.estimate",
+        ),
+    ] {
+        let refused = client.end_agent_scope(request).await.expect_err("refused");
+        assert_eq!(refused.code(), Code::InvalidArgument);
+        assert!(
+            refused.message().starts_with(field),
+            "{}",
+            refused.message()
+        );
+    }
+    // Refused, the scope stayed open; ended well, it keeps the estimate it brought.
+    client
+        .end_agent_scope(end_with("chat", Some(estimate(0.001, 0.003))))
+        .await
+        .unwrap();
+    let report = pipeline.flush().await.unwrap();
+    let call = report.agent_scopes[0].remote_call.clone().unwrap();
+    assert_eq!(
+        (call.input_tokens, call.output_tokens),
+        (Some(10), Some(20))
+    );
+    let kept = call.estimate.unwrap();
+    assert_eq!((kept.low_kwh, kept.high_kwh), (0.001, 0.003));
+    assert_eq!(
+        (kept.method.as_str(), kept.estimator.as_str()),
+        ("estimated", "their library 1.0")
+    );
+    assert_eq!(endpoint.close().await, 0);
+    pipeline.shutdown().await.unwrap();
 }

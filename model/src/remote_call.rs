@@ -120,6 +120,77 @@ pub struct RemoteEstimate {
     pub source: String,
 }
 
+impl RemoteEstimate {
+    /// An estimate a caller's library made, checked: both ends finite with
+    /// `0 <= low <= high`, and what made it and from what named. The problem in words
+    /// otherwise.
+    pub fn checked(
+        low_kwh: f64,
+        high_kwh: f64,
+        estimator: String,
+        source: String,
+    ) -> Result<RemoteEstimate, String> {
+        if !(low_kwh.is_finite() && high_kwh.is_finite() && 0.0 <= low_kwh && low_kwh <= high_kwh) {
+            return Err(format!(
+                "low_kwh {low_kwh} and high_kwh {high_kwh} must be finite with \
+                 0 <= low_kwh <= high_kwh"
+            ));
+        }
+        if estimator.trim().is_empty() || source.trim().is_empty() {
+            return Err("estimator and source must name what made it and from what".into());
+        }
+        Ok(RemoteEstimate {
+            low_kwh,
+            high_kwh,
+            method: ESTIMATED.to_owned(),
+            estimator,
+            source,
+        })
+    }
+}
+
+/// A span's end as a language binding hands it over, in JSON: the span's attributes
+/// (`{"gen_ai.operation.name": "chat", …}`) and, when the caller's library made one,
+/// an estimate (`{"low_kwh", "high_kwh", "estimator", "source"}`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpanEnd {
+    attributes: std::collections::BTreeMap<String, AttributeValue>,
+    #[serde(default)]
+    estimate: Option<BroughtEstimate>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BroughtEstimate {
+    low_kwh: f64,
+    high_kwh: f64,
+    estimator: String,
+    source: String,
+}
+
+/// The remote call a span's end describes (see [`SpanEnd`]'s form): `None` when the
+/// span is no remote model call; the problem in words when the JSON is malformed.
+pub fn remote_call_from_span_end_json(text: &str) -> Result<Option<RemoteCall>, String> {
+    let end: SpanEnd =
+        serde_json::from_str(text).map_err(|error| format!("a span's end as JSON: {error}"))?;
+    let Some(mut call) = RemoteCall::from_span_attributes(|key| end.attributes.get(key).cloned())
+    else {
+        return Ok(None);
+    };
+    if let Some(brought) = end.estimate {
+        let estimate = RemoteEstimate::checked(
+            brought.low_kwh,
+            brought.high_kwh,
+            brought.estimator,
+            brought.source,
+        )
+        .map_err(|problem| format!("a span's end, estimate: {problem}"))?;
+        call.estimate = Some(estimate);
+    }
+    Ok(Some(call))
+}
+
 /// The remote estimates of a run, summed: beside the measured totals, never in them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RemoteEstimateTotals {
@@ -258,6 +329,29 @@ mod tests {
             (negative.input_tokens, negative.output_tokens),
             (None, None)
         );
+    }
+
+    #[test]
+    fn a_bindings_span_end_in_json_gives_the_call_and_the_estimate_it_brought() {
+        let call = remote_call_from_span_end_json(
+            r#"{"attributes": {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                "gen_ai.usage.output_tokens": 7},
+                "estimate": {"low_kwh": 1e-6, "high_kwh": 2e-6, "estimator": "ecologits 0.11.3",
+                "source": "EcoLogits"}}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(call.output_tokens, Some(7));
+        let estimate = call.estimate.unwrap();
+        assert_eq!((estimate.low_kwh, estimate.high_kwh), (1e-6, 2e-6));
+        assert_eq!(estimate.method, ESTIMATED);
+        let tool = r#"{"attributes": {"gen_ai.operation.name": "execute_tool"}}"#;
+        assert_eq!(remote_call_from_span_end_json(tool), Ok(None));
+        let backwards = r#"{"attributes": {"gen_ai.operation.name": "chat"},
+            "estimate": {"low_kwh": 2, "high_kwh": 1, "estimator": "e", "source": "s"}}"#;
+        let problem = remote_call_from_span_end_json(backwards).unwrap_err();
+        assert!(problem.contains("low_kwh 2 and high_kwh 1"), "{problem}");
+        assert!(remote_call_from_span_end_json("{").is_err());
     }
 
     #[test]

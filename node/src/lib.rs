@@ -207,10 +207,14 @@ impl NativePipeline {
     }
 
     /// Ends the Agent scope `uuid`; `false` when it was not live, an error when the
-    /// pipeline has shut down. Synchronous, as [`Self::start_scope`].
+    /// pipeline has shut down. Synchronous, as [`Self::start_scope`]. `span_end`: the
+    /// step's span at its end as JSON (`{"attributes": {...}, "estimate": {...}}`): a
+    /// remote model call's step keeps the call's estimate.
     #[napi]
-    pub fn end_scope(&self, uuid: String) -> Result<bool> {
-        self.inner.end_scope(&uuid).map_err(embedded_error)
+    pub fn end_scope(&self, uuid: String, span_end: Option<String>) -> Result<bool> {
+        self.inner
+            .end_scope(&uuid, span_end.as_deref())
+            .map_err(embedded_error)
     }
 
     /// Sends what the exporters hold (with or without the energy component).
@@ -308,9 +312,12 @@ pub mod host {
     }
 
     /// Ends a scope `host_start_scope` started; `false` when it was not open.
+    /// `span_end` as for `endScope`.
     #[napi]
-    pub async fn host_end_scope(scope_id: String) -> Result<bool> {
-        host_scopes::end(&scope_id).await.map_err(host_error)
+    pub async fn host_end_scope(scope_id: String, span_end: Option<String>) -> Result<bool> {
+        host_scopes::end(&scope_id, span_end.as_deref())
+            .await
+            .map_err(host_error)
     }
 }
 

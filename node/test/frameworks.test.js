@@ -105,4 +105,10 @@ test("the openai package's instrumented spans become steps, as its spans nest", 
   const scopeTree = starts.map((event) => [event.name, names.get(event.parent_uuid) || null]).sort();
   assert.deepEqual(scopeTree, spanTree);
   for (const step of report.agentScopes) assert.ok(step.gpuEnergyKwh > 0, `${step.name} has the GPU's energy`);
+
+  // The instrumentation names the server (127.0.0.1): these model calls were served
+  // on this machine, so they are measured and get no remote estimate.
+  assert.ok(chat.every((span) => span.attributes['server.address'] === '127.0.0.1'));
+  assert.ok(report.agentScopes.every((scope) => scope.remoteCall === undefined));
+  assert.equal(report.remoteEstimates, undefined);
 });

@@ -88,6 +88,33 @@ test('operations and a predicate choose the steps; a stopped pipeline harms no s
   assert.throws(() => new GenAISpanProcessor({ pipeline: 'not a pipeline' }), /must be a wattline Pipeline/);
 });
 
+test('a model call served elsewhere gets an estimate from its tokens, apart from the measured figures', async () => {
+  const pipeline = await wattline.Pipeline.start({ gpu: false });
+  const { tracer, provider } = traced(new GenAISpanProcessor({ pipeline }));
+  const call = (name, model, address, input, output) =>
+    tracer.startActiveSpan(name, { attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.system': 'anthropic', 'gen_ai.request.model': model } }, (span) => {
+      // As instrumentations do: the server and the usage are set when the answer came.
+      span.setAttributes({ 'server.address': address, 'gen_ai.usage.input_tokens': input, 'gen_ai.usage.output_tokens': output });
+      span.end();
+    });
+  call('chat haiku', 'claude-3-5-haiku-20241022', 'api.anthropic.com', 1000, 500);
+  call('chat mystery', 'mystery-model', 'api.example.com', 10, 10);
+  call('chat local', 'claude-3-5-haiku-20241022', 'localhost', 1000, 500);
+  await provider.forceFlush();
+  const report = await pipeline.shutdown();
+  const step = (name) => report.agentScopes.find((scope) => scope.name === name);
+  // The shipped row (config/data/remote_model_energy.toml: output 2.6 to 5.4 Wh per
+  // 1,000 tokens, input 0.026 to 2.0): 1.0·0.026 + 0.5·2.6 Wh and 1.0·2.0 + 0.5·5.4 Wh.
+  const { estimate } = step('chat haiku').remoteCall;
+  assert.ok(Math.abs(estimate.lowKwh - 1.326e-3) < 1e-15, `${estimate.lowKwh}`);
+  assert.ok(Math.abs(estimate.highKwh - 4.7e-3) < 1e-15, `${estimate.highKwh}`);
+  assert.deepEqual([estimate.method, estimate.estimator], ['estimated', 'factor-table']);
+  assert.equal(step('chat mystery').remoteCall.estimate, undefined);
+  assert.equal(step('chat local').remoteCall, undefined);
+  assert.deepEqual(report.remoteEstimates.modelsWithoutEstimate, ['mystery-model']);
+  assert.equal(report.remoteEstimates.calls, 2);
+});
+
 test('with no arguments it uses the pipeline of wattline run', () => {
   const atof = path.join(scratch(), 'runs');
   const program = `

@@ -235,9 +235,12 @@ impl NativePipeline {
     }
 
     /// Ends the Agent scope `uuid`; `False` when it was not live, a `WattlineError`
-    /// when the pipeline has shut down. In place, as `start_scope`.
-    fn end_scope(&self, uuid: &str) -> PyResult<bool> {
-        self.inner.end_scope(uuid).map_err(embedded_error)
+    /// when the pipeline has shut down. In place, as `start_scope`. `span_end`: the
+    /// step's span at its end as JSON (`{"attributes": {...}, "estimate": {...}}`): a
+    /// remote model call's step keeps the call's estimate.
+    #[pyo3(signature = (uuid, span_end=None))]
+    fn end_scope(&self, uuid: &str, span_end: Option<&str>) -> PyResult<bool> {
+        self.inner.end_scope(uuid, span_end).map_err(embedded_error)
     }
 
     /// The energy report so far, as JSON.
@@ -292,13 +295,14 @@ fn host_start_scope(
 }
 
 /// Ends a scope [`host_start_scope`] started; `False` when it was not open.
+/// `span_end` as for `Pipeline.end_scope`.
 #[cfg(unix)]
 #[pyfunction]
-fn host_end_scope(py: Python<'_>, scope_id: String) -> PyResult<bool> {
-    block_on(
-        py,
-        async move { embedded::host_scopes::end(&scope_id).await },
-    )?
+#[pyo3(signature = (scope_id, span_end=None))]
+fn host_end_scope(py: Python<'_>, scope_id: String, span_end: Option<String>) -> PyResult<bool> {
+    block_on(py, async move {
+        embedded::host_scopes::end(&scope_id, span_end.as_deref()).await
+    })?
     .map_err(embedded_error)
 }
 

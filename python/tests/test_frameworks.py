@@ -49,6 +49,7 @@ async def test_the_official_openai_instrumentation_s_spans_become_steps_with_ene
     receiver, model_server, stand_in_nvidia_smi, quiet_home, tmp_path  # noqa: F811
 ):
     import openai
+    from ecologits.tracers.utils import llm_impacts
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     config = spans_to(receiver)
@@ -103,6 +104,26 @@ async def test_the_official_openai_instrumentation_s_spans_become_steps_with_ene
         energy = attributes_of(step)
         assert energy["wattline.energy.window_gpu_joules"] > 0, span.name
         assert energy["wattline.energy.attributed_gpu_joules"] >= 0, span.name
+        # A model call (no server.address: taken as served elsewhere) carries its
+        # estimate apart from the measured figures: EcoLogits' own, for its tokens
+        # and latency; the embedding model has none, and only its name is said.
+        if span.name == "chat gpt-4o-mini":
+            impacts = llm_impacts(
+                provider="openai",
+                model_name="gpt-4o-mini",
+                output_token_count=CHAT_USAGE["completion_tokens"],
+                request_latency=(span.end_time - span.start_time) / 1e9,
+            )
+            low = energy["wattline.energy.remote_estimated.low_joules"]
+            high = energy["wattline.energy.remote_estimated.high_joules"]
+            assert abs(low - impacts.energy.value.min * 3.6e6) <= 1e-9 * low
+            assert abs(high - impacts.energy.value.max * 3.6e6) <= 1e-9 * high
+            assert energy["wattline.energy.remote_estimated.method"] == "estimated"
+        elif span.name.startswith("embeddings"):
+            assert energy["wattline.remote_call.model"] == "text-embedding-3-small"
+            assert "wattline.energy.remote_estimated.low_joules" not in energy
+        else:
+            assert "wattline.remote_call.model" not in energy
 
     # The scope tree is the span tree: every model call the agent's child.
     steps = scope_events(tmp_path)
@@ -204,3 +225,6 @@ async def test_the_openai_agents_sdk_s_agent_model_and_tool_spans_become_steps(
     assert received == expected
     for span in ours:
         assert attributes_of(span)["wattline.energy.window_gpu_joules"] > 0, span.name
+        # The model calls carry their estimate (EcoLogits knows gpt-4o-mini).
+        estimated = attributes_of(span).get("wattline.energy.remote_estimated.estimator")
+        assert estimated == ("ecologits 0.11.3" if span.name.startswith("chat") else None), span.name

@@ -16,8 +16,10 @@ else the process-wide one; it never raises into the agent.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Iterable, Optional
 
+from . import _remote_estimates
 from ._pipeline import Pipeline
 from .spans import SpanSteps
 
@@ -48,6 +50,37 @@ def step_name(data: Any) -> str:
     return str(getattr(data, "name", None) or kind)
 
 
+def model_call_attributes(data: Any) -> Optional[dict]:
+    """A model call's span data as the OpenTelemetry GenAI attributes of its span
+    (the operation, provider, model and token counts), for a remote call's estimate;
+    None for other span data. The Agents SDK's models are OpenAI's."""
+    if data.type == "generation":
+        model, usage = getattr(data, "model", None), getattr(data, "usage", None) or {}
+        tokens = (usage.get("input_tokens"), usage.get("output_tokens"))
+    elif data.type == "response":
+        response = getattr(data, "response", None)
+        model = getattr(response, "model", None)
+        usage = getattr(response, "usage", None)
+        tokens = (getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
+    else:
+        return None
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai"}
+    if model:
+        attributes["gen_ai.request.model"] = model
+    for key, count in zip(("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"), tokens):
+        if isinstance(count, int):
+            attributes[key] = count
+    return attributes
+
+
+def _seconds_between(started: Optional[str], ended: Optional[str]) -> Optional[float]:
+    """Seconds between two ISO 8601 instants of the Agents SDK, when both parse."""
+    try:
+        return (datetime.fromisoformat(ended) - datetime.fromisoformat(started)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
 class AgentStepsProcessor(TracingProcessor):
     """An Agents SDK trace processor whose spans of ``kinds`` (default
     :data:`DEFAULT_KINDS`) become steps of ``pipeline``."""
@@ -68,7 +101,12 @@ class AgentStepsProcessor(TracingProcessor):
         self._steps.started(span.span_id, span.parent_id, name)
 
     def on_span_end(self, span: Any) -> None:
-        self._steps.ended(span.span_id)
+        if not self._steps.owns(span.span_id):
+            self._steps.ended(span.span_id)
+            return
+        attributes = model_call_attributes(span.span_data)
+        latency = _seconds_between(span.started_at, span.ended_at) if attributes else None
+        self._steps.ended(span.span_id, _remote_estimates.span_end(attributes, latency))
 
     def shutdown(self) -> None:
         self._steps.end_all()

@@ -27,7 +27,7 @@ import math
 import threading
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple
 
-from . import _native
+from . import _native, _remote_estimates
 from ._pipeline import Pipeline, _default, _RUN_PIPELINE, under_wattline_run
 from ._scope import _live_current
 
@@ -58,9 +58,10 @@ DEFAULT_OPERATIONS = frozenset(
 
 OPERATION_ATTRIBUTE = "gen_ai.operation.name"
 
-# start(name, weight, traceparent, parent scope id) -> scope id; end(scope id) -> bool
+# start(name, weight, traceparent, parent scope id) -> scope id;
+# end(scope id, the span's end as JSON or None) -> bool
 _Start = Callable[[str, Optional[float], Optional[str], Optional[str]], str]
-_End = Callable[[str], bool]
+_End = Callable[[str, Optional[str]], bool]
 
 
 def _traceparent(span: Any) -> str:
@@ -138,8 +139,10 @@ class SpanSteps:
             self._spans[span_id] = (scope_id, (scope_id, end))
             self._live.add(scope_id)
 
-    def ended(self, span_id: Any) -> None:
-        """Span `span_id` ended: its step, if it has one, ends."""
+    def ended(self, span_id: Any, span_end: Optional[str] = None) -> None:
+        """Span `span_id` ended: its step, if it has one, ends. `span_end`: a model
+        call's span at its end, as the core reads it (JSON), for a remote call's
+        estimate."""
         with self._lock:
             known = self._spans.pop(span_id, None)
             if known is None or known[1] is None:
@@ -147,9 +150,15 @@ class SpanSteps:
             scope_id, end = known[1]
             self._live.discard(scope_id)
         try:
-            end(scope_id)
+            end(scope_id, span_end)
         except Exception as error:  # never into the traced program
             _log.warning("wattline: a span's step did not end: %s", error)
+
+    def owns(self, span_id: Any) -> bool:
+        """Whether span `span_id` became a step that has not ended."""
+        with self._lock:
+            known = self._spans.get(span_id)
+            return known is not None and known[1] is not None
 
     def end_all(self) -> None:
         """Ends the steps of spans still open."""
@@ -159,7 +168,7 @@ class SpanSteps:
             self._live.clear()
         for scope_id, end in open_steps:
             try:
-                end(scope_id)
+                end(scope_id, None)
             except Exception:  # the pipeline may be gone already
                 pass
 
@@ -209,7 +218,14 @@ class GenAISpanProcessor(SpanProcessor):
         self._steps.started(span_id, parent, span.name, self._weight(span), _traceparent(span))
 
     def on_end(self, span: Any) -> None:
-        self._steps.ended(span.get_span_context().span_id)
+        span_id = span.get_span_context().span_id
+        if not self._steps.owns(span_id):
+            self._steps.ended(span_id)
+            return
+        self._steps.ended(
+            span_id,
+            _remote_estimates.span_end(span.attributes, _remote_estimates.span_latency(span)),
+        )
 
     def shutdown(self) -> None:
         """Ends the steps of spans still open."""

@@ -11,10 +11,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
+use wattline_model::remote_call::{MODEL_CALL_OPERATIONS, RemoteCall, RemoteEstimate};
 use wattline_worker::wire::agent_scopes::agent_scopes_server::AgentScopes;
 use wattline_worker::wire::agent_scopes::{
-    EndAgentScopeRequest, EndAgentScopeResponse, HostCredentials, StartAgentScopeRequest,
-    StartAgentScopeResponse,
+    EndAgentScopeRequest, EndAgentScopeResponse, HostCredentials, RemoteEnergyEstimate,
+    RemoteModelCall, StartAgentScopeRequest, StartAgentScopeResponse,
 };
 
 use super::WorkerCredentials;
@@ -51,6 +52,43 @@ pub trait ScopeControl: Send + Sync + 'static {
     /// Ends scope `uuid`, adding `flags` to its end event; `false` when it was not
     /// live any more (the pipeline has shut down, which ended it).
     fn end_scope(&self, uuid: Uuid, flags: &[&'static str]) -> bool;
+    /// Ends scope `uuid` as a step that stood for `call`, a model call served by
+    /// another machine; `false` as for [`Self::end_scope`].
+    fn end_remote_call_scope(&self, uuid: Uuid, call: RemoteCall) -> bool;
+}
+
+/// The model call an `EndAgentScope` request names, checked: INVALID_ARGUMENT naming
+/// the field when it is malformed.
+fn remote_call_of(call: RemoteModelCall) -> Result<RemoteCall, Status> {
+    if !MODEL_CALL_OPERATIONS.contains(&call.operation.as_str()) {
+        return Err(Status::invalid_argument(format!(
+            "remote_call.operation {:?}: one of {}",
+            call.operation,
+            MODEL_CALL_OPERATIONS.join(", ")
+        )));
+    }
+    let estimate = call
+        .estimate
+        .map(|estimate| {
+            let RemoteEnergyEstimate {
+                low_kwh,
+                high_kwh,
+                estimator,
+                source,
+            } = estimate;
+            RemoteEstimate::checked(low_kwh, high_kwh, estimator, source).map_err(|problem| {
+                Status::invalid_argument(format!("remote_call.estimate: {problem}"))
+            })
+        })
+        .transpose()?;
+    Ok(RemoteCall {
+        operation: call.operation,
+        provider: call.provider,
+        model: call.model,
+        input_tokens: call.input_tokens,
+        output_tokens: call.output_tokens,
+        estimate,
+    })
 }
 
 type Attached = Option<Arc<dyn ScopeControl>>;
@@ -240,6 +278,7 @@ impl AgentScopes for AgentScopesService {
     ) -> Result<Response<EndAgentScopeResponse>, Status> {
         let request = request.into_inner();
         let caller = self.authorize(request.credentials.as_ref())?;
+        let remote_call = request.remote_call.map(remote_call_of).transpose()?;
         let uuid = {
             let mut open = self.open();
             match open.get(&request.scope_id) {
@@ -257,7 +296,11 @@ impl AgentScopes for AgentScopesService {
             }
         };
         let control = self.control().await?;
-        if control.end_scope(uuid, &[]) {
+        let ended = match remote_call {
+            Some(call) => control.end_remote_call_scope(uuid, call),
+            None => control.end_scope(uuid, &[]),
+        };
+        if ended {
             Ok(Response::new(EndAgentScopeResponse {}))
         } else {
             Err(Status::not_found(

@@ -8,7 +8,9 @@ use tonic::transport::Channel;
 
 use crate::error::AgentScopeError;
 use crate::wire::agent_scopes::agent_scopes_client::AgentScopesClient;
-use crate::wire::agent_scopes::{EndAgentScopeRequest, HostCredentials, StartAgentScopeRequest};
+use crate::wire::agent_scopes::{
+    EndAgentScopeRequest, HostCredentials, RemoteModelCall, StartAgentScopeRequest,
+};
 
 /// The longest scope name, bytes.
 pub const MAX_SCOPE_NAME_BYTES: usize = 256;
@@ -171,10 +173,25 @@ impl AgentScope {
         Ok(())
     }
 
+    /// Ends the scope as [`Self::end`] does, as a step that stood for `call`, a model
+    /// call served by another machine: the host keeps the call's estimated energy
+    /// (its own, from its factor table, unless `call` brings one) beside the measured
+    /// figures.
+    pub async fn end_remote_call(mut self, call: RemoteModelCall) -> Result<(), AgentScopeError> {
+        const OPERATION: &str = "EndAgentScope";
+        self.ended = true;
+        let mut client = self.client.clone();
+        let mut request = self.end_request();
+        request.get_mut().remote_call = Some(call);
+        within_limit(OPERATION, client.end_agent_scope(request)).await?;
+        Ok(())
+    }
+
     fn end_request(&self) -> tonic::Request<EndAgentScopeRequest> {
         let mut request = tonic::Request::new(EndAgentScopeRequest {
             credentials: Some(self.credentials.clone()),
             scope_id: self.scope_id.clone(),
+            remote_call: None,
         });
         request.set_timeout(CALL_LIMIT);
         request

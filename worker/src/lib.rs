@@ -89,3 +89,4 @@ pub use error::{
 };
 pub use plugin::{PluginContext, PluginRuntime, WorkerPlugin};
 pub use serve::{serve_plugin, serve_plugin_with};
+pub use wire::agent_scopes::{RemoteEnergyEstimate, RemoteModelCall};
