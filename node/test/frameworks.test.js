@@ -17,7 +17,7 @@ const { OpenAIInstrumentation } = require('@opentelemetry/instrumentation-openai
 
 const wattline = require('..');
 const { GenAISpanProcessor } = require('../spans');
-const { pipelineOnStandInGpu, scratch } = require('./support');
+const { pipelineOnStandInGpu, receiver, scratch } = require('./support');
 
 api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 
@@ -55,7 +55,15 @@ async function fakeOpenAI() {
 
 test("the openai package's instrumented spans become steps, as its spans nest", async () => {
   const atofDir = scratch();
-  const pipeline = await pipelineOnStandInGpu(wattline, { atofDir });
+  const collector = await receiver();
+  const config = {
+    version: 1,
+    components: [
+      { kind: 'energy' },
+      { kind: 'opentelemetry', config: { spans: true, endpoints: [{ endpoint: collector.url, transport: 'http_binary' }] } },
+    ],
+  };
+  const pipeline = await pipelineOnStandInGpu(wattline, { atofDir, config });
   const kept = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new GenAISpanProcessor({ pipeline }), new SimpleSpanProcessor(kept)] });
   const instrumentation = new OpenAIInstrumentation();
@@ -104,6 +112,19 @@ test("the openai package's instrumented spans become steps, as its spans nest", 
   const names = new Map(starts.map((event) => [event.uuid, event.name]));
   const scopeTree = starts.map((event) => [event.name, names.get(event.parent_uuid) || null]).sort();
   assert.deepEqual(scopeTree, spanTree);
+
+  // Over OTLP: one wattline span per framework span, its child in the same trace, with
+  // the GPU's energy.
+  collector.close();
+  const ours = new Map(collector.spans.map((span) => [span.parentSpanId, span]));
+  assert.equal(collector.spans.length, framework.length);
+  for (const span of framework) {
+    const step = ours.get(span.spanContext().spanId);
+    assert.ok(step, `a wattline span under ${span.name}`);
+    assert.equal(step.name, span.name);
+    assert.equal(step.traceId, span.spanContext().traceId);
+    assert.ok(step.attributes['wattline.energy.window_gpu_joules'] > 0, span.name);
+  }
   for (const step of report.agentScopes) assert.ok(step.gpuEnergyKwh > 0, `${step.name} has the GPU's energy`);
 
   // The instrumentation names the server (127.0.0.1): these model calls were served

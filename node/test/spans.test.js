@@ -10,73 +10,10 @@ const http = require('node:http');
 const path = require('node:path');
 const { test } = require('node:test');
 
-const { quietEnvironment, wattlineBinary } = require('./support');
+const { quietEnvironment, receiver, wattlineBinary } = require('./support');
 
 const packageDirectory = path.resolve(__dirname, '..');
 const CALLER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-
-// --- the protobuf wire format, for the fields of opentelemetry/proto/trace/v1 used here:
-// ExportTraceServiceRequest.resource_spans = 1; ResourceSpans.scope_spans = 2;
-// ScopeSpans.spans = 2; Span.trace_id = 1, span_id = 2, parent_span_id = 4, name = 5.
-
-/** Each field of a message: [number, wire type, value (Buffer for length-delimited)]. */
-function fields(buffer) {
-  const out = [];
-  let offset = 0;
-  const varint = () => {
-    let value = 0n;
-    let shift = 0n;
-    for (;;) {
-      const byte = buffer[offset++];
-      value |= BigInt(byte & 0x7f) << shift;
-      if ((byte & 0x80) === 0) return value;
-      shift += 7n;
-    }
-  };
-  while (offset < buffer.length) {
-    const key = Number(varint());
-    const [number, type] = [key >> 3, key & 7];
-    if (type === 0) out.push([number, type, varint()]);
-    else if (type === 1) { out.push([number, type, buffer.subarray(offset, offset + 8)]); offset += 8; }
-    else if (type === 5) { out.push([number, type, buffer.subarray(offset, offset + 4)]); offset += 4; }
-    else if (type === 2) {
-      const length = Number(varint());
-      out.push([number, type, buffer.subarray(offset, offset + length)]);
-      offset += length;
-    } else throw new Error(`wire type ${type}`);
-  }
-  return out;
-}
-
-const field = (message, number) => fields(message).filter(([n]) => n === number).map(([, , v]) => v);
-
-function spansOf(requestBody) {
-  return field(requestBody, 1)
-    .flatMap((resourceSpans) => field(resourceSpans, 2))
-    .flatMap((scopeSpans) => field(scopeSpans, 2))
-    .map((span) => ({
-      traceId: (field(span, 1)[0] || Buffer.alloc(0)).toString('hex'),
-      spanId: (field(span, 2)[0] || Buffer.alloc(0)).toString('hex'),
-      parentSpanId: (field(span, 4)[0] || Buffer.alloc(0)).toString('hex'),
-      name: (field(span, 5)[0] || Buffer.alloc(0)).toString('utf8'),
-    }));
-}
-
-/** An OTLP/HTTP receiver keeping the spans of every trace export. */
-async function receiver() {
-  const spans = [];
-  const server = http.createServer((request, response) => {
-    const chunks = [];
-    request.on('data', (chunk) => chunks.push(chunk));
-    request.on('end', () => {
-      if (request.url === '/v1/traces') spans.push(...spansOf(Buffer.concat(chunks)));
-      response.writeHead(200, { 'content-type': 'application/x-protobuf' });
-      response.end();
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { spans, url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
-}
 
 /** A configuration sending steps' spans (with energy) to `collector`, as JSON. */
 const spansTo = (collector) =>

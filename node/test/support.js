@@ -1,7 +1,9 @@
 'use strict';
-// Shared by the tests: the built CLI, a stand-in nvidia-smi in the real CSV format, and
-// a home without the developer's configuration.
+
+// Shared by the tests: the built CLI, a stand-in nvidia-smi in the real CSV format, a
+// home without the developer's configuration, and an OTLP/HTTP receiver of spans.
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -67,4 +69,79 @@ async function pipelineOnStandInGpu(wattline, options = {}) {
   }
 }
 
-module.exports = { pipelineOnStandInGpu, quietEnvironment, repository, scopeStarts, scratch, standInNvidiaSmi, wattlineBinary };
+// --- the protobuf wire format, for the fields of opentelemetry/proto/trace/v1 used here:
+// ExportTraceServiceRequest.resource_spans = 1; ResourceSpans.scope_spans = 2;
+// ScopeSpans.spans = 2; Span.trace_id = 1, span_id = 2, parent_span_id = 4, name = 5,
+// attributes = 9; KeyValue.key = 1, value = 2; AnyValue.string_value = 1, double_value = 4.
+// (The official JavaScript OTLP packages encode requests but do not decode them.)
+
+/** Each field of a message: [number, wire type, value (Buffer for length-delimited)]. */
+function fields(buffer) {
+  const out = [];
+  let offset = 0;
+  const varint = () => {
+    let value = 0n;
+    let shift = 0n;
+    for (;;) {
+      const byte = buffer[offset++];
+      value |= BigInt(byte & 0x7f) << shift;
+      if ((byte & 0x80) === 0) return value;
+      shift += 7n;
+    }
+  };
+  while (offset < buffer.length) {
+    const key = Number(varint());
+    const [number, type] = [key >> 3, key & 7];
+    if (type === 0) out.push([number, type, varint()]);
+    else if (type === 1) { out.push([number, type, buffer.subarray(offset, offset + 8)]); offset += 8; }
+    else if (type === 5) { out.push([number, type, buffer.subarray(offset, offset + 4)]); offset += 4; }
+    else if (type === 2) {
+      const length = Number(varint());
+      out.push([number, type, buffer.subarray(offset, offset + length)]);
+      offset += length;
+    } else throw new Error(`wire type ${type}`);
+  }
+  return out;
+}
+
+const field = (message, number) => fields(message).filter(([n]) => n === number).map(([, , v]) => v);
+
+/** A KeyValue as [key, its string or double value (undefined for other kinds)]. */
+function attributeOf(keyValue) {
+  const key = field(keyValue, 1)[0].toString('utf8');
+  const value = field(keyValue, 2)[0] || Buffer.alloc(0);
+  const text = field(value, 1)[0];
+  const double = field(value, 4)[0];
+  return [key, text !== undefined ? text.toString('utf8') : double !== undefined ? double.readDoubleLE(0) : undefined];
+}
+
+function spansOf(requestBody) {
+  return field(requestBody, 1)
+    .flatMap((resourceSpans) => field(resourceSpans, 2))
+    .flatMap((scopeSpans) => field(scopeSpans, 2))
+    .map((span) => ({
+      traceId: (field(span, 1)[0] || Buffer.alloc(0)).toString('hex'),
+      spanId: (field(span, 2)[0] || Buffer.alloc(0)).toString('hex'),
+      parentSpanId: (field(span, 4)[0] || Buffer.alloc(0)).toString('hex'),
+      name: (field(span, 5)[0] || Buffer.alloc(0)).toString('utf8'),
+      attributes: Object.fromEntries(field(span, 9).map(attributeOf)),
+    }));
+}
+
+/** An OTLP/HTTP receiver keeping the spans of every trace export. */
+async function receiver() {
+  const spans = [];
+  const server = http.createServer((request, response) => {
+    const chunks = [];
+    request.on('data', (chunk) => chunks.push(chunk));
+    request.on('end', () => {
+      if (request.url === '/v1/traces') spans.push(...spansOf(Buffer.concat(chunks)));
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' });
+      response.end();
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { spans, url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+}
+
+module.exports = { pipelineOnStandInGpu, receiver, spansOf, quietEnvironment, repository, scopeStarts, scratch, standInNvidiaSmi, wattlineBinary };
