@@ -169,8 +169,10 @@ struct BroughtEstimate {
     source: String,
 }
 
-/// The remote call a span's end describes (see [`SpanEnd`]'s form): `None` when the
-/// span is no remote model call; the problem in words when the JSON is malformed.
+/// The remote call a span's end describes, given as JSON:
+/// `{"attributes": {…}, "estimate": {"low_kwh", "high_kwh", "estimator", "source"}}`,
+/// the estimate optional. `None` when the span is no remote model call; the problem in
+/// words when the JSON is malformed.
 pub fn remote_call_from_span_end_json(text: &str) -> Result<Option<RemoteCall>, String> {
     let end: SpanEnd =
         serde_json::from_str(text).map_err(|error| format!("a span's end as JSON: {error}"))?;
