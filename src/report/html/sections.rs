@@ -171,19 +171,32 @@ pub(super) fn agent_scopes_section(report: &EnergyReport, axis: &TimeAxis) -> St
         return section("agent-scopes", "Agent scopes", body);
     }
     let mut out = scope_lanes(report, axis);
-    out.push_str(
+    // The remote calls' column only where a step made one.
+    let remote = report.agent_scopes.iter().any(|s| s.remote_call.is_some());
+    let _ = writeln!(
+        out,
         "<table>\n<tr><th>scope</th><th>from</th><th>to</th><th>attributed</th>\
          <th>attributed cost</th><th>window energy</th><th>window GPU</th><th>window cost</th>\
-         <th>window CO2</th><th>remote call (estimated)</th></tr>\n",
+         <th>window CO2</th>{}</tr>",
+        if remote {
+            "<th>remote call (estimated)</th>"
+        } else {
+            ""
+        }
     );
     for scope in &report.agent_scopes {
         let end = scope.ended_at.unwrap_or(report.ended_at);
+        let remote_cell = match (&scope.remote_call, remote) {
+            (Some(call), _) => format!("<td>{}</td>", escape(&call_text(call))),
+            (None, true) => "<td></td>".to_owned(),
+            (None, false) => String::new(),
+        };
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td class=\"number\">{:.2} s</td><td class=\"number\">{:.2} s{}</td>\
              <td class=\"number\">{}</td><td class=\"number\">{}</td>\
              <td class=\"number\">{}</td><td class=\"number\">{}</td><td class=\"number\">{}</td>\
-             <td class=\"number\">{}</td><td>{}</td></tr>",
+             <td class=\"number\">{}</td>{}</tr>",
             escape(&scope.name),
             seconds_between(report.started_at, scope.started_at),
             seconds_between(report.started_at, end),
@@ -198,10 +211,7 @@ pub(super) fn agent_scopes_section(report: &EnergyReport, axis: &TimeAxis) -> St
             kwh_text(scope.gpu_energy_kwh),
             cost_text(scope.cost, &report.currency),
             grams_text(scope.co2_grams),
-            scope
-                .remote_call
-                .as_ref()
-                .map_or_else(String::new, |call| escape(&call_text(call))),
+            remote_cell,
         );
     }
     let unattributed: f64 = report.domains.iter().map(|d| d.unattributed_kwh).sum();
