@@ -257,8 +257,11 @@ fn the_table_names_devices_domains_and_processes_by_their_short_identifiers() {
         ],
         "{row}"
     );
+    // One 10 s interval from 100 W to 300 W: the change may lie anywhere in it, so the
+    // interval's standard deviation is 200 W × 10 s / √12 (and a 1.2% floor of its
+    // 200 W mean moving unseen, 0.3 × (2.4 W × 10 s)²): ±1131 J, ±57%.
     assert!(
-        table.contains("Total: 2000 J (GPU 2000 J by sparse trapezoid)"),
+        table.contains("Total: 2000 J ±57% (GPU 2000 J by sparse trapezoid)"),
         "{table}"
     );
     assert!(

@@ -38,10 +38,12 @@ mod power_shape;
 mod pricing;
 mod reporting;
 mod settling;
+mod uncertainty;
 
 use self::domain_joules::DomainJoules;
 use self::power_shape::PowerShape;
 use self::pricing::Pricing;
+use self::uncertainty::{GPU_COUNTER, IntervalError, RAPL_COUNTER, ReadingModel};
 
 /// A scope boundary as the account books it.
 // Built and moved into the scope list at once: boxing the scope would allocate for
@@ -81,6 +83,17 @@ struct Point {
     counter: Option<Counter>,
 }
 
+/// A meter's gap, once a reading closed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ClosedGap {
+    from: Nanos,
+    to: Nanos,
+    /// The most power the meter may have drawn during it, W.
+    watts: f64,
+    /// The variance its two edges add (J²).
+    edge_variance: f64,
+}
+
 /// One closed interval of one meter.
 #[derive(Debug, Clone, PartialEq)]
 struct Segment {
@@ -91,6 +104,8 @@ struct Segment {
     shares: Option<ProcessShares>,
     /// Where the window opened when it was booked: its attributed part starts there.
     booked_from: Nanos,
+    /// What its energy's error depends on.
+    error: IntervalError,
 }
 
 impl Segment {
@@ -100,6 +115,49 @@ impl Segment {
 
     fn best_joules(&self) -> f64 {
         self.counter_joules.or(self.trapezoid_joules).unwrap_or(0.0)
+    }
+
+    /// The power at `at` inside it: its readings' line, or its mean without them.
+    fn watts_at(&self, at: Nanos) -> f64 {
+        match (self.start.watts, self.end.watts) {
+            (Some(p0), Some(p1)) => {
+                let x = (at.saturating_sub(self.start.at) as f64 / self.length()).clamp(0.0, 1.0);
+                p0 + (p1 - p0) * x
+            }
+            _ => self.error.mean_watts,
+        }
+    }
+
+    /// What the lag of its figure shifts into the window `[from, to]` at the window's
+    /// edges inside it (J, signed): the lag times the power at a start edge, less it
+    /// at an end edge.
+    fn edge_lag_joules(&self, from: Nanos, to: Nanos) -> f64 {
+        let lag = self.error.lag_seconds();
+        if lag == 0.0 {
+            return 0.0;
+        }
+        let mut joules = 0.0;
+        if from >= self.start.at && from < self.end.at {
+            joules += lag * self.watts_at(from);
+        }
+        if to > self.start.at && to <= self.end.at {
+            joules -= lag * self.watts_at(to);
+        }
+        joules
+    }
+
+    /// The variance (J²) of the energy of its part inside the window `[from, to]`,
+    /// with the window's edges that fall inside it.
+    fn part_variance(&self, from: Nanos, to: Nanos) -> f64 {
+        let (a, b) = (from.max(self.start.at), to.min(self.end.at));
+        let starts = from >= self.start.at && from < self.end.at;
+        let ends = to > self.start.at && to <= self.end.at;
+        if b <= a && !(starts || ends) {
+            return 0.0;
+        }
+        let offset = |at: Nanos| seconds(at.saturating_sub(self.start.at) as f64);
+        self.error
+            .part_variance(offset(a), offset(b.max(a)), starts, ends)
     }
 
     /// The fractions of this interval's energy and of its time inside `[from, to]`.
@@ -145,6 +203,11 @@ struct Fractions {
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Tally {
     best_joules: f64,
+    /// The variance of `best_joules`' error (J²), edges inside intervals included.
+    variance: f64,
+    /// The variance a window edge at its first and at its last reading would add.
+    first_edge_variance: Option<f64>,
+    last_edge_variance: f64,
     trapezoid_joules: f64,
     counter_joules: f64,
     covered_nanos: f64,
@@ -154,9 +217,15 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, segment: &Segment, fractions: Fractions, sign: f64) {
+    fn add(&mut self, segment: &Segment, fractions: Fractions, sign: f64, variance: f64) {
         if fractions.time <= 0.0 {
             return;
+        }
+        self.variance += sign * variance;
+        if sign > 0.0 {
+            self.first_edge_variance
+                .get_or_insert(segment.error.edge_variance());
+            self.last_edge_variance = segment.error.edge_variance();
         }
         self.best_joules += sign * segment.best_joules() * fractions.energy;
         self.trapezoid_joules +=
@@ -217,6 +286,35 @@ struct Meter {
     /// Its number in the account, in the order meters were first read: what a scope's
     /// coverage is kept under.
     number: u32,
+    /// How much its power moves from one reading to the next: a running mean of the
+    /// squared difference, W².
+    roughness: Option<f64>,
+    /// Its power readings of the last averaging window (for an averaged field), and a
+    /// running mean of the squared change of the readings across one window, W².
+    window_readings: VecDeque<(Nanos, f64)>,
+    window_change: Option<f64>,
+    /// The reading before a gap, while the gap lasts.
+    gap_from: Option<Point>,
+    /// The gap the newest reading closed: from, to, the most power taken for it, and
+    /// the variance its two edges add.
+    closed_gap: Option<ClosedGap>,
+    /// The most energy the meter may have drawn in its gaps so far (J), and the
+    /// variance the gaps' edges add (a counter's or an average's lag at each).
+    unseen_joules: f64,
+    gap_variance: f64,
+    /// The longest interval between two readings it was read at, s.
+    longest_interval: f64,
+    /// Its first power reading, W.
+    first_power: Option<f64>,
+    /// The mean power of its newest interval, W (the movement of a meter without power
+    /// readings is that of its intervals' means).
+    last_mean_watts: Option<f64>,
+    /// The difference of the readings of its newest interval, W.
+    last_difference: Option<f64>,
+    /// Its lowest power (reading or interval mean), W.
+    min_watts: Option<f64>,
+    /// How its newest interval's readings behave.
+    model: Option<ReadingModel>,
 }
 
 impl Meter {
@@ -236,15 +334,40 @@ impl Meter {
             power_fields: BTreeSet::new(),
             shared_board: false,
             number,
+            roughness: None,
+            window_readings: VecDeque::new(),
+            window_change: None,
+            gap_from: None,
+            closed_gap: None,
+            unseen_joules: 0.0,
+            gap_variance: 0.0,
+            longest_interval: 0.0,
+            first_power: None,
+            last_mean_watts: None,
+            last_difference: None,
+            min_watts: None,
+            model: None,
         }
     }
 
-    /// Adds a reading; returns the interval it closed.
-    fn add(&mut self, mut point: Point) -> Option<Segment> {
+    /// Adds a reading whose power (if any) behaves as `power_model`; returns the
+    /// interval it closed.
+    fn add(&mut self, mut point: Point, power_model: ReadingModel) -> Option<Segment> {
         if let Some(watts) = point.watts {
             self.max_watts = Some(self.max_watts.map_or(watts, |max| max.max(watts)));
         }
         self.readings += 1;
+        if self.first_power.is_none() {
+            self.first_power = point.watts;
+        }
+        if self.last.is_none() {
+            self.close_gap(&point);
+        }
+        if matches!(power_model, ReadingModel::AveragedPower { .. })
+            && let Some(watts) = point.watts
+        {
+            self.note_window_change(point.at, watts, power_model);
+        }
         let closed = self.last.map(|start| {
             let length = seconds((point.at - start.at) as f64);
             let trapezoid_joules = match (start.watts, point.watts) {
@@ -267,6 +390,15 @@ impl Meter {
                 ),
                 _ => None,
             };
+            let model = match counter_joules {
+                Some(_) if self.source == "rapl" => RAPL_COUNTER,
+                Some(_) => GPU_COUNTER,
+                None => power_model,
+            };
+            // The readings' own power where there is any: a counter's interval mean
+            // jumps with its updates.
+            let error =
+                self.interval_error(start, point, model, trapezoid_joules.or(counter_joules));
             Segment {
                 start,
                 end: point,
@@ -274,10 +406,84 @@ impl Meter {
                 counter_joules,
                 shares: self.shares.clone(),
                 booked_from: 0,
+                error,
             }
         });
         self.last = Some(point);
         closed
+    }
+
+    /// What the error of the interval from `start` to `end` (of `joules`) depends on;
+    /// keeps the meter's movement up to date.
+    fn interval_error(
+        &mut self,
+        start: Point,
+        end: Point,
+        model: ReadingModel,
+        joules: Option<f64>,
+    ) -> IntervalError {
+        let length = seconds((end.at - start.at) as f64);
+        self.longest_interval = self.longest_interval.max(length);
+        let mean_watts = joules
+            .filter(|_| length > 0.0)
+            .map(|joules| joules / length)
+            .unwrap_or(0.0);
+        let difference = match (start.watts, end.watts) {
+            (Some(p0), Some(p1)) => (p1 - p0).abs(),
+            _ => self
+                .last_mean_watts
+                .map_or(0.0, |last| (mean_watts - last).abs()),
+        };
+        // What moves between readings unseen shows as a difference that comes back at
+        // once (a burst a reading caught, jitter): the smaller of two successive
+        // differences. A step, seen, moves one of them only.
+        // A first difference, with none before it, is taken for a change.
+        let unseen = difference.min(self.last_difference.unwrap_or(0.0));
+        self.last_difference = Some(difference);
+        let roughness = match self.roughness {
+            Some(mean) => 0.9 * mean + 0.1 * unseen.powi(2),
+            None => unseen.powi(2),
+        };
+        self.roughness = Some(roughness);
+        self.last_mean_watts = Some(mean_watts);
+        let lowest = start
+            .watts
+            .into_iter()
+            .chain(end.watts)
+            .fold(mean_watts, f64::min);
+        self.min_watts = Some(self.min_watts.map_or(lowest, |min| min.min(lowest)));
+        self.max_watts = Some(self.max_watts.map_or(mean_watts, |max| max.max(mean_watts)));
+        self.model = Some(model);
+        IntervalError {
+            model,
+            seconds: length,
+            difference_watts: difference,
+            roughness_watts: roughness.sqrt(),
+            mean_watts,
+            window_change_watts: self.window_change.unwrap_or(0.0).sqrt(),
+        }
+    }
+
+    /// Keeps the running mean of how much an averaged reading changes across one
+    /// averaging window, from a reading of `watts` at `at`.
+    fn note_window_change(&mut self, at: Nanos, watts: f64, model: ReadingModel) {
+        let ReadingModel::AveragedPower { window_seconds } = model else {
+            return;
+        };
+        let window = (window_seconds * 1e9) as Nanos;
+        while self
+            .window_readings
+            .front()
+            .is_some_and(|(then, _)| at.saturating_sub(*then) > window)
+        {
+            let Some((_, then_watts)) = self.window_readings.pop_front() else {
+                break;
+            };
+            let change = (watts - then_watts).powi(2);
+            let mean = self.window_change.unwrap_or(change);
+            self.window_change = Some(0.9 * mean + 0.1 * change);
+        }
+        self.window_readings.push_back((at, watts));
     }
 
     /// The recent intervals that end after `at`, in order. They are kept in the order
@@ -289,15 +495,54 @@ impl Meter {
     }
 
     fn gap(&mut self) {
-        if self.last.take().is_some() {
+        if let Some(last) = self.last.take() {
             self.gaps += 1;
+            self.gap_from = Some(last);
+            self.last_difference = None;
         }
+    }
+
+    /// A reading at `point` after a gap closes it: the most power the meter may have
+    /// drawn during it is the higher of the readings either side, and twice its usual
+    /// movement above that.
+    fn close_gap(&mut self, point: &Point) {
+        let Some(before) = self.gap_from.take() else {
+            return;
+        };
+        let roughness = self.roughness.unwrap_or(0.0).sqrt();
+        let bound = before
+            .watts
+            .into_iter()
+            .chain(point.watts)
+            .chain(self.last_mean_watts)
+            .fold(0.0, f64::max)
+            + 2.0 * roughness;
+        self.unseen_joules += seconds(point.at.saturating_sub(before.at) as f64) * bound;
+        let edges = self.model.map_or(0.0, |model| {
+            2.0 * IntervalError {
+                model,
+                seconds: 0.0,
+                difference_watts: 0.0,
+                roughness_watts: roughness,
+                mean_watts: self.last_mean_watts.unwrap_or(0.0),
+                window_change_watts: self.window_change.unwrap_or(0.0).sqrt(),
+            }
+            .edge_variance()
+        });
+        self.gap_variance += edges;
+        self.closed_gap = Some(ClosedGap {
+            from: before.at,
+            to: point.at,
+            watts: bound,
+            edge_variance: edges,
+        });
     }
 
     /// Books the part of a closed interval from `from` on.
     fn book(&mut self, segment: &Segment, from: Nanos) {
         let fractions = segment.fractions(from, Nanos::MAX);
-        self.run.add(segment, fractions, 1.0);
+        let variance = segment.part_variance(from, Nanos::MAX);
+        self.run.add(segment, fractions, 1.0, variance);
         if fractions.time <= 0.0 {
             return;
         }
@@ -332,6 +577,14 @@ struct ScopeAccount {
     joules: DomainJoules,
     /// Attributed energy, its children's included (J).
     attributed: DomainJoules,
+    /// The variance of its window energy's error (J²), per domain.
+    variance: DomainJoules,
+    /// The most energy its counted meters may have drawn in their gaps while it was
+    /// live (J), and those gaps' seconds.
+    unseen_joules: f64,
+    gap_seconds: f64,
+    /// What its meters' lag shifts into its window at its edges (J, signed).
+    lag_joules: f64,
     /// Its final figures were announced (see [`EnergyAccount::announce_settled_scopes`]).
     announced: bool,
     /// Where its span sits; moved into its announcement when it is retired (only
@@ -545,6 +798,10 @@ impl EnergyAccount {
                     end: None,
                     joules: DomainJoules::default(),
                     attributed: DomainJoules::default(),
+                    variance: DomainJoules::default(),
+                    unseen_joules: 0.0,
+                    gap_seconds: 0.0,
+                    lag_joules: 0.0,
                     announced: false,
                     trace: Some(trace),
                     covered: Vec::new(),
@@ -677,7 +934,18 @@ impl EnergyAccount {
             if let Some(field) = device.power_field.as_ref().or(record.power_field.as_ref()) {
                 meter.power_fields.insert(field.clone());
             }
-            if let Some(segment) = meter.add(point) {
+            let power_model = uncertainty::power_model(
+                device
+                    .power_field
+                    .as_deref()
+                    .or(record.power_field.as_deref()),
+            );
+            let segment = meter.add(point, power_model);
+            let closed_gap = meter.closed_gap.take();
+            if let Some(gap) = closed_gap {
+                self.book_gap(EnergyDomain::Gpu, gap);
+            }
+            if let Some(segment) = segment {
                 closed.push(ClosedInterval {
                     device: device.id.clone(),
                     kilowatt_hours: segment.best_joules() / JOULES_PER_KILOWATT_HOUR,
@@ -722,11 +990,35 @@ impl EnergyAccount {
                     wrap_at: zone.max_energy_range_microjoules,
                 }),
             };
-            if let Some(segment) = meter.add(point) {
+            let segment = meter.add(point, RAPL_COUNTER);
+            if let Some(gap) = meter.closed_gap.take() {
+                self.book_gap(domain, gap);
+            }
+            if let Some(segment) = segment {
                 self.book(domain, &zone.zone, segment);
             }
         }
         self.retire_scopes(at);
+    }
+
+    /// A meter's gap from `from` to `to`, when it may have drawn up to `watts`: the
+    /// live scopes it overlaps may hold that much more energy than measured.
+    fn book_gap(&mut self, domain: EnergyDomain, gap: ClosedGap) {
+        if !domain.is_counted() {
+            return;
+        }
+        for scope in &mut self.scopes {
+            let overlap = seconds(
+                gap.to
+                    .min(scope.until())
+                    .saturating_sub(gap.from.max(scope.start)) as f64,
+            );
+            if overlap > 0.0 {
+                scope.unseen_joules += overlap * gap.watts;
+                scope.gap_seconds += overlap;
+                scope.variance.add(domain, gap.edge_variance);
+            }
+        }
     }
 
     /// Books a closed interval into the run, the scopes, and the recent list.
@@ -743,6 +1035,11 @@ impl EnergyAccount {
             for scope in &mut self.scopes {
                 let Fractions { energy, time, .. } = segment.fractions(scope.start, scope.until());
                 scope.joules.add(domain, segment.best_joules() * energy);
+                let variance = segment.part_variance(scope.start, scope.until());
+                if variance > 0.0 {
+                    scope.variance.add(domain, variance);
+                }
+                scope.lag_joules += segment.edge_lag_joules(scope.start, scope.until());
                 if time > 0.0 {
                     scope.add_covered(number, seconds(segment.length() * time));
                 }

@@ -17,6 +17,7 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
     BatchSpanProcessor, SpanData, SpanEvents, SpanExporter, SpanLinks, SpanProcessor,
 };
+use wattline_model::receipt::{EnergyReceipt, Resolution};
 use wattline_model::remote_call::RemoteCall;
 use wattline_model::scope_energy::{SettledScope, joules};
 
@@ -140,10 +141,41 @@ fn span_attributes(settled: &SettledScope) -> Vec<KeyValue> {
     if settled.ended_at_program_exit {
         attributes.push(KeyValue::new("wattline.ended_at_program_exit", true));
     }
+    if let Some(receipt) = &energy.receipt {
+        attributes.extend(receipt_attributes("window", receipt));
+        attributes.push(KeyValue::new(
+            "wattline.energy.method",
+            receipt.method.as_str(),
+        ));
+        attributes.push(KeyValue::new(
+            "wattline.energy.resolution",
+            match receipt.resolution {
+                Resolution::Resolved => "resolved",
+                Resolution::Unresolved => "unresolved",
+            },
+        ));
+    }
+    if let Some(receipt) = &energy.attributed_receipt {
+        attributes.extend(receipt_attributes("attributed", receipt));
+    }
     if let Some(call) = &energy.remote_call {
         attributes.extend(remote_call_attributes(call));
     }
     attributes
+}
+
+/// A figure's 95% interval in joules: `wattline.energy.<figure>_joules.low` / `.high`.
+fn receipt_attributes(figure: &str, receipt: &EnergyReceipt) -> Vec<KeyValue> {
+    [("low", receipt.low_kwh), ("high", receipt.high_kwh)]
+        .into_iter()
+        .filter_map(|(end, kwh)| {
+            let joules = joules(Some(kwh)).filter(|joules| joules.is_finite())?;
+            Some(KeyValue::new(
+                format!("wattline.energy.{figure}_joules.{end}"),
+                joules,
+            ))
+        })
+        .collect()
 }
 
 /// A remote model call's estimate, apart from the measured figures: its range in
@@ -310,6 +342,8 @@ mod tests {
                 started_at,
                 ended_at: Some(started_at + chrono::Duration::seconds(2)),
                 remote_call: None,
+                receipt: None,
+                attributed_receipt: None,
             },
             attribution: "process-share-then-weight".into(),
             methods: Default::default(),
@@ -398,6 +432,41 @@ mod tests {
         assert_eq!(
             attribute(&span, "wattline.remote_call.model"),
             Some(Value::from("gpt-4o"))
+        );
+    }
+
+    #[test]
+    fn a_figures_receipt_is_its_interval_in_joules_its_method_and_resolution() {
+        let mut scope = settled(Some(0.002), true);
+        scope.energy.receipt = Some(EnergyReceipt {
+            method: wattline_model::receipt::ReceiptMethod::Counter,
+            low_kwh: 0.0019,
+            high_kwh: 0.0021,
+            resolution: Resolution::Unresolved,
+        });
+        let span = scope_span(&scope).unwrap();
+        // 1.9 Wh and 2.1 Wh in joules.
+        let low = attribute(&span, "wattline.energy.window_joules.low");
+        let high = attribute(&span, "wattline.energy.window_joules.high");
+        assert!(
+            matches!(low, Some(Value::F64(j)) if (j - 6840.0).abs() < 1e-6),
+            "{low:?}"
+        );
+        assert!(
+            matches!(high, Some(Value::F64(j)) if (j - 7560.0).abs() < 1e-6),
+            "{high:?}"
+        );
+        assert_eq!(
+            attribute(&span, "wattline.energy.method"),
+            Some(Value::from("counter"))
+        );
+        assert_eq!(
+            attribute(&span, "wattline.energy.resolution"),
+            Some(Value::from("unresolved"))
+        );
+        assert_eq!(
+            attribute(&span, "wattline.energy.attributed_joules.low"),
+            None
         );
     }
 

@@ -885,6 +885,8 @@ fn settled_step(name: &str, attributed: f64, window: f64, seconds: i64) -> Pipel
             started_at: at(0, 0),
             ended_at: Some(at(seconds, 0)),
             remote_call: None,
+            receipt: None,
+            attributed_receipt: None,
         },
         attribution: "process-share-then-weight".into(),
         methods: Default::default(),

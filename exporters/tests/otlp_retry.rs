@@ -225,6 +225,8 @@ fn settled_step(n: u128) -> PipelineEvent {
             started_at: at(0, 0),
             ended_at: Some(at(1, 0)),
             remote_call: None,
+            receipt: None,
+            attributed_receipt: None,
         },
         attribution: "process-share-then-weight".into(),
         methods: Default::default(),

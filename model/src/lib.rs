@@ -21,6 +21,7 @@ pub mod marks;
 pub mod measurement;
 pub mod metric_measurements;
 pub mod metric_names;
+pub mod receipt;
 pub mod remote_call;
 pub mod report;
 pub mod scope_energy;

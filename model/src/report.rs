@@ -124,6 +124,9 @@ pub struct DeviceEnergy {
     pub source: String,
     /// The primary figure, kWh.
     pub energy_kwh: f64,
+    /// Its receipt: method, 95% interval, resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::receipt::EnergyReceipt>,
     /// Which method the primary figure comes from.
     pub energy_source: EnergySource,
     /// kWh from the hardware energy counter, when it covered every interval.
@@ -188,6 +191,9 @@ pub struct DomainEnergy {
     pub domain: EnergyDomain,
     /// Energy, kWh.
     pub energy_kwh: f64,
+    /// Its receipt: method, 95% interval, resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::receipt::EnergyReceipt>,
     /// How it was measured.
     pub method: EnergySource,
     /// The part of it no Agent scope held (attributed energy: the scopes' parts and
@@ -224,6 +230,10 @@ pub struct ScopeEnergy {
     pub gpu_energy_kwh: Option<f64>,
     /// Window: energy of every measured domain while the scope was live, kWh.
     pub energy_kwh: Option<f64>,
+    /// The receipt of `energy_kwh`: method, 95% interval, and `unresolved` for a step
+    /// shorter than its sources resolve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::receipt::EnergyReceipt>,
     /// Cost of the window energy.
     pub cost: Option<f64>,
     /// gCO2e of the window energy, with CO2 tracking on.
@@ -234,6 +244,10 @@ pub struct ScopeEnergy {
     /// Attributed: its part of every measured domain's energy, kWh.
     #[serde(default)]
     pub attributed_energy_kwh: Option<f64>,
+    /// The receipt of `attributed_energy_kwh`: method `attributed`, the window's
+    /// interval scaled by the share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attributed_receipt: Option<crate::receipt::EnergyReceipt>,
     /// Cost of the attributed energy.
     #[serde(default)]
     pub attributed_cost: Option<f64>,
@@ -269,6 +283,9 @@ pub struct ProcessEnergy {
 pub struct EnergyTotals {
     /// Every measured domain (GPU, CPU package, DRAM), kWh.
     pub energy_kwh: Option<f64>,
+    /// The receipt of `energy_kwh`: method, 95% interval, resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::receipt::EnergyReceipt>,
     /// GPU energy, kWh.
     pub gpu_energy_kwh: Option<f64>,
     /// CPU package energy (RAPL), kWh.

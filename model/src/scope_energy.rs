@@ -255,6 +255,8 @@ mod tests {
                 started_at,
                 ended_at: Some(started_at + chrono::Duration::milliseconds(1500)),
                 remote_call: None,
+                receipt: None,
+                attributed_receipt: None,
             },
             attribution: "process-share-then-weight".into(),
             methods: BTreeMap::new(),

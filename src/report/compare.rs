@@ -113,6 +113,9 @@ pub struct ComparedRow {
     /// Seconds: the run's window, a device's covered time, a step name's summed
     /// durations; `None` for a domain.
     pub duration_seconds: ComparedFigure,
+    /// Whether the two energy figures' 95% intervals overlap: a change inside that is
+    /// within error. `None` where either run has no interval for it.
+    pub within_error: Option<bool>,
 }
 
 /// One part's figures in one run.
@@ -123,6 +126,13 @@ struct Figures {
     cost: Option<f64>,
     co2_grams: Option<f64>,
     duration_seconds: Option<f64>,
+    /// The energy's 95% interval, kWh.
+    energy_interval: Option<(f64, f64)>,
+}
+
+/// The 95% interval of a figure's receipt.
+fn interval(receipt: Option<&wattline_model::receipt::EnergyReceipt>) -> Option<(f64, f64)> {
+    receipt.map(|receipt| (receipt.low_kwh, receipt.high_kwh))
 }
 
 /// Adds two optional figures: absent only when both are.
@@ -141,6 +151,10 @@ impl Figures {
             cost: add(self.cost, other.cost),
             co2_grams: add(self.co2_grams, other.co2_grams),
             duration_seconds: add(self.duration_seconds, other.duration_seconds),
+            energy_interval: self
+                .energy_interval
+                .zip(other.energy_interval)
+                .map(|(a, b)| (a.0 + b.0, a.1 + b.1)),
         }
     }
 }
@@ -250,6 +264,10 @@ fn compared_row(
         cost: figure(|figures| figures.cost),
         co2_grams: figure(|figures| figures.co2_grams),
         duration_seconds: figure(|figures| figures.duration_seconds),
+        within_error: base
+            .and_then(|figures| figures.energy_interval)
+            .zip(new.and_then(|figures| figures.energy_interval))
+            .map(|(base, new)| base.0 <= new.1 && new.0 <= base.1),
     }
 }
 
@@ -264,6 +282,7 @@ fn run_figures(report: &EnergyReport) -> Figures {
         cost: report.total.cost,
         co2_grams: report.total.co2_grams,
         duration_seconds: Some(seconds_between(report.started_at, report.ended_at)),
+        energy_interval: interval(report.total.receipt.as_ref()),
     }
 }
 
@@ -276,6 +295,7 @@ fn device_figures(report: &EnergyReport) -> NamedFigures {
             cost: Some(device.cost),
             co2_grams: device.co2_grams,
             duration_seconds: Some(device.covered_seconds),
+            energy_interval: interval(device.receipt.as_ref()),
         };
         named.add(&device.device_identifier, figures);
     }
@@ -291,6 +311,7 @@ fn domain_figures(report: &EnergyReport) -> NamedFigures {
             cost: Some(domain.cost),
             co2_grams: domain.co2_grams,
             duration_seconds: None,
+            energy_interval: interval(domain.receipt.as_ref()),
         };
         named.add(domain.domain.as_str(), figures);
     }
@@ -317,6 +338,8 @@ fn scope_name_figures(report: &EnergyReport) -> NamedFigures {
                     .as_ref()
                     .map(|intensity| kwh * intensity.value),
                 duration_seconds: Some(folded.duration_seconds.sum),
+                // Folded steps keep no receipts: their name has no interval.
+                energy_interval: None,
             },
         );
     }
@@ -332,17 +355,20 @@ fn kept_scope_figures(report: &EnergyReport, scope: &ScopeEnergy) -> Figures {
         cost: scope.attributed_cost,
         co2_grams: scope.attributed_co2_grams,
         duration_seconds: Some(seconds_between(scope.started_at, ended)),
+        energy_interval: interval(scope.attributed_receipt.as_ref()),
     }
 }
 
 /// What grew by more than `percent`: the run's energy, or any step name's attributed
 /// energy, in words (empty when nothing did). A step only one run has is not a growth
-/// of that step (the run's total counts it); a figure that grew from zero did grow.
+/// of that step (the run's total counts it); a figure that grew from zero did grow; a
+/// growth inside both figures' 95% intervals is within error, not a growth.
 pub fn regressions(comparison: &RunComparison, percent: f64) -> Vec<String> {
     comparison
         .rows
         .iter()
         .filter(|row| matches!(row.part, ComparedPart::Run | ComparedPart::AgentScope))
+        .filter(|row| row.within_error != Some(true))
         .filter_map(|row| {
             let (base, new) = row.energy_kwh.base.zip(row.energy_kwh.new)?;
             let grew = if base > 0.0 {
@@ -420,9 +446,13 @@ pub fn render_comparison_table(comparison: &RunComparison) -> String {
     let currency = comparison.currency.as_str();
     for row in &comparison.rows {
         let name = format!("{}{}", row.label(), counts_text(row));
+        let mut energy = figure_text(&row.energy_kwh, energy_text);
+        if row.within_error == Some(true) && row.energy_kwh.change.is_some_and(|c| c != 0.0) {
+            energy.push_str(" within error");
+        }
         out.push_str(&line([
             &name,
-            &figure_text(&row.energy_kwh, energy_text),
+            &energy,
             &figure_text(&row.cost, |cost| cost_text(cost, currency)),
             &figure_text(&row.co2_grams, grams_text),
             &figure_text(&row.duration_seconds, seconds_text),

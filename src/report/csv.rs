@@ -42,6 +42,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "remote_estimated_energy_kwh_low",
     "remote_estimated_energy_kwh_high",
     "remote_models_without_estimate",
+    "energy_kwh_low",
+    "energy_kwh_high",
 ];
 
 /// What the report does not know about its run: the scope measured and the command.
@@ -155,6 +157,8 @@ pub fn csv_row(report: &EnergyReport, run: RunDescription<'_>) -> String {
         remote
             .map(|totals| totals.models_without_estimate.join(";"))
             .unwrap_or_default(),
+        number(total.receipt.map(|receipt| receipt.low_kwh)),
+        number(total.receipt.map(|receipt| receipt.high_kwh)),
     ];
     debug_assert_eq!(values.len(), CSV_COLUMNS.len());
     values

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod human_units;
+pub mod receipts;
 pub mod remote_estimates;
 pub mod series;
 mod table;

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use wattline_config::energy::FactorOrigin;
 
 use crate::report::human_units::{energy_text, power_text, three_significant_figures};
+use crate::report::receipts::plus_minus_text;
 use crate::report::remote_estimates::{call_text, totals_text};
 use wattline_model::report::EnergyReport;
 use wattline_model::report::{DeviceEnergy, Factor};
@@ -210,9 +211,14 @@ fn totals(report: &EnergyReport, out: &mut String) {
             )
         })
         .collect();
+    let receipt = report
+        .total
+        .receipt
+        .map(|receipt| format!(" {}", plus_minus_text(kwh, &receipt)))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "Total: {} ({}), {} {} at {} {}/kWh ({})",
+        "Total: {}{receipt} ({}), {} {} at {} {}/kWh ({})",
         energy_text(kwh),
         parts.join(", "),
         three_significant_figures(report.total.cost.unwrap_or(0.0)),
@@ -288,9 +294,14 @@ fn process_attribution(report: &EnergyReport, out: &mut String) {
 fn agent_scopes(report: &EnergyReport, out: &mut String) {
     let kwh_text = |kwh: Option<f64>| kwh.map_or_else(|| "not measured".into(), energy_text);
     for scope in &report.agent_scopes {
+        let window_receipt = scope
+            .energy_kwh
+            .zip(scope.receipt)
+            .map(|(kwh, receipt)| format!(" {}", plus_minus_text(kwh, &receipt)))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "agent {:<20} {} attributed (window {}, not additive)",
+            "agent {:<20} {} attributed (window {}{window_receipt}, not additive)",
             scope.name,
             kwh_text(scope.attributed_energy_kwh),
             kwh_text(scope.energy_kwh)

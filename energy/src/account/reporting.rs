@@ -8,9 +8,12 @@ use wattline_config::energy::CarbonIntensity;
 
 use super::domain_joules::DomainJoules;
 use super::pricing::Pricing;
+use super::uncertainty::ReadingModel;
+use super::uncertainty::receipt;
 use super::{EnergyAccount, LateAttribution, Meter, ScopeAccount, Tally, seconds};
 use crate::integrator::{EnergySource, JOULES_PER_KILOWATT_HOUR};
 use wattline_model::energy::Nanos;
+use wattline_model::receipt::{EnergyReceipt, ReceiptMethod, Resolution};
 use wattline_model::report::{
     DeviceEnergy, DomainEnergy, EnergyDomain, EnergyReport, EnergyTotals, Factor, ProcessEnergy,
     SCOPE_ATTRIBUTION, ScopeEnergy, ZoneEnergy,
@@ -41,8 +44,65 @@ struct MeterFigures {
     devices: Vec<DeviceEnergy>,
     zones: Vec<ZoneEnergy>,
     processes: Vec<ProcessEnergy>,
-    /// Per counted domain: its joules and each meter's method.
+    /// Per counted domain: its joules, each meter's method, and its error's parts.
     domain_joules: BTreeMap<EnergyDomain, (f64, Vec<EnergySource>)>,
+    domain_errors: BTreeMap<EnergyDomain, ErrorParts>,
+}
+
+/// What a figure's receipt is made of: the variance of its error (J²), the most its
+/// meters may have missed in gaps (J), the methods, and the window's resolution.
+#[derive(Debug, Clone, Copy, Default)]
+struct ErrorParts {
+    variance: f64,
+    unseen_joules: f64,
+    method: Option<ReceiptMethod>,
+    unresolved: bool,
+    /// For a window its sources do not resolve: the energy at the meters' lowest and
+    /// highest power over its length (J), which its interval holds.
+    power_range: Option<(f64, f64)>,
+    /// A known offset of an average's figure (J), either way: the interval widens by it.
+    lag_joules: f64,
+}
+
+impl ErrorParts {
+    fn and(self, other: ErrorParts) -> ErrorParts {
+        ErrorParts {
+            variance: self.variance + other.variance,
+            unseen_joules: self.unseen_joules + other.unseen_joules,
+            method: match (self.method, other.method) {
+                (Some(a), Some(b)) => Some(a.and(b)),
+                (a, b) => a.or(b),
+            },
+            unresolved: self.unresolved || other.unresolved,
+            power_range: match (self.power_range, other.power_range) {
+                (Some(a), Some(b)) => Some((a.0 + b.0, a.1 + b.1)),
+                (a, b) => a.or(b),
+            },
+            lag_joules: self.lag_joules + other.lag_joules,
+        }
+    }
+
+    fn receipt(self, joules: f64) -> Option<EnergyReceipt> {
+        let resolution = if self.unresolved {
+            Resolution::Unresolved
+        } else {
+            Resolution::Resolved
+        };
+        let mut receipt = receipt(
+            joules,
+            self.variance,
+            self.unseen_joules,
+            self.method?,
+            resolution,
+        );
+        if let Some((low, high)) = self.power_range {
+            receipt.low_kwh = receipt.low_kwh.min(kwh(low));
+            receipt.high_kwh = receipt.high_kwh.max(kwh(high));
+        }
+        receipt.low_kwh = (receipt.low_kwh - kwh(self.lag_joules)).max(0.0);
+        receipt.high_kwh += kwh(self.lag_joules);
+        Some(receipt)
+    }
 }
 
 impl EnergyAccount {
@@ -62,7 +122,17 @@ impl EnergyAccount {
             kwh(self.unattributed.get(domain).copied().unwrap_or(0.0)
                 - late.unattributed.get(domain).copied().unwrap_or(0.0))
         };
-        let domains = domain_energies(&meters.domain_joules, unattributed, &pricing);
+        let mut domains = domain_energies(&meters.domain_joules, unattributed, &pricing);
+        let mut all_errors = ErrorParts::default();
+        for domain in &mut domains {
+            let errors = meters
+                .domain_errors
+                .get(&domain.domain)
+                .copied()
+                .unwrap_or_default();
+            domain.receipt = errors.receipt(domain.energy_kwh * JOULES_PER_KILOWATT_HOUR);
+            all_errors = all_errors.and(errors);
+        }
         let domain_kwh = |domain: EnergyDomain| {
             domains
                 .iter()
@@ -91,7 +161,15 @@ impl EnergyAccount {
                 .is_none()
                 .then(|| self.cpu_unavailable.clone())
                 .flatten(),
-            total: totals(&domains, config.pue, &pricing),
+            total: EnergyTotals {
+                receipt: (!domains.is_empty())
+                    .then(|| {
+                        let joules: f64 = domains.iter().map(|d| d.energy_kwh).sum();
+                        all_errors.receipt(joules * JOULES_PER_KILOWATT_HOUR)
+                    })
+                    .flatten(),
+                ..totals(&domains, config.pue, &pricing)
+            },
             agent_scopes: self.scope_energies(
                 &scopes,
                 &late,
@@ -143,10 +221,13 @@ impl EnergyAccount {
                 continue;
             }
             let (run, process_joules) = meter.as_of(at, from);
+            let errors = meter.error_parts(&run, seconds(at.saturating_sub(from) as f64));
             if domain.is_counted() {
                 let slot = figures.domain_joules.entry(*domain).or_default();
                 slot.0 += run.best_joules;
                 slot.1.push(run.method());
+                let error = figures.domain_errors.entry(*domain).or_default();
+                *error = error.and(errors);
             }
             match domain {
                 EnergyDomain::Gpu => {
@@ -159,7 +240,8 @@ impl EnergyAccount {
                             basis: meter.basis,
                         });
                     }
-                    let device = meter.device_energy(id, &run, attributed, pricing);
+                    let mut device = meter.device_energy(id, &run, attributed, pricing);
+                    device.receipt = errors.receipt(run.best_joules);
                     figures.devices.push(device);
                 }
                 _ => figures.zones.push(ZoneEnergy {
@@ -222,6 +304,9 @@ impl EnergyAccount {
         }
         let gpu = joules.get(EnergyDomain::Gpu).map(kwh);
         let total = measured.then(|| kwh(joules.values().sum::<f64>()));
+        let window_receipt = measured
+            .then(|| self.scope_error_parts(scope, at, domains))
+            .and_then(|parts| parts.receipt(joules.values().sum::<f64>()));
         let attributed = |domain: &EnergyDomain| {
             scope.attributed.get(*domain).unwrap_or(0.0)
                 - late_attributed.get(*domain).unwrap_or(0.0)
@@ -239,12 +324,48 @@ impl EnergyAccount {
             attributed_co2_grams: attributed_total.and_then(|kwh| pricing.co2(kwh)),
             gpu_energy_kwh: gpu.filter(|_| gpu_measured),
             energy_kwh: total,
+            receipt: window_receipt,
+            attributed_receipt: window_receipt.zip(total).zip(attributed_total).map(
+                |((receipt, window), attributed)| {
+                    receipt.attributed(if window > 0.0 {
+                        attributed / window
+                    } else {
+                        0.0
+                    })
+                },
+            ),
             cost: total.map(|kwh| pricing.cost(kwh)),
             co2_grams: total.and_then(|kwh| pricing.co2(kwh)),
             started_at: scope.started_wall,
             ended_at: scope.end.map(|(_, wall)| wall),
             remote_call: scope.remote_call.as_deref().cloned(),
         }
+    }
+
+    /// The parts of `scope`'s window receipt as of `at`, over the counted `domains`.
+    fn scope_error_parts(
+        &self,
+        scope: &ScopeAccount,
+        at: Nanos,
+        domains: &[EnergyDomain],
+    ) -> ErrorParts {
+        let duration = seconds(scope.until().min(at).saturating_sub(scope.start) as f64);
+        let variance: f64 = domains
+            .iter()
+            .filter_map(|domain| scope.variance.get(*domain))
+            .sum();
+        let mut parts = ErrorParts {
+            variance,
+            unseen_joules: scope.unseen_joules,
+            lag_joules: scope.lag_joules.abs(),
+            ..ErrorParts::default()
+        };
+        for ((domain, _), meter) in &self.meters {
+            if meter.readings > 0 && domains.contains(domain) {
+                parts = parts.and(meter.scope_error_parts(scope, duration));
+            }
+        }
+        parts
     }
 
     /// A retired scope's final figures: no interval after its end can reach it, so
@@ -345,7 +466,11 @@ impl Meter {
         let mut process_joules = self.processes.clone();
         for segment in self.after(at) {
             let fractions = segment.fractions(at.max(from), Nanos::MAX);
-            run.add(segment, fractions, -1.0);
+            // What was booked of it goes, and the part before `at` comes back with the
+            // window's edge at `at`.
+            let variance =
+                segment.part_variance(from, Nanos::MAX) - segment.part_variance(from, at);
+            run.add(segment, fractions, -1.0, variance);
             if fractions.time > 0.0 && fractions.time >= segment.fractions(from, Nanos::MAX).time {
                 // The whole of its part in the window lies after the report.
                 run.forget(segment);
@@ -375,6 +500,7 @@ impl Meter {
             name: self.name.clone(),
             source: self.source.clone(),
             energy_kwh,
+            receipt: None,
             energy_source: run.method(),
             counter_kwh: (run.counter_intervals > 0 && run.counter_intervals == run.intervals)
                 .then(|| kwh(run.counter_joules)),
@@ -400,6 +526,80 @@ impl Meter {
     }
 }
 
+impl Meter {
+    /// The parts of the receipt of `run`, this meter's tally over a window of
+    /// `window_seconds`: its intervals' and edges' variance, the most it may have
+    /// missed while not read, and its method.
+    fn error_parts(&self, run: &Tally, window_seconds: f64) -> ErrorParts {
+        let Some(model) = self.model else {
+            return ErrorParts::default();
+        };
+        let method = match run.method() {
+            EnergySource::Mixed => ReceiptMethod::Mixed,
+            EnergySource::Counter => ReceiptMethod::Counter,
+            _ => model.method(),
+        };
+        let resolution = model.resolution_seconds(self.longest_interval);
+        // An average's lag at the window's first reading is as large as anywhere: its
+        // running statistics start from nothing there.
+        let first_edge = match model {
+            ReadingModel::AveragedPower { .. } => run.last_edge_variance,
+            _ => run.first_edge_variance.unwrap_or(0.0),
+        };
+        // An average's figure is off by half its window times the change of power from
+        // the first reading to the last (it counts a window's worth of power from before
+        // the first reading, and leaves as much out at the end): known from the
+        // readings, it widens the interval.
+        let lag_seconds = match model {
+            ReadingModel::Counter { update_seconds, .. } => update_seconds / 2.0,
+            ReadingModel::InstantPower => 0.0,
+            ReadingModel::AveragedPower { window_seconds } => window_seconds / 2.0,
+        };
+        let last_power = self
+            .last
+            .and_then(|last| last.watts)
+            .or(self.last_mean_watts);
+        let lag_joules = match (self.first_power, last_power) {
+            (Some(first), Some(last)) => lag_seconds * (last - first).abs(),
+            _ => 0.0,
+        };
+        ErrorParts {
+            variance: run.variance + first_edge + run.last_edge_variance + self.gap_variance,
+            unseen_joules: self.unseen_joules,
+            method: Some(method),
+            unresolved: window_seconds < resolution,
+            power_range: None,
+            lag_joules,
+        }
+    }
+
+    /// The parts of `scope`'s receipt on this meter, `duration` seconds long: the
+    /// most it may have missed while not read, its method, and whether it resolves a
+    /// window that short (the variance is the scope's own).
+    fn scope_error_parts(&self, scope: &ScopeAccount, duration: f64) -> ErrorParts {
+        let Some(model) = self.model else {
+            return ErrorParts::default();
+        };
+        // Time neither read nor in a gap the meter knows of (before its first reading).
+        let unknown = (duration - scope.covered_seconds(self.number) - scope.gap_seconds).max(0.0);
+        let resolution = model.resolution_seconds(self.longest_interval);
+        let unresolved = duration < resolution;
+        ErrorParts {
+            variance: 0.0,
+            unseen_joules: unknown * self.max_watts.unwrap_or(0.0),
+            method: Some(model.method()),
+            unresolved,
+            lag_joules: 0.0,
+            power_range: unresolved.then(|| {
+                (
+                    duration * self.min_watts.unwrap_or(0.0),
+                    duration * self.max_watts.unwrap_or(0.0),
+                )
+            }),
+        }
+    }
+}
+
 /// Each counted domain's energy, priced, with the method its meters share (or
 /// `mixed`).
 fn domain_energies(
@@ -414,6 +614,7 @@ fn domain_energies(
             DomainEnergy {
                 domain: *domain,
                 energy_kwh,
+                receipt: None,
                 method: combined_method(methods),
                 unattributed_kwh: unattributed_kwh(domain),
                 cost: pricing.cost(energy_kwh),
@@ -435,6 +636,7 @@ fn totals(domains: &[DomainEnergy], pue: f64, pricing: &Pricing) -> EnergyTotals
         (!domains.is_empty()).then(|| domains.iter().map(|d| d.energy_kwh).sum::<f64>());
     EnergyTotals {
         energy_kwh,
+        receipt: None,
         gpu_energy_kwh: domain_kwh(EnergyDomain::Gpu),
         cpu_energy_kwh: domain_kwh(EnergyDomain::CpuPackage),
         dram_energy_kwh: domain_kwh(EnergyDomain::Dram),

@@ -200,3 +200,21 @@ fn runs_priced_in_different_currencies_say_so_and_runs_in_one_do_not() {
     );
     assert_eq!(differ.currency, "EUR", "the new run's");
 }
+
+#[test]
+fn a_change_inside_both_intervals_is_within_error_and_does_not_trip_the_gate() {
+    // 300 W against 301 W, read each second: the figures' intervals (a 1.2% floor of
+    // power moving unseen between readings, ±0.47% over the ten seconds) overlap.
+    let close_runs = compare_reports(&run_at(300.0), &run_at(301.0), "a", "b");
+    let run = row(&close_runs, ComparedPart::Run, "run");
+    assert_eq!(run.within_error, Some(true));
+    assert!(regressions(&close_runs, 0.1).is_empty());
+    assert!(render_comparison_table(&close_runs).contains("within error"));
+    // 300 W against 330 W: 10% more, far outside both intervals.
+    let apart = compare_reports(&run_at(300.0), &run_at(330.0), "a", "b");
+    assert_eq!(
+        row(&apart, ComparedPart::Run, "run").within_error,
+        Some(false)
+    );
+    assert!(!regressions(&apart, 5.0).is_empty());
+}

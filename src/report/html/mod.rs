@@ -16,12 +16,14 @@ mod tests;
 
 use crate::report::csv::{RunDescription, factor_source};
 use crate::report::human_units::{energy_text, power_text, three_significant_figures};
+use crate::report::receipts::interval_text;
 use crate::report::series::RunSeries;
 use chart::TimeAxis;
 use sections::{
     agent_scopes_section, cpu_power_section, cpu_use_section, diagnostics_section,
     gpu_power_section, memory_section,
 };
+use wattline_model::receipt::EnergyReceipt;
 use wattline_model::report::EnergyReport;
 
 /// The page. `run` says what the report does not know (the command and its scope);
@@ -188,8 +190,11 @@ fn totals_section(report: &EnergyReport) -> String {
     let cost = |cost: Option<f64>| cost_text(cost, &report.currency);
     let mut out = String::from(
         "<div class=\"side-by-side\">\n<table>\n<tr><th>domain</th><th>energy</th>\
-         <th>method</th><th>cost</th><th>CO2</th></tr>\n",
+         <th>95% interval</th><th>method</th><th>cost</th><th>CO2</th></tr>\n",
     );
+    let interval = |receipt: Option<&EnergyReceipt>| {
+        receipt.map_or_else(|| "–".to_owned(), |receipt| escape(&interval_text(receipt)))
+    };
     for (domain, kwh) in [
         (EnergyDomain::Gpu, report.total.gpu_energy_kwh),
         (EnergyDomain::CpuPackage, report.total.cpu_energy_kwh),
@@ -198,10 +203,11 @@ fn totals_section(report: &EnergyReport) -> String {
         let measured = report.domains.iter().find(|d| d.domain == domain);
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"number\">{}</td><td>{}</td><td class=\"number\">{}</td>\
-             <td class=\"number\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"number\">{}</td><td>{}</td><td>{}</td>\
+             <td class=\"number\">{}</td><td class=\"number\">{}</td></tr>",
             domain.label(),
             kwh_text(kwh),
+            interval(measured.and_then(|d| d.receipt.as_ref())),
             measured.map_or("–", |d| d.method.as_str()),
             cost(measured.map(|d| d.cost)),
             grams_text(measured.and_then(|d| d.co2_grams)),
@@ -209,16 +215,17 @@ fn totals_section(report: &EnergyReport) -> String {
     }
     let _ = writeln!(
         out,
-        "<tr class=\"total\"><td>total</td><td class=\"number\">{}</td><td></td>\
+        "<tr class=\"total\"><td>total</td><td class=\"number\">{}</td><td>{}</td><td></td>\
          <td class=\"number\">{}</td><td class=\"number\">{}</td></tr>",
         kwh_text(report.total.energy_kwh),
+        interval(report.total.receipt.as_ref()),
         cost(report.total.cost),
         grams_text(report.total.co2_grams),
     );
     if (report.pue.value - 1.0).abs() > f64::EPSILON {
         let _ = writeln!(
             out,
-            "<tr><td>facility (PUE {})</td><td class=\"number\">{}</td><td></td>\
+            "<tr><td>facility (PUE {})</td><td class=\"number\">{}</td><td></td><td></td>\
              <td class=\"number\">{}</td><td></td></tr>",
             report.pue.value,
             kwh_text(report.total.facility_energy_kwh),
