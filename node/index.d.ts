@@ -257,6 +257,28 @@ export interface Snapshot {
   toJSON(): Record<string, unknown>;
 }
 
+/**
+ * How good an energy figure is: how it was obtained, the 95% interval the true energy
+ * lies in (kWh), and `unresolved` for a window shorter than its sources can see.
+ */
+export interface EnergyReceipt {
+  method: 'counter' | 'instant_power' | 'averaged_power' | 'mixed' | 'attributed';
+  lowKwh: number;
+  highKwh: number;
+  resolution: 'resolved' | 'unresolved';
+}
+
+/** A model call a step made to another machine, with its estimated energy there. */
+export interface RemoteCall {
+  operation: string;
+  provider?: string;
+  model?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  /** Never part of a measured figure; absent for a model with no factor. */
+  estimate?: { lowKwh: number; highKwh: number; method: 'estimated'; estimator: string; source: string };
+}
+
 /** The energy/cost report: every field of the JSON report, camelCase. */
 export interface EnergyReport {
   startedAt: Date;
@@ -265,6 +287,7 @@ export interface EnergyReport {
   total: {
     energyKwh: number | null; gpuEnergyKwh: number | null; cpuEnergyKwh: number | null;
     dramEnergyKwh: number | null; cost: number | null; co2Grams: number | null;
+    receipt?: EnergyReceipt;
     [field: string]: unknown;
   };
   /**
@@ -277,7 +300,12 @@ export interface EnergyReport {
     gpuEnergyKwh: number | null; energyKwh: number | null; cost: number | null;
     attributedGpuEnergyKwh: number | null; attributedEnergyKwh: number | null; attributedCost: number | null;
     startedAt: Date; endedAt: Date | null;
+    receipt?: EnergyReceipt; attributedReceipt?: EnergyReceipt; remoteCall?: RemoteCall;
   }[];
+  /** The remote model calls' estimates, summed: never part of `total`. */
+  remoteEstimates?: {
+    calls: number; estimatedCalls: number; lowKwh: number; highKwh: number; modelsWithoutEstimate: string[];
+  };
   /** How attributed energy was divided (`process-share-then-weight`). */
   scopeAttribution: string | null;
   [field: string]: unknown;

@@ -203,12 +203,15 @@ fn the_table_shows_each_steps_part_beside_its_window() {
             .lines()
             .find(|line| line.starts_with(&format!("agent {name} ")))
             .unwrap_or_else(|| panic!("no line for {name} in\n{table}"));
+        // The window's receipt (`±`) between the figure and the note.
+        let (figures, receipt) = line
+            .split_once(" ±")
+            .unwrap_or_else(|| panic!("no receipt in {line}"));
         assert!(
-            line.ends_with(&format!(
-                " {part} attributed (window {window}, not additive)"
-            )),
+            figures.ends_with(&format!(" {part} attributed (window {window}")),
             "{line}"
         );
+        assert!(receipt.ends_with("%, not additive)"), "{line}");
     }
     // 1080 J of GPU and 36 J of CPU energy held by no step.
     let unheld = table

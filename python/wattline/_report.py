@@ -82,7 +82,9 @@ class EnergyReport(Record):
     step's window figures, ``energy_kwh`` …, overlap and never add up; its attributed
     ones, ``attributed_energy_kwh`` …, do), ``processes``, the factors used (``cost_per_kwh``,
     ``carbon_intensity``, ``pue``, each with its ``origin``), ``diagnostics`` and more,
-    exactly the fields of the JSON report."""
+    exactly the fields of the JSON report. Each measured figure has its ``receipt``
+    (``method``, the 95% interval ``low_kwh`` to ``high_kwh``, ``resolution``); a step
+    that called a model on another machine, its ``remote_call`` with the estimate."""
 
     __slots__ = ()
 

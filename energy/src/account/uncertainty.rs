@@ -217,11 +217,12 @@ mod tests {
             window_change_watts: 0.0,
         };
         assert_eq!(interval.part_variance(0.0, 0.1, false, false), 0.0);
-        // A cut at 0.08 s: the 0.02 s side, (0.02 s)² × ((120 W)² / 12 + ½ (10 W)²);
-        // plus the edge, the counter 100 ms old at 300 W and its 1 mJ quantum.
+        // A cut at 0.08 s: the 0.02 s side, (0.02 s)² × ((120 − 10 W)² / 12 + 0.4 ×
+        // (10 W)²): the change beyond the usual movement, and that movement; plus the
+        // edge, the counter 100 ms old at 300 W and its 1 mJ quantum.
         let edge = ((300.0f64 * 0.1).powi(2) + 1e-6) / 12.0;
         let cut = interval.part_variance(0.0, 0.08, false, true);
-        let side = 0.02f64.powi(2) * (120.0f64.powi(2) / 12.0 + 0.5 * 100.0);
+        let side = 0.02f64.powi(2) * (110.0f64.powi(2) / 12.0 + 0.4 * 100.0);
         assert!((cut - (side + edge)).abs() < 1e-9, "{cut}");
     }
 
@@ -236,9 +237,21 @@ mod tests {
             window_change_watts: 0.0,
         };
         let whole = interval.part_variance(0.0, 0.1, false, false);
-        let expected = 0.01 * (3600.0 / 12.0 + 0.5 * 400.0);
+        // (0.1 s)² × ((60 − 20 W)² / 12 + 0.4 × (20 W)²).
+        let expected = 0.01 * (1600.0 / 12.0 + 0.4 * 400.0);
         assert!((whole - expected).abs() < 1e-12, "{whole}");
         assert_eq!(interval.edge_variance(), 0.0);
+        // Quiet readings: at least 1.2% of the 200 W mean moves unseen.
+        let quiet = IntervalError {
+            difference_watts: 0.0,
+            roughness_watts: 0.0,
+            ..interval
+        };
+        let floor = quiet.part_variance(0.0, 0.1, false, false);
+        assert!(
+            (floor - 0.01 * 0.4 * 2.4f64.powi(2)).abs() < 1e-12,
+            "{floor}"
+        );
     }
 
     #[test]
