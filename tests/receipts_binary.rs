@@ -123,5 +123,6 @@ fn through_the_binary_the_intervals_hold_the_traces_energy() {
     // time hold at least 19 of 25 (fewer, about once in five thousand runs of this
     // test).
     assert_eq!(all.len(), 25, "{all:#?}");
+    eprintln!("{held} of 25 held:\n{}", all.join("\n"));
     assert!(held >= 19, "{held} of 25 held:\n{all:#?}");
 }
