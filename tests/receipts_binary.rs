@@ -71,7 +71,15 @@ fn run_on_a_simulated_gpu(seed: u64) -> Vec<(String, f64, f64, f64)> {
         .env("PATH", path)
         .env("WATTLINE_TRACE", &trace)
         .env("GENAI_GPU_COLLECTION_INTERVAL", "0.1")
-        .args(["run", "--quiet", "--interval", "100", "--report", "json", "--"])
+        .args([
+            "run",
+            "--quiet",
+            "--interval",
+            "100",
+            "--report",
+            "json",
+            "--",
+        ])
         .arg(support::example("agent_step"))
         .arg("--weighted")
         .output()

@@ -385,7 +385,7 @@ mod tests {
     #[test]
     fn a_remote_calls_estimate_is_its_own_attributes_in_joules_with_method_and_source() {
         let mut scope = settled(Some(0.002), true);
-        scope.energy.remote_call = Some(RemoteCall {
+        scope.energy.remote_call = Some(Box::new(RemoteCall {
             operation: "chat".into(),
             provider: Some("openai".into()),
             model: Some("gpt-4o".into()),
@@ -398,7 +398,7 @@ mod tests {
                 estimator: "factor-table".into(),
                 source: "a source".into(),
             }),
-        });
+        }));
         let span = scope_span(&scope).unwrap();
         // 0.1 Wh and 0.5 Wh; the measured 2 Wh (7200 J) stays as it was.
         let low = attribute(&span, "wattline.energy.remote_estimated.low_joules");

@@ -261,7 +261,7 @@ pub struct ScopeEnergy {
     /// The model call it stands for, when it was a call to another machine: with its
     /// estimate, which none of the figures above includes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remote_call: Option<crate::remote_call::RemoteCall>,
+    pub remote_call: Option<Box<crate::remote_call::RemoteCall>>,
 }
 
 /// GPU energy attributed to one process on one device.

@@ -302,7 +302,7 @@ mod tests {
     #[test]
     fn a_remote_estimate_is_its_own_series_with_a_low_and_a_high_observation() {
         let mut scope = settled(Some(0.001));
-        scope.energy.remote_call = Some(crate::remote_call::RemoteCall {
+        scope.energy.remote_call = Some(Box::new(crate::remote_call::RemoteCall {
             operation: "chat".into(),
             provider: None,
             model: Some("m".into()),
@@ -315,7 +315,7 @@ mod tests {
                 estimator: "factor-table".into(),
                 source: "s".into(),
             }),
-        });
+        }));
         let measurements = scope.measurements("plan");
         let estimated: Vec<(f64, &AttributeValue)> = measurements
             .iter()

@@ -338,7 +338,7 @@ impl EnergyAccount {
             co2_grams: total.and_then(|kwh| pricing.co2(kwh)),
             started_at: scope.started_wall,
             ended_at: scope.end.map(|(_, wall)| wall),
-            remote_call: scope.remote_call.as_deref().cloned(),
+            remote_call: scope.remote_call.clone(),
         }
     }
 
