@@ -112,9 +112,10 @@ fn through_the_binary_the_intervals_hold_the_traces_energy() {
             all.push(format!("{name}: {truth:.1} J in [{low:.1}, {high:.1}]"));
         }
     }
-    // Six runs of four steps and a total: intervals that hold the truth 95% of the
-    // time hold at least 23 of 30 (fewer, about once in ten thousand runs of this
-    // test).
+    // Six runs of four steps and a total. The fake NVML's figures all hold; the
+    // nvidia-smi stand-in answers up to 60% of a period late at high power (as a
+    // loaded driver does) and readings are stamped when they arrive, which the error
+    // model does not cover yet: it holds 11 of 15, all misses on the low side.
     assert_eq!(all.len(), 30, "{all:#?}");
     eprintln!("{held} of 30 held:\n{}", all.join("\n"));
     assert!(held >= 23, "{held} of 30 held:\n{all:#?}");
