@@ -138,22 +138,30 @@ async fn operations_or_a_predicate_choose_the_steps() {
     pipeline.shutdown().await.unwrap();
 }
 
-/// A pipeline whose `plugins.toml` adds one factor row, for model `test-model`: 0.4 to
-/// 2.0 Wh per 1,000 output tokens, 0.02 to 0.1 per 1,000 input tokens.
-async fn pipeline_with_a_factor_row(sink: &Arc<CollectingEventSink>) -> wattline::Pipeline {
-    let toml = r#"
+/// A `plugins.toml` whose energy component adds one factor row: for `model`, `output`
+/// and 0.02 to 0.1 Wh per 1,000 input tokens.
+fn plugins_with_a_factor_row(model: &str, output: &str) -> String {
+    format!(
+        r#"
 version = 1
 [[components]]
 kind = "energy"
 [components.config]
 [[components.config.remote_models]]
 provider = "example"
-models = ["test-model"]
-output_wh_per_1k_tokens = [0.4, 2.0]
+models = ["{model}"]
+output_wh_per_1k_tokens = {output}
 input_wh_per_1k_tokens = [0.02, 0.1]
 source = "a row in the test"
-"#;
-    let document = wattline::config::PluginsDocument::parse("plugins.toml", toml).unwrap();
+"#
+    )
+}
+
+/// A pipeline whose `plugins.toml` adds one factor row, for model `test-model`: 0.4 to
+/// 2.0 Wh per 1,000 output tokens, 0.02 to 0.1 per 1,000 input tokens.
+async fn pipeline_with_a_factor_row(sink: &Arc<CollectingEventSink>) -> wattline::Pipeline {
+    let toml = plugins_with_a_factor_row("test-model", "[0.4, 2.0]");
+    let document = wattline::config::PluginsDocument::parse("plugins.toml", &toml).unwrap();
     let config = wattline::config::EffectiveConfig::merge(&[document]).unwrap();
     wattline::Pipeline::builder()
         .config(config)
@@ -314,19 +322,9 @@ async fn a_remote_model_call_gets_a_labelled_estimate_beside_its_measured_energy
 
 #[test]
 fn a_factor_row_that_is_wrong_is_refused_naming_its_field() {
-    let toml = r#"
-version = 1
-[[components]]
-kind = "energy"
-[components.config]
-[[components.config.remote_models]]
-provider = "example"
-models = ["m"]
-output_wh_per_1k_tokens = [2.0, 0.4]
-input_wh_per_1k_tokens = [0.02, 0.1]
-source = "s"
-"#;
-    let error = wattline::config::PluginsDocument::parse("plugins.toml", toml).unwrap_err();
+    // Its output range runs backwards.
+    let toml = plugins_with_a_factor_row("m", "[2.0, 0.4]");
+    let error = wattline::config::PluginsDocument::parse("plugins.toml", &toml).unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains("remote_models[0].output_wh_per_1k_tokens"),

@@ -167,3 +167,79 @@ fn intervals_hold_the_true_energy_in_95_to_99_5_percent_of_cases_per_kind_of_sou
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Two steps live over the same 4 s of a constant 200 W: each one's window is 800 J
+/// and its attributed share half of it, 400 J. The attributed receipt is the window's
+/// interval halved (a share by rule, not a measurement), and each holds its own figure.
+#[test]
+fn an_attributed_receipt_is_the_windows_interval_scaled_by_the_share() {
+    use wattline_model::energy::{DevicePower, EnergyRecord, PowerRecord};
+    use wattline_model::receipt::ReceiptMethod;
+    let epoch = Utc::now();
+    let mut account = EnergyAccount::new(EnergySettings::default(), 0, epoch);
+    let nanos = |seconds: f64| (seconds * 1e9).round() as u64;
+    let wall = |seconds: f64| epoch + chrono::Duration::nanoseconds(nanos(seconds) as i64);
+    let uuids = [uuid::Uuid::from_u128(1), uuid::Uuid::from_u128(2)];
+    for tenth in 0..=100u64 {
+        let t = tenth as f64 / 10.0;
+        if tenth == 20 {
+            for (index, uuid) in uuids.iter().enumerate() {
+                account.apply(&EnergyRecord::ScopeStarted {
+                    uuid: *uuid,
+                    name: format!("step {index}").into(),
+                    at: nanos(t),
+                    wall: wall(t),
+                    parent: None,
+                    process_id: None,
+                    weight: None,
+                    traceparent: None,
+                });
+            }
+        }
+        account.apply(&EnergyRecord::Power(PowerRecord {
+            source: "nvml".into(),
+            at: nanos(t),
+            devices: Some(vec![DevicePower {
+                id: "GPU-a".into(),
+                name: None,
+                watts: Some(200.0),
+                counter_millijoules: None,
+                shares: None,
+                mig_enabled: None,
+                at: None,
+                power_field: Some("NVML_FI_DEV_POWER_INSTANT".into()),
+            }]),
+            power_field: None,
+        }));
+        if tenth == 60 {
+            for uuid in uuids {
+                account.apply(&EnergyRecord::ScopeEnded {
+                    uuid,
+                    at: nanos(t),
+                    wall: wall(t),
+                    remote_call: None,
+                });
+            }
+        }
+    }
+    let report = account.report(nanos(10.0), wall(10.0));
+    for step in &report.agent_scopes {
+        let (window, attributed) = (
+            step.energy_kwh.unwrap(),
+            step.attributed_energy_kwh.unwrap(),
+        );
+        let joules = |kwh: f64| kwh * JOULES_PER_KILOWATT_HOUR;
+        assert!((joules(window) - 800.0).abs() < 1e-6, "{step:?}");
+        assert!((joules(attributed) - 400.0).abs() < 1e-6, "{step:?}");
+        let window_receipt = step.receipt.unwrap();
+        let attributed_receipt = step.attributed_receipt.unwrap();
+        assert!(window_receipt.contains(window) && attributed_receipt.contains(attributed));
+        assert_eq!(window_receipt.method, ReceiptMethod::InstantPower);
+        assert_eq!(attributed_receipt.method, ReceiptMethod::Attributed);
+        assert!((attributed_receipt.low_kwh - window_receipt.low_kwh / 2.0).abs() < 1e-15);
+        assert!((attributed_receipt.high_kwh - window_receipt.high_kwh / 2.0).abs() < 1e-15);
+        // Steady power: narrow, yet not a point.
+        assert!(window_receipt.high_kwh > window_receipt.low_kwh);
+        assert!(window_receipt.relative_half_width(window).unwrap() < 0.01);
+    }
+}

@@ -546,15 +546,11 @@ impl Meter {
             ReadingModel::AveragedPower { .. } => run.last_edge_variance,
             _ => run.first_edge_variance.unwrap_or(0.0),
         };
-        // An average's figure is off by half its window times the change of power from
-        // the first reading to the last (it counts a window's worth of power from before
-        // the first reading, and leaves as much out at the end): known from the
-        // readings, it widens the interval.
-        let lag_seconds = match model {
-            ReadingModel::Counter { update_seconds, .. } => update_seconds / 2.0,
-            ReadingModel::InstantPower => 0.0,
-            ReadingModel::AveragedPower { window_seconds } => window_seconds / 2.0,
-        };
+        // A lagging figure (a counter's, an average's) is off by its lag times the
+        // change of power from the first reading to the last (it counts that long of
+        // the power from before the first reading, and leaves as much out at the end):
+        // known from the readings, it widens the interval.
+        let lag_seconds = model.lag_seconds();
         let last_power = self
             .last
             .and_then(|last| last.watts)

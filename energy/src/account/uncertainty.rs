@@ -83,6 +83,16 @@ impl ReadingModel {
         }
     }
 
+    /// How long a figure from these readings lags the power, on average, s (see
+    /// [`IntervalError::lag_seconds`]).
+    pub(super) fn lag_seconds(self) -> f64 {
+        match self {
+            ReadingModel::Counter { update_seconds, .. } => update_seconds / 2.0,
+            ReadingModel::InstantPower => 0.0,
+            ReadingModel::AveragedPower { window_seconds } => window_seconds / 2.0,
+        }
+    }
+
     /// The shortest window these readings resolve, given the longest time between two
     /// of them: a counter's update period; the time between power readings (a shorter
     /// step may fall between two), and an average's window if longer.
@@ -160,11 +170,7 @@ impl IntervalError {
     /// a window whose power differs at its two edges is off by the lag times the
     /// difference.
     pub(super) fn lag_seconds(&self) -> f64 {
-        match self.model {
-            ReadingModel::Counter { update_seconds, .. } => update_seconds / 2.0,
-            ReadingModel::InstantPower => 0.0,
-            ReadingModel::AveragedPower { window_seconds } => window_seconds / 2.0,
-        }
+        self.model.lag_seconds()
     }
 
     /// The variance (J²) a window edge inside this interval adds.
